@@ -1,0 +1,26 @@
+"""zslib: the helper package of the book *Zero-Shot Metric Learning, Executable*.
+
+Submodules are named after the concept they hold: ``data``, ``models``, ``losses``,
+``regularizers``, ``evaluate``, ``train``, ``experiment``, ``theory``, ``viz``. Importing
+``zslib`` itself is cheap; each submodule is imported on first use (``zslib.evaluate`` etc.).
+"""
+from __future__ import annotations
+
+import importlib
+
+from .profile import PROFILES, Profile, device, get_profile, set_profile
+
+__version__ = "0.1.0"
+
+__all__ = ["PROFILES", "Profile", "device", "get_profile", "set_profile", "__version__"]
+
+_SUBMODULES = {
+    "data", "models", "losses", "regularizers", "evaluate", "train", "experiment", "theory", "viz",
+    "attention",
+}
+
+
+def __getattr__(name):  # PEP 562: lazy submodules keep `import zslib` fast
+    if name in _SUBMODULES:
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module 'zslib' has no attribute {name!r}")

@@ -1,0 +1,147 @@
+"""Run profiles: one code path, two sizes.
+
+Every chapter asks the active profile for its sizes instead of hard-coding them:
+
+* ``quick`` (the default): the procedurally generated SynthParts image set, a small CNN, the CPU.
+  Each chapter executes in at most three minutes on a 2-core machine.
+* ``full``: the real benchmark datasets, an ImageNet-pretrained backbone and the papers'
+  hyperparameters, on CUDA (for example a Colab GPU).
+
+The profile is chosen by the environment variable ``ZS_PROFILE`` (``quick`` or ``full``) or by
+:func:`set_profile`. A chapter adapts a profile with :meth:`Profile.replace`, never by editing it.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass
+
+__all__ = ["Profile", "PROFILES", "get_profile", "set_profile", "device"]
+
+
+@dataclass(frozen=True)
+class Profile:
+    """The sizes a chapter needs. All fields are plain values so a profile prints and serializes."""
+
+    name: str
+    dataset: str  # "synthparts" (quick) or a real dataset name such as "cub200"
+    image_size: int  # side of the square crop fed to the network
+    resize_size: int  # side the shorter image edge is resized to before cropping
+    backbone: str  # key understood by zslib.models
+    pretrained: bool  # ImageNet weights for the backbone (full profile only)
+    embedding_dim: int
+    batch_classes: int  # P classes per batch ...
+    batch_per_class: int  # ... times K images per class
+    iterations: int  # optimizer steps of a standard training run
+    eval_every: int  # evaluate seen / unseen retrieval every this many steps
+    lr: float  # Adam learning rate of the backbone (new layers get 10x, as in the papers)
+    weight_decay: float
+    num_workers: int  # DataLoader workers
+    amp: bool  # automatic mixed precision (CUDA only)
+    seeds: tuple[int, ...]  # seeds for repeated runs (confidence intervals)
+    synth_images_per_class: int  # SynthParts images generated per class
+
+    @property
+    def batch_size(self) -> int:
+        return self.batch_classes * self.batch_per_class
+
+    def replace(self, **changes) -> "Profile":
+        """A copy with some fields changed, e.g. ``get_profile().replace(iterations=200)``."""
+        return dataclasses.replace(self, **changes)
+
+    def as_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+PROFILES: dict[str, Profile] = {
+    "quick": Profile(
+        name="quick",
+        dataset="synthparts",
+        image_size=64,
+        resize_size=72,
+        backbone="smallcnn",
+        pretrained=False,
+        embedding_dim=64,
+        batch_classes=16,
+        batch_per_class=4,
+        iterations=300,
+        eval_every=100,
+        lr=1e-3,
+        weight_decay=5e-4,
+        num_workers=0,
+        amp=False,
+        seeds=(0, 1, 2),
+        synth_images_per_class=40,
+    ),
+    # The papers' common setting (CML, DeML): GoogLeNet / BN-Inception, 224 px crops of 256 px
+    # resizes, batch 128 = 64 classes x 2 images, Adam 1e-5 with weight decay 2e-4, embedding 512.
+    "full": Profile(
+        name="full",
+        dataset="cub200",
+        image_size=224,
+        resize_size=256,
+        backbone="googlenet",
+        pretrained=True,
+        embedding_dim=512,
+        batch_classes=64,
+        batch_per_class=2,
+        iterations=5000,
+        eval_every=500,
+        lr=1e-5,
+        weight_decay=2e-4,
+        num_workers=4,
+        amp=True,
+        seeds=(0,),
+        synth_images_per_class=100,
+    ),
+}
+
+_active: Profile | None = None
+
+
+def _from_env() -> Profile:
+    name = os.environ.get("ZS_PROFILE", "quick").strip().lower() or "quick"
+    if name not in PROFILES:
+        raise ValueError(
+            f"ZS_PROFILE={name!r} is not a known profile; use one of {sorted(PROFILES)} "
+            "(for example `export ZS_PROFILE=quick`)."
+        )
+    return PROFILES[name]
+
+
+def get_profile() -> Profile:
+    """The active profile: the one last passed to :func:`set_profile`, else ``$ZS_PROFILE``, else quick."""
+    return _active if _active is not None else _from_env()
+
+
+def set_profile(profile: str | Profile | None) -> Profile:
+    """Make ``profile`` (a name, a :class:`Profile`, or ``None`` to follow ``$ZS_PROFILE``) active."""
+    global _active
+    if profile is None:
+        _active = None
+        return get_profile()
+    if isinstance(profile, str):
+        key = profile.strip().lower()
+        if key not in PROFILES:
+            raise ValueError(f"unknown profile {profile!r}; use one of {sorted(PROFILES)}")
+        profile = PROFILES[key]
+    if not isinstance(profile, Profile):
+        raise TypeError(f"expected a profile name or a Profile, got {type(profile).__name__}")
+    _active = profile
+    return profile
+
+
+def device(prefer: str | None = None):
+    """The device to compute on: ``$ZS_DEVICE`` or ``prefer`` if given, else CUDA when present, else CPU."""
+    import torch
+
+    choice = prefer or os.environ.get("ZS_DEVICE")
+    if choice:
+        dev = torch.device(choice)
+        if dev.type == "cuda" and not torch.cuda.is_available():
+            raise RuntimeError(
+                f"device {choice!r} was requested but CUDA is not available here; "
+                "unset ZS_DEVICE or choose 'cpu'."
+            )
+        return dev
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
