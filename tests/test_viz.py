@@ -42,3 +42,11 @@ def test_image_grid_lays_out_and_refuses_empty():
     with pytest.raises(ValueError):
         viz.image_grid([])
     matplotlib.pyplot.close("all")
+
+
+def test_show_retrievals_reads_images_from_a_dataset():
+    data = [(torch.full((3, 4, 4), 0.1 * i), i % 2) for i in range(4)]
+    fig = viz.show_retrievals([data[0][0]], [0], data, [0, 1, 0, 1], [[2, 1]], k=2)
+    shown = fig.axes[1].images[0].get_array()
+    np.testing.assert_allclose(np.asarray(shown), 0.2, atol=1e-6)  # gallery item 2 is the one drawn
+    matplotlib.pyplot.close("all")

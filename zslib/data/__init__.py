@@ -1,0 +1,44 @@
+"""Data: the SynthParts image set, the five real benchmarks, batch sampling, transforms, caching.
+
+Public names (used by the book and by the other zslib modules):
+
+* :func:`data_root` - where real datasets live (argument, ``$ZS_DATA``, the checkout's ``data/``,
+  ``~/zslib_data``).
+* :class:`SynthParts`, :func:`shortcut_probe` - the procedurally rendered default image set with a
+  designed shortcut (quick profile), and the linear probe that measures the shortcut.
+* :class:`CUB200`, :class:`Cars196`, :class:`SOP`, :class:`InShop`, :class:`Flowers102` - the real
+  datasets with the papers' zero-shot splits; each has ``download(root)`` (or a message saying where
+  to get the files). Nothing downloads implicitly.
+* :class:`ClassBalancedSampler` - P classes x K images per batch, deterministic, exactly resumable.
+* :func:`train_transform`, :func:`test_transform` - resize / crop / flip / normalize.
+* :func:`build_dataset` - the dataset a profile asks for.
+* :class:`PreResizedCache`, :func:`cached` - decode once, keep a small uint8 copy.
+"""
+from __future__ import annotations
+
+from .build import build_dataset
+from .cache import PreResizedCache, cached
+from .datasets import CUB200, DATASETS, SOP, Cars196, Flowers102, InShop, RealImageDataset, get_dataset_class
+from .download import download_url, extract_archive, verify_checksum
+from .errors import (ChecksumError, CorruptFileError, CountMismatchError, DataError, ManualDownloadError,
+                     MissingDataError)
+from .root import data_root
+from .sampler import ClassBalancedSampler
+from .synthparts import (ATTRIBUTE_NAMES, PART_NAMES, SHORTCUT_ATTRIBUTES, ProbeResult, SynthParts,
+                         design_classes, shortcut_probe)
+from .transforms import IMAGENET_MEAN, IMAGENET_STD, test_transform, train_transform
+
+__all__ = [
+    "data_root", "SynthParts", "shortcut_probe", "ProbeResult", "design_classes", "PART_NAMES",
+    "ATTRIBUTE_NAMES", "SHORTCUT_ATTRIBUTES", "CUB200", "Cars196", "SOP", "InShop", "Flowers102",
+    "RealImageDataset", "DATASETS", "get_dataset_class", "download", "download_url", "extract_archive",
+    "verify_checksum", "ClassBalancedSampler", "train_transform", "test_transform", "IMAGENET_MEAN",
+    "IMAGENET_STD", "build_dataset", "PreResizedCache", "cached", "DataError", "MissingDataError",
+    "ChecksumError", "CorruptFileError", "CountMismatchError", "ManualDownloadError",
+]
+
+
+def download(name: str, root=None):
+    """Download a real dataset by name (``'cub200'``, ``'sop'``, ``'flowers102'``; ``'cars196'`` and
+    ``'inshop'`` raise :class:`ManualDownloadError` explaining where to get them)."""
+    return get_dataset_class(name).download(root)

@@ -1,0 +1,55 @@
+"""One call from a profile to a dataset: ``build_dataset(profile, split, train)``.
+
+* quick profile (``profile.dataset == "synthparts"``): :class:`~zslib.data.SynthParts` at
+  ``profile.image_size`` px with ``profile.synth_images_per_class`` images per class; ``"train"``
+  is the seen split and ``"test"`` the unseen split. Images are rendered in memory with their random
+  pose already, so no augmentation is added; ``mean``/``std`` (if given) normalize them.
+* full profile: the real dataset named by ``profile.dataset`` with
+  :func:`~zslib.data.train_transform` (``train=True``) or :func:`~zslib.data.test_transform`, sized
+  by ``profile.resize_size`` / ``profile.image_size`` and normalized with the backbone's
+  ``mean``/``std`` (ImageNet statistics when not given).
+"""
+from __future__ import annotations
+
+from .datasets import get_dataset_class
+from .synthparts import SynthParts
+from .transforms import IMAGENET_MEAN, IMAGENET_STD, test_transform, train_transform
+
+__all__ = ["build_dataset"]
+
+_TO_SYNTH = {"train": "seen", "seen": "seen", "test": "unseen", "unseen": "unseen", "all": "all"}
+_TO_REAL = {"seen": "train", "unseen": "test"}
+
+
+def build_dataset(profile=None, split: str = "train", train: bool | None = None, *, root=None,
+                  mean=None, std=None, seed: int = 0):
+    """The dataset the profile asks for (see the module docstring).
+
+    ``split``: ``"train"``/``"test"`` (or ``"seen"``/``"unseen"``; In-Shop also ``"query"``/``"gallery"``).
+    ``train``: training-time augmentation; defaults to ``split`` being the training split.
+    ``root``: the data root for real datasets (default :func:`~zslib.data.data_root`).
+    ``seed``: SynthParts' image seed (the class design never changes).
+    """
+    if profile is None:
+        from ..profile import get_profile
+
+        profile = get_profile()
+    split = str(split).lower()
+    if train is None:
+        train = split in ("train", "seen")
+    if str(profile.dataset).lower() == "synthparts":
+        if split not in _TO_SYNTH:
+            raise ValueError(f"SynthParts splits are 'train' (= seen), 'test' (= unseen) or 'all', not {split!r}")
+        transform = None
+        if mean is not None or std is not None:
+            from torchvision.transforms import v2
+
+            transform = v2.Normalize(list(mean), list(std))
+        return SynthParts(_TO_SYNTH[split], image_size=profile.image_size,
+                          images_per_class=profile.synth_images_per_class, seed=seed, transform=transform)
+    cls = get_dataset_class(profile.dataset)
+    mean = IMAGENET_MEAN if mean is None else mean
+    std = IMAGENET_STD if std is None else std
+    make = train_transform if train else test_transform
+    transform = make(profile.image_size, profile.resize_size, mean, std)
+    return cls(root=root, split=_TO_REAL.get(split, split), transform=transform)

@@ -1,0 +1,38 @@
+"""Where datasets live on disk.
+
+:func:`data_root` resolves the download root: an explicit argument, else ``$ZS_DATA``, else the
+repository's ``data/`` folder when zslib runs from a source checkout, else ``~/zslib_data``.
+Each real dataset then lives in its own sub-folder (``cub200/``, ``cars196/``, ``sop/``,
+``inshop/``, ``flowers102/``); see ``data/README.md`` for the layouts.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+__all__ = ["data_root", "repository_root"]
+
+
+def repository_root() -> Path | None:
+    """The source checkout zslib was imported from, or ``None`` for an installed package."""
+    here = Path(__file__).resolve().parents[2]
+    if (here / "pyproject.toml").is_file() and (here / "zslib").is_dir() and (here / "data").is_dir():
+        return here
+    return None
+
+
+def data_root(root: str | os.PathLike | None = None) -> Path:
+    """The folder that holds (or will hold) the real datasets. Nothing is created here.
+
+    Order: ``root`` if given; else ``$ZS_DATA``; else ``<checkout>/data`` when zslib is used from
+    the book's repository; else ``~/zslib_data``.
+    """
+    if root is not None and str(root) != "":
+        return Path(root).expanduser()
+    env = os.environ.get("ZS_DATA", "").strip()
+    if env:
+        return Path(env).expanduser()
+    repo = repository_root()
+    if repo is not None:
+        return repo / "data"
+    return Path("~/zslib_data").expanduser()
