@@ -57,6 +57,8 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     root = Path(args.root).resolve()
     os.environ.setdefault("ZS_PROFILE", "quick")
+    # Training progress as plain text lines (a notebook widget would not render in the static book).
+    os.environ.setdefault("ZS_PROGRESS", "text")
 
     jb = Path(sys.executable).with_name("jupyter-book")
     cmd = [str(jb if jb.exists() else "jupyter-book"), "build", str(root),
