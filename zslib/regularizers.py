@@ -56,6 +56,7 @@ __all__ = [
     "cml_preset",
     "cml_objective",
     "CMLObjective",
+    "intra_class_distance",
 ]
 
 
@@ -521,3 +522,66 @@ def cml_objective(metric_loss: Callable, lambda1: float, lambda2: float, ec_pair
     embedding exactly as ``model`` returns it. See :class:`CMLObjective`.
     """
     return CMLObjective(metric_loss, lambda1, lambda2, ec_pairs, generator=generator, metric_name=metric_name)
+
+
+# ----------------------------------------------------------------------------------------------------
+# Explicit intra-class distance penalty (JRD Section 2, Eq. 4)
+
+
+def intra_class_distance(x: torch.Tensor, labels, reduction: str = "mean") -> torch.Tensor:
+    r"""The explicit penalty on intra-class distances of JRD (Chu et al. 2020), Section 2, Eq. 4.
+
+    For each class :math:`I` of the mini-batch with :math:`N_I \ge 2` samples, the mean over its
+    :math:`N_I(N_I-1)/2` distinct pairs of half the squared Euclidean distance,
+
+    .. math::
+
+        D_I = \frac{1}{N_I^{pairs}} \sum_{\{i, j\} \subset T_I} \tfrac12 \|x_i - x_j\|_2^2
+            = \frac{N_I}{N_I - 1}\,\mathrm{tr}\,\Sigma_I ,
+
+    where :math:`\mathrm{tr}\,\Sigma_I = \frac1{N_I}\sum_{i \in I}\|x_i - \mu_I\|^2` is the mean
+    squared distance of the class's samples to their class mean. The right-hand form (exact, since
+    :math:`\sum_{i<j}\|x_i-x_j\|^2 = N_I \sum_i \|x_i-\mu_I\|^2`) is what is computed: one-hot
+    matrix algebra, no loop over pairs.
+
+    **Why the pairwise form.** JRD's Eq. 4 writes the penalty over *pairs* of same-class samples, the
+    way embedding losses (contrastive, triplet) measure compactness (JRD Fig. 1); it is what JRD Fig. 2
+    adds to AM-Softmax with weight :math:`\alpha`. The two forms differ only by the factor
+    :math:`N_I/(N_I-1)` (2 for the 2 images per class of the papers' batches), which makes the pairwise
+    mean an *unbiased* estimate of the class's total variance, whatever the batch's K per class. So
+    :math:`\alpha` means the same thing for any K, and a singleton class contributes nothing: it has
+    no pair (with the centroid form it would contribute an exact 0 that still counts in the mean).
+
+    Parameters
+    ----------
+    x : (n, d) floating tensor
+        Embeddings as the network outputs them (after its L2 normalization, if it has one).
+    labels : (n,) integer tensor
+        Class ids. At least one class must occur twice.
+    reduction : ``"mean"`` or ``"sum"``
+        Over the classes that have a pair: ``"mean"`` (default; the weight :math:`\alpha` then does not
+        grow with the number P of classes per batch) or ``"sum"`` (Eq. 4 read as a sum over classes;
+        the extracted text of JRD lost the summation sign, so which one the paper used is not certain).
+
+    Returns
+    -------
+    A scalar tensor, differentiable in ``x``; 0 when every class collapses to one point.
+    """
+    if reduction not in ("mean", "sum"):
+        raise ValueError(f"reduction must be 'mean' (over classes) or 'sum', got {reduction!r}")
+    x = _features(x)
+    labels = _labels(labels, x.shape[0], x.device)
+    classes, inverse, counts = torch.unique(labels, return_inverse=True, return_counts=True)
+    paired = counts >= 2
+    if not bool(paired.any()):
+        raise ValueError(
+            f"intra_class_distance needs at least one class with two or more samples, but all "
+            f"{classes.numel()} classes of the batch occur once; sample batches of K >= 2 images per class"
+        )
+    onehot = torch.zeros(labels.shape[0], classes.numel(), dtype=x.dtype, device=x.device)
+    onehot[torch.arange(labels.shape[0], device=x.device), inverse] = 1.0
+    n = counts.to(x.dtype)
+    means = (onehot.T @ x) / n[:, None]
+    sq_to_mean = onehot.T @ (x - means[inverse]).pow(2).sum(1)  # (K,) sum_i ||x_i - mu_I||^2
+    per_class = sq_to_mean[paired] / (n[paired] - 1.0)  # = N/(N-1) * tr(Sigma_I)
+    return per_class.mean() if reduction == "mean" else per_class.sum()

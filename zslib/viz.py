@@ -151,9 +151,13 @@ def project_2d(embeddings, method: str = "tsne", seed: int = 0, **kwargs) -> np.
     if method == "umap":
         import umap
 
+        import warnings
+
         opts = {"random_state": seed, "n_neighbors": min(15, x.shape[0] - 1)}
         opts.update(kwargs)
-        return umap.UMAP(n_components=2, **opts).fit_transform(x)
+        with warnings.catch_warnings():  # a seeded UMAP runs single-threaded and says so every call
+            warnings.filterwarnings("ignore", message="n_jobs value", category=UserWarning)
+            return umap.UMAP(n_components=2, **opts).fit_transform(x)
     if method == "pca":
         from sklearn.decomposition import PCA
 

@@ -1,0 +1,173 @@
+"""Command line: ``python -m zslib train ...`` and ``python -m zslib evaluate ...``.
+
+Examples::
+
+    python -m zslib train --loss triplet --iterations 300           # quick profile, SynthParts
+    python -m zslib train --profile full --dataset cub200 --loss binomial --seed 1
+    python -m zslib train --loss triplet --loss-param margin=0.1 --schedule step:2000:0.1
+    python -m zslib evaluate --result results/baseline-triplet-synthparts-s0-<hash>.json
+    python -m zslib evaluate --checkpoint results/checkpoints/<run>.pt --split train
+
+Defaults come from the profile (``--profile``, else ``$ZS_PROFILE``, else quick).
+"""
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import sys
+import time
+
+
+def _value(text: str):
+    """A literal (number, bool, list...) when it parses as one, else the string itself."""
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return {"true": True, "false": False, "none": None}.get(text.lower(), text)
+
+
+def _key_values(items, option):
+    out = {}
+    for item in items or ():
+        if "=" not in item:
+            raise SystemExit(f"{option} expects KEY=VALUE, got {item!r}")
+        key, value = item.split("=", 1)
+        out[key.strip()] = _value(value.strip())
+    return out
+
+
+def _schedule(text):
+    """'constant', 'cosine' or 'step:EVERY[:GAMMA]'."""
+    if text is None:
+        return None
+    parts = text.split(":")
+    if parts[0] == "step":
+        if len(parts) not in (2, 3):
+            raise SystemExit("--schedule step needs the decay interval, e.g. step:2000 or step:2000:0.1")
+        return {"name": "step", "every": int(parts[1]), "gamma": float(parts[2]) if len(parts) == 3 else 0.1}
+    if parts[0] in ("constant", "cosine") and len(parts) == 1:
+        return None if parts[0] == "constant" else {"name": "cosine"}
+    raise SystemExit(f"unknown --schedule {text!r}; use constant, cosine or step:EVERY[:GAMMA]")
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m zslib", description="Train and evaluate zero-shot metric-learning runs.",
+                                epilog="Run `python -m zslib COMMAND --help` for the options of a command.")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    t = sub.add_parser("train", help="train one run (or load its stored result) and print its metrics",
+                       description="Train a model on the seen classes and evaluate the unseen ones. Every "
+                                   "option left out takes its value from the profile.")
+    t.add_argument("--profile", choices=["quick", "full"], help="size profile (default: $ZS_PROFILE or quick)")
+    t.add_argument("--name", help="label of the run (default: method-loss-dataset-sSEED)")
+    t.add_argument("--dataset", help="synthparts, cub200, cars196, sop, inshop, flowers102")
+    t.add_argument("--backbone", help="smallcnn, googlenet, resnet50, bninception, efficientnet_lite0")
+    t.add_argument("--pretrained", action=argparse.BooleanOptionalAction, default=None,
+                   help="ImageNet weights for the backbone")
+    t.add_argument("--weights-path", help="weight file for the backbone")
+    t.add_argument("--embedding-dim", type=int)
+    t.add_argument("--image-size", type=int)
+    t.add_argument("--resize-size", type=int)
+    t.add_argument("--loss", default="triplet", help="loss name (see zslib.losses.LOSSES; default triplet)")
+    t.add_argument("--loss-param", action="append", metavar="KEY=VALUE", help="loss hyperparameter (repeatable)")
+    t.add_argument("--iterations", type=int)
+    t.add_argument("--batch-classes", type=int, help="P: classes per batch")
+    t.add_argument("--batch-per-class", type=int, help="K: images per class")
+    t.add_argument("--lr", type=float, help="backbone learning rate (new layers get 10x)")
+    t.add_argument("--weight-decay", type=float)
+    t.add_argument("--schedule", help="constant (default), cosine, or step:EVERY[:GAMMA]")
+    t.add_argument("--eval-every", type=int)
+    t.add_argument("--validation-fraction", type=float,
+                   help="hold out this share of the training classes for validation")
+    t.add_argument("--synth-images-per-class", type=int, help="SynthParts images per class")
+    t.add_argument("--seed", type=int)
+    t.add_argument("--num-workers", type=int)
+    t.add_argument("--amp", action=argparse.BooleanOptionalAction, default=None, help="mixed precision (CUDA only)")
+    t.add_argument("--device", help="cpu, cuda, cuda:1 ... (default: $ZS_DEVICE, else CUDA when present)")
+    t.add_argument("--results-dir", help="where results go (default: $ZS_RESULTS or results/)")
+    t.add_argument("--force", action="store_true", help="train again even if the result exists")
+    t.add_argument("--progress", choices=["auto", "text", "none"], default="text")
+    t.add_argument("--json", action="store_true", help="print the result as JSON")
+
+    e = sub.add_parser("evaluate", help="evaluate a trained model (a checkpoint, or the run of a result file)")
+    src = e.add_mutually_exclusive_group(required=True)
+    src.add_argument("--checkpoint", help="training checkpoint (.pt) written by `train`")
+    src.add_argument("--result", help="result file (.json) written by `train`; its checkpoint is evaluated")
+    e.add_argument("--split", choices=["test", "train"], default="test",
+                   help="test = unseen classes (default), train = seen classes")
+    e.add_argument("--device")
+    e.add_argument("--json", action="store_true")
+    return p
+
+
+def _print_metrics(title, metrics):
+    print(title)
+    for key, value in metrics.items():
+        print(f"  {key:>8s}  {value:.4f}")
+
+
+def _train(args) -> int:
+    from zslib.experiment import Config, run
+
+    overrides = {}
+    for key in ("name", "dataset", "backbone", "pretrained", "weights_path", "embedding_dim", "image_size",
+                "resize_size", "loss", "iterations", "batch_classes", "batch_per_class", "lr", "weight_decay",
+                "eval_every", "validation_fraction", "synth_images_per_class", "seed", "num_workers", "amp"):
+        value = getattr(args, key)
+        if value is not None:
+            overrides[key] = value
+    overrides["loss_params"] = _key_values(args.loss_param, "--loss-param")
+    if args.schedule is not None:
+        overrides["schedule"] = _schedule(args.schedule)
+    config = Config.from_profile(args.profile, **overrides)
+    started = time.perf_counter()
+    result = run(config, results_dir=args.results_dir, force=args.force, device=args.device,
+                 progress=False if args.progress == "none" else args.progress)
+    wall = time.perf_counter() - started
+    if args.json:
+        print(json.dumps({"result": str(result.path), "metrics": result.metrics,
+                          "provenance": result.provenance}, indent=1))
+        return 0
+    stored = result.provenance.get("wall_seconds")
+    print(f"run {config.name}  (profile {config.profile}, {config.iterations} iterations, seed {config.seed})")
+    if stored is not None and wall < 0.5 * stored:
+        print(f"loaded the stored result (it took {stored:.1f} s to compute; --force trains again)")
+    else:
+        print(f"wall time {wall:.1f} s (training {result.provenance.get('train_seconds', float('nan')):.1f} s)")
+    for split in ("seen", "val", "unseen"):
+        if result.metrics.get(split):
+            _print_metrics(f"{split}:", result.metrics[split])
+    print(f"result: {result.path}")
+    return 0
+
+
+def _evaluate(args) -> int:
+    from zslib.experiment import evaluate_checkpoint, load_result
+
+    config = None
+    if args.result:
+        result = load_result(args.result)
+        checkpoint = result.checkpoint
+        if checkpoint is None or not checkpoint.exists():
+            raise SystemExit(f"the checkpoint of {args.result} ({checkpoint}) is missing; its stored metrics are:\n"
+                             + json.dumps(result.metrics, indent=1))
+        config = result.config
+    else:
+        checkpoint = args.checkpoint
+    metrics = evaluate_checkpoint(checkpoint, split=args.split, device=args.device, config=config)
+    if args.json:
+        print(json.dumps(metrics, indent=1))
+    else:
+        _print_metrics(f"{args.split} split ({'unseen' if args.split == 'test' else 'seen'} classes), {checkpoint}:",
+                       metrics)
+    return 0
+
+
+def main(argv=None) -> int:
+    args = _parser().parse_args(argv)
+    return {"train": _train, "evaluate": _evaluate}[args.command](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,235 @@
+"""Reported results of the papers, as data (for CML: Chen et al., TNNLS 2022, ``chen2022cml``).
+
+Each table is a plain dict, ready for a DataFrame::
+
+    {"paper": "chen2022cml", "table": "II", "dataset": "cars196", "caption": ...,
+     "columns": ["R@1", "R@2", ...],
+     "rows": [{"method": "Triplet", "R@1": 68.4, ...}, ...],
+     "std": {"Triplet": {"R@1": 0.15, ...}, ...},     # the "mean ± std over five runs" of the paper
+     "notes": [...]}
+
+Values are percentages (Recall@K, NMI, F1) exactly as printed, except Table X's diversities (plain
+numbers). ``None`` marks a value the paper does not give ("-") or one the text extraction we read from
+garbled (each such case is explained in ``notes``); no number is ever guessed. The numbers were read
+from the paper's text (``/work/shared/seeds/CML_confusion_based_metric_learning.txt``).
+
+Use :func:`reported_table` for a deep copy, :func:`reported_frame` for a pandas DataFrame and
+:func:`reported_value` for one number.
+"""
+from __future__ import annotations
+
+import copy
+
+__all__ = ["CML_TABLES", "TABLES", "reported_table", "reported_frame", "reported_value", "parse_cell"]
+
+
+def parse_cell(cell: str):
+    """``"68.4±0.15"`` -> ``(68.4, 0.15)``; ``"49.0"`` -> ``(49.0, None)``; ``"-"`` -> ``(None, None)``."""
+    cell = cell.strip().replace("\\pm", "±").replace(" ", "")
+    if cell in ("-", "", "?"):
+        return None, None
+    if "±" in cell:
+        mean, std = cell.split("±")
+        return float(mean), float(std)
+    return float(cell), None
+
+
+def _table(table, dataset, caption, columns, text, notes=()):
+    rows, stds = [], {}
+    for line in text.strip().splitlines():
+        parts = [p.strip() for p in line.split("|")]
+        if len(parts) != len(columns) + 1:
+            raise ValueError(f"Table {table}: row {line!r} has {len(parts) - 1} values for {len(columns)} columns")
+        method, cells = parts[0], parts[1:]
+        row, std = {"method": method}, {}
+        for col, cell in zip(columns, cells):
+            row[col], std[col] = parse_cell(cell)
+        rows.append(row)
+        stds[method] = std
+    return {"paper": "chen2022cml", "table": table, "dataset": dataset, "caption": caption,
+            "columns": list(columns), "rows": rows, "std": stds, "notes": list(notes),
+            "citation": f"Chen, Deng, Wang and Zhang, TNNLS 2022 (chen2022cml), Table {table}"}
+
+
+_BASELINES_MAIN = ("Triplet", "N-Pair", "Binomial")
+
+CML_TABLES: dict[str, dict] = {
+    "II": _table("II", "cars196", "Comparison with the state of the art on CARS; mean ± std of five runs. "
+                 "lambda1 = 0.02 / 0.3 / 0.13 and lambda2 = 0.04 / 0.02 / 0.03 for Tri / N-Pair / Binomial.",
+                 ["R@1", "R@2", "R@4", "NMI", "F1"], """
+Lifted | 49.0 | 60.3 | 72.1 | 55.1 | 21.5
+Clustering | 58.1 | 70.6 | 80.3 | 59.0 | -
+Angular | 71.3 | 80.7 | 87.0 | 62.4 | 31.8
+ALMN | 71.6 | 81.3 | 88.2 | 62.0 | 29.4
+DAML | 75.1 | 83.8 | 89.7 | 66.0 | 36.4
+HORDE* | 80.7 | 88.1 | 92.6 | 67.9 | 37.2
+Triplet | 68.4±0.15 | 78.3±0.07 | 86.2±0.01 | 58.8±0.25 | 26.7±0.18
+CML-e (Tri) | 81.2±0.17 | 88.0±0.06 | 92.8±0.00 | 66.0±0.19 | 32.8±0.23
+CML-d (Tri) | 82.4±0.14 | 89.5±0.07 | 93.5±0.00 | 67.8±0.25 | 36.9±0.16
+CML (Tri) | 83.0±0.16 | 89.7±0.03 | 93.8±0.00 | 67.7±0.12 | 38.3±0.07
+N-Pair | 74.5±0.26 | 83.7±0.11 | 90.2±0.08 | 60.7±0.26 | 29.7±0.22
+CML-e (N-Pair) | 80.3±0.18 | 88.2±0.06 | 92.4±0.00 | 64.7±0.15 | 32.2±0.08
+CML-d (N-Pair) | 78.9±0.14 | 86.9±0.07 | 91.9±0.00 | 66.3±0.12 | 36.1±0.10
+CML (N-Pair) | 81.2±0.15 | 88.6±0.05 | 92.7±0.00 | 66.7±0.17 | 36.6±0.13
+Binomial | 74.2±0.12 | 83.1±0.04 | 86.7±0.00 | 61.7±0.09 | 28.8±0.04
+CML-e (Binomial) | 84.4±0.12 | 90.4±0.05 | 93.8±0.00 | 68.4±0.11 | 38.2±0.05
+CML-d (Binomial) | 83.4±0.14 | 89.7±0.02 | 93.6±0.00 | 68.4±0.09 | 37.2±0.14
+CML (Binomial) | 85.1±0.14 | 90.8±0.04 | 94.0±0.00 | 69.3±0.14 | 39.1±0.08
+""", notes=["Binomial R@4 = 86.7 is below its own R@2-to-R@8 trend but is printed so in Tables II, VI and IX; "
+            "kept as printed.", "'-': not reported by the paper."]),
+    "III": _table("III", "sop", "Comparison with the state of the art on Stanford Online Products; mean ± std of "
+                  "five runs. lambda1 = 0.002 / 0.03 / 0.013 and lambda2 = 0.01 / 0.02 / 0.01.",
+                  ["R@1", "R@10", "R@100", "NMI", "F1"], """
+Lifted | 62.1 | 79.8 | 91.3 | 87.4 | 24.7
+Clustering | 67.0 | 83.7 | 93.2 | 89.5 | -
+Angular | 70.9 | 85.0 | 93.5 | 87.8 | 26.5
+ALMN | 69.9 | 84.8 | 92.8 | - | -
+DAML | 68.4 | 83.5 | 92.3 | 89.4 | 32.4
+HORDE* | 71.4 | 85.6 | 93.6 | 89.7 | 32.5
+Triplet | 57.8±0.03 | 75.6±0.01 | 88.5±0.00 | 86.8±0.05 | 20.8±0.04
+CML-e (Tri) | 64.9±0.02 | 80.0±0.01 | 90.5±0.00 | 86.8±0.06 | 23.4±0.07
+CML-d (Tri) | 65.1±0.01 | 80.2±0.01 | 90.7±0.00 | 87.2±0.12 | 23.0±0.05
+CML (Tri) | 66.3±0.01 | 80.8±0.00 | 91.0±0.00 | 87.3±0.05 | 24.3±0.07
+N-Pair | 68.0±0.01 | 84.0±0.00 | 93.1±0.00 | 87.5±0.08 | 25.8±0.02
+CML-e (N-Pair) | 69.8±0.01 | 84.7±0.00 | 93.2±0.00 | 88.1±0.03 | 27.5±0.06
+CML-d (N-Pair) | 69.8±0.00 | 85.1±0.00 | 93.4±0.00 | 88.1±0.01 | 27.8±0.00
+CML (N-Pair) | 70.5±0.01 | 85.2±0.00 | 93.4±0.00 | 88.1±0.02 | 28.0±0.03
+Binomial | 68.5±0.02 | 84.0±0.00 | 93.1±0.00 | 88.5±0.08 | 29.9±0.05
+CML-e (Binomial) | 71.3±0.03 | 85.6±0.01 | 93.6±0.01 | 89.9±0.16 | 32.7±0.14
+CML-d (Binomial) | 71.2±0.02 | 85.4±0.01 | 93.5±0.00 | 89.7±0.15 | 32.6±0.09
+CML (Binomial) | 72.2±0.05 | 85.9±0.02 | 93.7±0.01 | 89.9±0.11 | 32.6±0.05
+""", notes=["'-': not reported by the paper."]),
+    "IV": _table("IV", "cub200", "Comparison with the state of the art on CUB-200-2011; mean ± std of five runs. "
+                 "lambda1 = 0.02 / 0.3 / 0.13 and lambda2 = 0.01 / 0.02 / 0.03 for Tri / N-Pair / Binomial.",
+                 ["R@1", "R@2", "R@4", "NMI", "F1"], """
+Lifted | 47.2 | 58.9 | 70.2 | 56.2 | 22.7
+Clustering | 48.2 | 61.4 | 71.8 | 59.2 | -
+Angular | 53.6 | 65.0 | 75.3 | 61.0 | 30.2
+ALMN | 52.4 | 64.8 | 75.4 | 60.7 | 28.5
+DAML | 52.7 | 65.4 | 75.5 | 61.3 | 29.5
+HORDE* | 55.7 | 66.9 | 77.0 | 61.8 | 31.1
+Triplet | 48.9±0.24 | 62.1±0.18 | 73.0±0.07 | 56.9±0.33 | 24.7±0.25
+CML-e (Tri) | 53.8±0.22 | 64.6±0.13 | 75.2±0.08 | 59.4±0.14 | 27.0±0.21
+CML-d (Tri) | 55.2±0.19 | 66.8±0.09 | 76.3±0.04 | 60.8±0.22 | 29.0±0.27
+CML (Tri) | 55.3±0.13 | 67.1±0.04 | 76.5±0.01 | 61.5±0.25 | 29.2±0.18
+N-Pair | 51.2±0.27 | 63.1±0.15 | 73.8±0.03 | 58.4±0.34 | 26.8±0.19
+CML-e (N-Pair) | 53.4±0.22 | 65.0±0.10 | 75.5±0.05 | 60.1±0.21 | 28.6±0.18
+CML-d (N-Pair) | 53.3±0.24 | 65.8±0.14 | 76.4±0.05 | 60.3±0.22 | 28.6±0.16
+CML (N-Pair) | 54.6±0.17 | 66.1±0.10 | 76.8±0.03 | 60.9±0.23 | 29.3±0.21
+Binomial | 53.1±0.13 | 65.1±0.09 | 75.3±0.02 | 59.4±0.28 | 26.5±0.24
+CML-e (Binomial) | 55.7±0.17 | 66.5±0.08 | 76.7±0.04 | 61.8±0.25 | 30.5±0.16
+CML-d (Binomial) | 56.2±0.16 | 66.9±0.04 | 76.9±0.01 | 61.3±0.18 | 31.1±0.12
+CML (Binomial) | 56.7±0.13 | 67.3±0.02 | 77.1±0.00 | 62.8±0.12 | 31.7±0.09
+""", notes=["'-': not reported by the paper."]),
+    "V": _table("V", "inshop", "Comparison with the state of the art on In-Shop Clothes; mean ± std of five runs. "
+                "lambda1 = 0.002 / 0.03 / 0.013 and lambda2 = 0.01 / 0.02 / 0.01.",
+                ["R@1", "R@10", "R@20", "R@30", "R@40"], """
+Joints | 41 | 64 | 68 | 71 | 73
+Poselets | 42 | 65 | 70 | 72 | 74
+FashionNet | 53 | 73 | 76 | 77 | 79
+HDC | 62.1 | 84.9 | 89.0 | 91.2 | 92.3
+BIER | 76.9 | 92.8 | 95.2 | 96.2 | 96.7
+HORDE* | 83.9 | 94.8 | 96.5 | 97.5 | 97.7
+Triplet | 64.6±0.17 | 87.3±0.10 | 90.9±0.05 | 92.7±0.04 | 93.9±0.01
+CML-e (Tri) | 68.3±0.22 | 90.0±0.14 | 93.3±0.04 | 94.8±0.01 | 95.7±0.00
+CML-d (Tri) | 69.6±0.17 | 90.2±0.09 | 94.1±0.04 | 95.4±0.01 | 95.8±0.01
+CML (Tri) | 70.4±0.15 | 90.6±0.04 | 94.2±0.03 | 95.4±0.01 | 95.8±0.00
+N-Pair | 77.9±0.18 | 94.0±0.09 | 96.1±0.06 | 96.9±0.02 | 97.4±0.00
+CML-e (N-Pair) | 79.5±0.21 | 94.6±0.16 | 96.1±0.11 | 97.0±0.01 | 97.4±0.00
+CML-d (N-Pair) | 78.7±0.13 | 94.0±0.08 | 95.9±0.03 | 96.9±0.03 | 97.3±0.00
+CML (N-Pair) | 79.6±0.17 | 94.5±0.13 | 96.2±0.08 | 97.1±0.04 | 97.5±0.01
+Binomial | 82.0±0.23 | 94.6±0.14 | 96.2±0.08 | 97.2±0.02 | 97.6±0.01
+CML-e (Binomial) | 83.9±0.17 | 95.2±0.11 | 96.5±0.06 | 97.3±0.05 | 97.7±0.02
+CML-d (Binomial) | 83.2±0.22 | 95.0±0.15 | 96.4±0.11 | 97.3±0.06 | 97.7±0.02
+CML (Binomial) | 84.4±0.18 | 95.3±0.14 | 96.7±0.06 | 97.5±0.04 | 97.7±0.00
+"""),
+    "VI": _table("VI", "cars196", "Dropout (before the embedding layer, ratios 0.1 / 0.25 / 0.4) versus confusion, "
+                 "binomial loss on CARS.", ["R@1", "R@2", "R@4", "R@8"], """
+Binomial | 74.2±0.12 | 83.1±0.04 | 86.7±0.00 | 92.9±0.00
+Dropout (Binomial, 0.1) | 73.3±0.26 | 82.2±0.18 | 88.7±0.07 | 92.5±0.04
+Dropout (Binomial, 0.25) | 74.8±0.31 | 83.6±0.24 | 85.9±0.15 | 92.6±0.10
+Dropout (Binomial, 0.4) | 72.3±0.44 | 81.0±0.27 | 87.3±0.22 | 92.4±0.16
+CML-e (Binomial) | 84.4±0.12 | 90.4±0.05 | 93.8±0.00 | 96.6±0.00
+CML-d (Binomial) | 83.4±0.14 | 89.7±0.02 | 93.6±0.00 | 96.2±0.00
+CML (Binomial) | 85.1±0.14 | 90.8±0.04 | 94.0±0.00 | 96.7±0.00
+"""),
+    "VII": _table("VII", "cars196", "Ablation of lambda1 with lambda2 = 0 (CML-e), CARS R@1. Columns are the "
+                  "positions of the lambda1 grid, which differs per loss: see 'lambdas'.",
+                  ["l0", "l1", "l2", "l3", "l4", "l5"], """
+CML-e (Tri) | 68.3 | 74.6 | 80.1 | 81.2 | 72.3 | 59.3
+CML-e (N-Pair) | 74.3 | 77.4 | 79.6 | 80.3 | 78.6 | 73.7
+CML-e (Binomial) | 74.2 | 76.3 | 83.1 | 84.4 | 84.3 | 69.7
+""", notes=["lambda = 0 is the plain loss; its R@1 here (Triplet 68.3, N-Pair 74.3) differs by 0.1-0.2 "
+            "from Table II (68.4, 74.5) in the paper itself."]),
+    "VIII": _table("VIII", "cars196", "Ablation of lambda2 with lambda1 = 0 (CML-d), CARS R@1. Columns are the "
+                   "positions of the lambda2 grid: see 'lambdas'.", ["l0", "l1", "l2", "l3", "l4", "l5"], """
+CML-d (Tri) | 68.3 | 80.5 | 81.3 | 82.0 | 82.4 | 81.4
+CML-d (N-Pair) | 74.3 | 77.0 | 78.9 | 78.1 | 76.7 | 73.4
+CML-d (Binomial) | 74.2 | 78.4 | 82.2 | 83.4 | 80.1 | 79.5
+"""),
+    "IX": _table("IX", "cars196", "Embedding size, binomial loss with and without CML, CARS.",
+                 ["R@1", "R@2", "R@4", "NMI"], """
+Binomial-128 | 70.4±0.23 | 80.6±0.10 | 87.2±0.06 | 60.8±0.21
+CML (Binomial)-128 | 79.7±0.26 | 87.7±0.11 | 91.9±0.05 | 64.5±0.17
+Binomial-256 | 73.3±0.19 | 82.4±0.04 | 88.5±0.01 | 61.5±0.15
+CML (Binomial)-256 | 82.8±0.23 | 88.9±0.02 | 92.7±0.01 | 66.9±0.14
+Binomial-384 | 74.0±0.15 | 82.5±0.03 | 88.8±0.01 | 61.9±0.18
+CML (Binomial)-384 | 84.0±0.12 | 90.1±0.06 | 93.9±0.02 | 67.7±0.15
+Binomial-512 | 74.2±0.12 | 83.1±0.04 | 86.7±0.00 | 61.7±0.09
+CML (Binomial)-512 | 85.1±0.14 | 90.8±0.04 | 94.0±0.00 | 69.3±0.14
+""", notes=["The extracted text has a stray '39.1±0.08' under the table with no column header (it is the "
+            "F1 of CML (Binomial)-512 in Table II); an F1 column cannot be recovered, so none is given."]),
+    "X": _table("X", "cars196", "Diversity (trace of the feature covariance) on the seen and unseen classes of CARS, "
+                "and unseen R@1 (%).", ["seen diversity", "unseen diversity", "R@1"], """
+Binomial | 1.67 | 1.24 | 74.2
+CML-d (Binomial) | 1.54 | 1.49 | 83.5
+""", notes=["CML-d (Binomial) R@1 is 83.5 here but 83.4 in Tables II and VI, in the paper itself."]),
+    "XI": _table("XI", "cars196", "Compatibility with random erasing (RE), binomial loss on CARS.",
+                 ["R@1", "R@2", "R@4", "R@8", "NMI", "F1"], """
+RE | 82.1±0.29 | 89.3±0.15 | 93.5±0.02 | 96.0±0.01 | 68.4±0.23 | 37.9±0.17
+CML | 85.1±0.14 | 90.8±0.04 | 94.0±0.00 | 96.7±0.00 | 69.3±0.14 | 39.1±0.08
+CML+RE | 86.8±0.20 | 91.0±0.13 | 94.0±0.01 | 96.7±0.00 | 69.7±0.21 | 39.5±0.17
+""", notes=["The extracted header is laid out as 'R@1 R@2 R@4 R@8' then 'NMI F1'; every row has six values, "
+            "read in that order."]),
+}
+CML_TABLES["VII"]["lambdas"] = {"CML-e (Tri)": [0, 0.001, 0.01, 0.02, 0.1, 1],
+                                "CML-e (N-Pair)": [0, 0.1, 0.2, 0.3, 0.4, 0.5],
+                                "CML-e (Binomial)": [0, 0.01, 0.1, 0.13, 0.15, 0.5]}
+CML_TABLES["VIII"]["lambdas"] = {m: [0, 0.01, 0.02, 0.03, 0.04, 0.05]
+                                 for m in ("CML-d (Tri)", "CML-d (N-Pair)", "CML-d (Binomial)")}
+
+#: All reported tables, keyed by ``(paper key, table number)``.
+TABLES: dict[tuple[str, str], dict] = {("chen2022cml", k): v for k, v in CML_TABLES.items()}
+
+
+def reported_table(table: str, paper: str = "chen2022cml") -> dict:
+    """A deep copy of one reported table, e.g. ``reported_table("IV")`` (CML's CUB table)."""
+    key = (str(paper), str(table).upper())
+    if key not in TABLES:
+        known = sorted(t for p, t in TABLES if p == paper)
+        raise KeyError(f"no reported Table {table!r} for paper {paper!r}; available: {known}")
+    return copy.deepcopy(TABLES[key])
+
+
+def reported_value(table: str, method: str, column: str, paper: str = "chen2022cml"):
+    """One reported number (``None`` when the paper gives none), e.g. ``reported_value("IV", "CML (Tri)", "R@1")``."""
+    t = reported_table(table, paper)
+    if column not in t["columns"]:
+        raise KeyError(f"Table {table} has no column {column!r}; it has {t['columns']}")
+    for row in t["rows"]:
+        if row["method"] == method:
+            return row[column]
+    raise KeyError(f"Table {table} has no row {method!r}; rows: {[r['method'] for r in t['rows']]}")
+
+
+def reported_frame(table: str, paper: str = "chen2022cml", with_std: bool = False):
+    """The table as a pandas DataFrame indexed by method; ``with_std`` adds ``"<col> std"`` columns."""
+    import pandas as pd
+
+    t = reported_table(table, paper)
+    frame = pd.DataFrame(t["rows"]).set_index("method")
+    if with_std:
+        for col in t["columns"]:
+            frame[f"{col} std"] = [t["std"][m][col] for m in frame.index]
+    frame.attrs["citation"] = t["citation"]
+    return frame
