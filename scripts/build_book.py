@@ -89,7 +89,8 @@ def main(argv=None) -> int:
         print("\nThese chapters raised while executing:", file=sys.stderr)
         for r in failed:
             print(f"  - {r['chapter']}\n{last_lines(r['traceback'])}", file=sys.stderr)
-    warnings = [ln for ln in log.splitlines() if "WARNING" in ln or "ERROR" in ln]
+    # Sphinx reports "path: WARNING: message"; kernel chatter such as "[IPKernelApp] WARNING | ..." is not one.
+    warnings = [ln for ln in log.splitlines() if "WARNING:" in ln or "ERROR:" in ln]
     if proc.returncode != 0 or failed:
         if warnings:
             print("\nSphinx warnings and errors (each one fails the build):", file=sys.stderr)
