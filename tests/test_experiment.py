@@ -247,3 +247,33 @@ def test_full_profile_end_to_end_on_a_cub_fixture(tmp_path, monkeypatch, capsys)
     # checkpoint reproduces it
     assert main(["evaluate", "--result", path, "--json"]) == 0
     assert json.loads(capsys.readouterr().out) == pytest.approx(result.metrics["unseen"], abs=1e-6)
+
+
+def test_load_model_gives_back_the_network_that_made_the_result(tiny_config, tmp_path):
+    from zslib.evaluate import recall_at_k
+    from zslib.train import embed
+
+    r = run(tiny_config, results_dir=tmp_path, progress=False)
+    model = experiment.load_model(r, device="cpu")
+    assert not model.training
+    unseen = experiment.build_data(tiny_config)["unseen"]
+    emb, labels = embed(model, unseen)
+    assert recall_at_k(emb, labels, ks=(1,))[1] == pytest.approx(r.metrics["unseen"]["R@1"], abs=1e-12)
+    r.checkpoint.unlink()
+    with pytest.raises(FileNotFoundError, match="checkpoint"):
+        experiment.load_model(r)
+
+
+def test_cml_objective_factory_adds_the_confusion_terms_a_config_names(tiny_config, tmp_path):
+    from zslib.regularizers import cml_objective_factory
+
+    c = tiny_config.replace(method="cml", regularizers={"ec": 0.1, "dc": 0.01}, normalize=False, iterations=2)
+    r = run(c, results_dir=tmp_path, objective_factory=cml_objective_factory, progress=False)
+    row = r.history.losses[-1]
+    assert set(row) == {"step", "metric", "ec", "dc", "total"}
+    assert row["total"] == pytest.approx(row["metric"] + row["ec"] + row["dc"], rel=1e-6)
+    only_dc = cml_objective_factory(c.replace(regularizers={"dc": 0.01}), None, lambda e, y: e.sum() * 0)
+    x = torch.randn(8, 3, tiny_config.image_size, tiny_config.image_size)
+    assert set(only_dc(lambda t: t.flatten(1)[:, :4], x, torch.arange(8) % 2)) == {"metric", "dc"}
+    with pytest.raises(ValueError, match="not \\['jrs'\\]"):
+        cml_objective_factory(c.replace(regularizers={"jrs": 1.0}), None, None)

@@ -46,6 +46,7 @@ __all__ = [
     "load_result",
     "load_results",
     "evaluate_checkpoint",
+    "load_model",
     "build_data",
 ]
 
@@ -489,6 +490,23 @@ def summarize(results: Iterable, metric: str = "R@1", split: str = "unseen",
 
 # ----------------------------------------------------------------------------------------------------
 # Evaluating a stored model
+
+
+def load_model(result: Result, device=None) -> nn.Module:
+    """The trained network of a finished run, rebuilt from its config and checkpoint, in eval mode."""
+    if not isinstance(result, Result):
+        raise TypeError(f"load_model needs a zslib.experiment.Result, got {type(result).__name__}")
+    ckpt = result.checkpoint
+    if ckpt is None or not ckpt.is_file():
+        raise FileNotFoundError(
+            f"the checkpoint of run {result.config.name!r} is missing ({ckpt}); results copied without "
+            "their checkpoints/ folder cannot give back the model -- run it again with force=True")
+    if device is None:
+        from zslib.profile import device as default_device
+        device = default_device()
+    model = build_model(result.config)
+    model.load_state_dict(load_checkpoint(ckpt, map_location="cpu")["model"])
+    return model.to(device).eval()
 
 
 def evaluate_checkpoint(checkpoint: str | os.PathLike, split: str = "test", device=None,

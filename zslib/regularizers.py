@@ -41,6 +41,7 @@ import torch
 from torch import nn
 
 __all__ = [
+    "cml_objective_factory",
     "energy_confusion",
     "pairwise_energy_confusion",
     "diversity_confusion",
@@ -585,3 +586,17 @@ def intra_class_distance(x: torch.Tensor, labels, reduction: str = "mean") -> to
     sq_to_mean = onehot.T @ (x - means[inverse]).pow(2).sum(1)  # (K,) sum_i ||x_i - mu_I||^2
     per_class = sq_to_mean[paired] / (n[paired] - 1.0)  # = N/(N-1) * tr(Sigma_I)
     return per_class.mean() if reduction == "mean" else per_class.sum()
+
+
+def cml_objective_factory(config, model, loss_fn, *, ec_pairs: str = "random") -> "CMLObjective":
+    """The objective :func:`zslib.experiment.run` builds for a CML config (its ``objective_factory``).
+
+    ``config.regularizers`` names the weights of CML Eq. 11: ``"ec"`` is lambda1 (energy confusion,
+    Eq. 3) and ``"dc"`` is lambda2 (diversity confusion, Eq. 10); a missing key means 0, so
+    ``{"ec": l1}`` is CML-e, ``{"dc": l2}`` CML-d and ``{}`` the plain metric loss.
+    """
+    reg = dict(config.regularizers)
+    unknown = sorted(set(reg) - {"ec", "dc"})
+    if unknown:
+        raise ValueError(f"CML knows the regularizers 'ec' (lambda1) and 'dc' (lambda2), not {unknown}")
+    return cml_objective(loss_fn, reg.get("ec", 0.0), reg.get("dc", 0.0), ec_pairs=ec_pairs)
