@@ -1,29 +1,12 @@
 """Shared test configuration.
 
 * The integration tests that build the book (marker ``book``) run after every unit test.
-* ``shared_data_dir`` locates the optional real data in ``../shared/data`` (or ``$ZS_SHARED_DATA``);
-  tests that need it skip cleanly when it is absent.
+* The optional real data in ``../shared/data`` (or ``$ZS_SHARED_DATA``) is located by
+  ``data_fixtures.shared_data_dir``; tests that need it skip cleanly when it is absent.
 """
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import pytest
-
-REPO = Path(__file__).resolve().parents[1]
-
-
-def shared_data_path() -> Path:
-    return Path(os.environ.get("ZS_SHARED_DATA", REPO.parent / "shared" / "data"))
-
-
-@pytest.fixture(scope="session")
-def shared_data_dir() -> Path:
-    path = shared_data_path()
-    if not path.is_dir():
-        pytest.skip(f"real data folder {path} is absent (set ZS_SHARED_DATA to use one)")
-    return path
 
 
 @pytest.fixture(autouse=True)

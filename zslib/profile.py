@@ -15,8 +15,9 @@ from __future__ import annotations
 import dataclasses
 import os
 from dataclasses import dataclass
+from pathlib import Path
 
-__all__ = ["Profile", "PROFILES", "get_profile", "set_profile", "device"]
+__all__ = ["Profile", "PROFILES", "get_profile", "set_profile", "device", "repository_root"]
 
 
 @dataclass(frozen=True)
@@ -145,3 +146,12 @@ def device(prefer: str | None = None):
             )
         return dev
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def repository_root() -> Path | None:
+    """The book's source checkout zslib was imported from, or ``None`` for an installed package.
+
+    Default folders that belong to a checkout (``data/``, ``results/``) are resolved against it.
+    """
+    here = Path(__file__).resolve().parents[1]
+    return here if (here / "pyproject.toml").is_file() and (here / "zslib").is_dir() else None

@@ -10,15 +10,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from ..profile import repository_root
+
 __all__ = ["data_root", "repository_root"]
-
-
-def repository_root() -> Path | None:
-    """The source checkout zslib was imported from, or ``None`` for an installed package."""
-    here = Path(__file__).resolve().parents[2]
-    if (here / "pyproject.toml").is_file() and (here / "zslib").is_dir() and (here / "data").is_dir():
-        return here
-    return None
 
 
 def data_root(root: str | os.PathLike | None = None) -> Path:
