@@ -67,3 +67,16 @@ def test_device(monkeypatch):
 def test_lazy_submodule_access():
     with pytest.raises(AttributeError):
         zslib.not_a_module  # noqa: B018
+
+
+def test_resolve_folder_order(monkeypatch, tmp_path):
+    from zslib.profile import repository_root, resolve_folder
+
+    monkeypatch.setenv("ZS_TEST_DIR", str(tmp_path / "env"))
+    assert resolve_folder(tmp_path / "arg", "ZS_TEST_DIR", "x", "/fallback") == tmp_path / "arg"
+    assert resolve_folder(None, "ZS_TEST_DIR", "x", "/fallback") == tmp_path / "env"
+    monkeypatch.delenv("ZS_TEST_DIR")
+    repo = repository_root()
+    expected = repo / "x" if repo is not None else __import__("pathlib").Path("/fallback")
+    assert resolve_folder("", "ZS_TEST_DIR", "x", "/fallback") == expected
+    assert str(resolve_folder(None, "ZS_TEST_DIR", None, "/fallback")) == "/fallback"

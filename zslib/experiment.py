@@ -32,7 +32,7 @@ import torch
 from torch import nn
 
 from . import __version__
-from .profile import PROFILES, Profile, get_profile, repository_root
+from .profile import PROFILES, Profile, get_profile, repository_root, resolve_folder
 from .train import History, LabeledSubset, embed, load_checkpoint, metric_objective, set_seed, split_classes, train
 
 __all__ = [
@@ -175,13 +175,7 @@ def config_hash(config: Config) -> str:
 def results_dir(path: str | os.PathLike | None = None) -> Path:
     """The results folder: ``path`` if given, else ``$ZS_RESULTS``, else ``results/`` of the source
     checkout zslib runs from, else ``./results``. Checkpoints go to its ``checkpoints/`` sub-folder."""
-    if path is not None and str(path) != "":
-        return Path(path).expanduser()
-    env = os.environ.get("ZS_RESULTS", "").strip()
-    if env:
-        return Path(env).expanduser()
-    root = repository_root()
-    return (root if root is not None else Path.cwd()) / "results"
+    return resolve_folder(path, "ZS_RESULTS", "results", Path.cwd() / "results")
 
 
 def _slug(text: str) -> str:

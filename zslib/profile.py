@@ -17,7 +17,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Profile", "PROFILES", "get_profile", "set_profile", "device", "repository_root"]
+__all__ = ["Profile", "PROFILES", "get_profile", "set_profile", "device", "repository_root", "resolve_folder"]
 
 
 @dataclass(frozen=True)
@@ -155,3 +155,15 @@ def repository_root() -> Path | None:
     """
     here = Path(__file__).resolve().parents[1]
     return here if (here / "pyproject.toml").is_file() and (here / "zslib").is_dir() else None
+
+
+def resolve_folder(path, env_var: str, in_checkout: str | None, fallback: str | os.PathLike) -> Path:
+    """A default folder by one rule: ``path`` if given, else ``$env_var``, else ``<checkout>/in_checkout``
+    when zslib runs from the book's repository (and ``in_checkout`` is not ``None``), else ``fallback``."""
+    if path is not None and str(path) != "":
+        return Path(path).expanduser()
+    env = os.environ.get(env_var, "").strip()
+    if env:
+        return Path(env).expanduser()
+    repo = repository_root() if in_checkout is not None else None
+    return repo / in_checkout if repo is not None else Path(fallback).expanduser()

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..profile import repository_root
+from ..profile import repository_root, resolve_folder
 
 __all__ = ["data_root", "repository_root"]
 
@@ -21,12 +21,4 @@ def data_root(root: str | os.PathLike | None = None) -> Path:
     Order: ``root`` if given; else ``$ZS_DATA``; else ``<checkout>/data`` when zslib is used from
     the book's repository; else ``~/zslib_data``.
     """
-    if root is not None and str(root) != "":
-        return Path(root).expanduser()
-    env = os.environ.get("ZS_DATA", "").strip()
-    if env:
-        return Path(env).expanduser()
-    repo = repository_root()
-    if repo is not None:
-        return repo / "data"
-    return Path("~/zslib_data").expanduser()
+    return resolve_folder(root, "ZS_DATA", "data", "~/zslib_data")

@@ -85,8 +85,9 @@ _HASH_IN_NAME = re.compile(r"-([0-9a-fA-F]{6,64})\.[^.]+$")
 
 def weights_dir() -> Path:
     """The folder weight files are looked up in: ``$ZS_WEIGHTS``, else ``~/.cache/zslib/weights``."""
-    root = os.environ.get("ZS_WEIGHTS", "").strip()
-    return Path(root).expanduser() if root else Path.home() / ".cache" / "zslib" / "weights"
+    from ..profile import resolve_folder
+
+    return resolve_folder(None, "ZS_WEIGHTS", None, Path.home() / ".cache" / "zslib" / "weights")
 
 
 def sha256_of(path: str | os.PathLike, chunk_size: int = 1 << 20) -> str:
