@@ -33,13 +33,16 @@ from torch import nn
 
 from . import __version__
 from .profile import PROFILES, Profile, get_profile, repository_root, resolve_folder
-from .train import History, LabeledSubset, embed, load_checkpoint, metric_objective, set_seed, split_classes, train
+from .train import (History, LabeledSubset, _progress_bar, embed, load_checkpoint, metric_objective, set_seed,
+                    split_classes, train)
 
 __all__ = [
     "Config",
     "Result",
     "run",
     "run_seeds",
+    "run_many",
+    "default_workers",
     "summarize",
     "results_dir",
     "config_hash",
@@ -51,9 +54,9 @@ __all__ = [
 ]
 
 # Config fields taken from the profile of the same name.
-_FROM_PROFILE = ("dataset", "image_size", "resize_size", "backbone", "pretrained", "embedding_dim",
-                 "batch_classes", "batch_per_class", "iterations", "eval_every", "lr", "weight_decay",
-                 "num_workers", "amp", "synth_images_per_class")
+_FROM_PROFILE = ("dataset", "image_size", "resize_size", "backbone", "backbone_params", "pretrained",
+                 "embedding_dim", "batch_classes", "batch_per_class", "iterations", "eval_every", "lr",
+                 "new_layer_mult", "weight_decay", "num_workers", "amp", "synth_images_per_class")
 
 
 @dataclass(frozen=True)
@@ -72,10 +75,12 @@ class Config:
     profile: str = "quick"
     dataset: str = "synthparts"
     backbone: str = "smallcnn"
+    backbone_params: dict = field(default_factory=dict)
     pretrained: bool = False
     weights_path: str | None = None
     embedding_dim: int = 64
     normalize: bool = True
+    dropout: float = 0.0
     freeze_bn: bool = False
     image_size: int = 64
     resize_size: int = 72
@@ -101,16 +106,19 @@ class Config:
     name: str = ""
 
     def __post_init__(self):
-        for key in ("loss_params", "regularizers"):
+        for key in ("backbone_params", "loss_params", "regularizers"):
             value = getattr(self, key)
             if not isinstance(value, Mapping):
                 raise TypeError(f"Config.{key} must be a dict, got {type(value).__name__}")
-            object.__setattr__(self, key, dict(value))
+            # a JSON round trip: tuples become lists, so a config equals itself after save and load
+            object.__setattr__(self, key, json.loads(json.dumps(dict(value), default=_json_default)))
         if self.profile not in PROFILES:
             raise ValueError(f"Config.profile {self.profile!r} is not a profile; use one of {sorted(PROFILES)}")
         for key in ("iterations", "batch_classes", "batch_per_class", "embedding_dim", "image_size"):
             if int(getattr(self, key)) < 1:
                 raise ValueError(f"Config.{key} must be a positive integer, got {getattr(self, key)!r}")
+        if not 0.0 <= self.dropout < 1.0:
+            raise ValueError(f"Config.dropout must be in [0, 1), got {self.dropout!r}")
         if not 0.0 <= self.validation_fraction < 1.0:
             raise ValueError(f"validation_fraction must be in [0, 1), got {self.validation_fraction}")
         if not self.name:
@@ -337,7 +345,8 @@ def build_model(config: Config) -> nn.Module:
     from zslib.models import build_model as _build
 
     return _build(config.backbone, config.embedding_dim, pretrained=config.pretrained,
-                  weights_path=config.weights_path, normalize=config.normalize, freeze_bn=config.freeze_bn)
+                  weights_path=config.weights_path, normalize=config.normalize, freeze_bn=config.freeze_bn,
+                  dropout=config.dropout, **config.backbone_params)
 
 
 class _ContiguousLabels(nn.Module):
@@ -452,10 +461,116 @@ def _resolve(directory) -> Path:
     return results_dir(directory)
 
 
-def run_seeds(config: Config, seeds: Iterable[int] | None = None, **run_kwargs) -> list[Result]:
-    """:func:`run` once per seed (default: the seeds of the config's profile)."""
+def run_seeds(config: Config, seeds: Iterable[int] | None = None, *, workers: int | None = 1,
+              **run_kwargs) -> list[Result]:
+    """:func:`run` once per seed (default: the seeds of the config's profile), through :func:`run_many`."""
     seeds = PROFILES[config.profile].seeds if seeds is None else tuple(seeds)
-    return [run(config.replace(seed=int(s)), **run_kwargs) for s in seeds]
+    return run_many([config.replace(seed=int(s)) for s in seeds], workers=workers, **run_kwargs)
+
+
+def default_workers(device=None) -> int:
+    """How many runs :func:`run_many` trains at once by default: one per CPU core on the CPU (each run
+    with one thread: the small networks of the quick profile gain little from a second thread, while a
+    second process doubles the throughput), one on a GPU (runs would only compete for it).
+    ``$ZS_WORKERS`` overrides it."""
+    env = os.environ.get("ZS_WORKERS", "").strip()
+    if env:
+        if not env.isdigit() or int(env) < 1:
+            raise ValueError(f"ZS_WORKERS={env!r} must be a positive integer (the number of runs trained at once)")
+        return int(env)
+    if device is None:
+        from zslib.profile import device as default_device
+        device = default_device()
+    if torch.device(device).type != "cpu":
+        return 1
+    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
+
+
+# The runs a forked worker pool trains: set in the parent just before the fork, so the workers inherit
+# the configs and the objective factory (which may be a function defined in a notebook) without pickling.
+_POOL_JOBS: list[tuple[Config, dict]] = []
+
+
+def _pool_init(threads: int) -> None:
+    torch.set_num_threads(threads)
+
+
+def _pool_run(index: int) -> str | None:
+    config, kwargs = _POOL_JOBS[index]
+    result = run(config, **kwargs)
+    return str(result.path) if result.path is not None else None
+
+
+def run_many(configs: Iterable[Config], *, workers: int | None = None, progress="auto",
+             **run_kwargs) -> list[Result]:
+    """:func:`run` every config, ``workers`` at a time, and return the results in the order given.
+
+    Stored results are loaded, not repeated. On the CPU the missing runs are trained by a pool of
+    ``workers`` forked processes (default :func:`default_workers`), each with one thread per core it has;
+    every run writes its result and checkpoint as :func:`run` does, so an interrupted grid resumes where
+    it stopped. With ``workers=1``, on a GPU, or where ``fork`` is not available the runs are trained one
+    after another in this process. ``progress`` shows a bar over the runs (each run's own bar is off when
+    several train at once). The thread count is part of each result's provenance (``torch_threads``):
+    CPU sums, hence the last digits of a result, depend on it.
+    """
+    import multiprocessing as mp
+
+    configs = list(configs)
+    for c in configs:
+        if not isinstance(c, Config):
+            raise TypeError(f"run_many() needs zslib.experiment.Config objects, got {type(c).__name__}")
+    if run_kwargs.get("max_steps") is not None:
+        workers = 1  # a partial run returns an unsaved result: keep it in this process
+    directory = _resolve(run_kwargs.pop("results_dir", None))
+    run_kwargs["results_dir"] = directory
+    stored = {i: _result_path(c, directory) for i, c in enumerate(configs)}
+    pending = [i for i, p in stored.items() if run_kwargs.get("force") or not p.exists()]
+    # two equal configs in one grid train once
+    unique: dict[str, int] = {}
+    for i in pending:
+        unique.setdefault(config_hash(configs[i]), i)
+    todo = list(unique.values())
+    if workers is None:
+        workers = default_workers(run_kwargs.get("device"))
+    workers = max(1, min(int(workers), len(todo)))
+    if workers > 1 and (torch.device(run_kwargs.get("device") or "cpu").type != "cpu"
+                        or "fork" not in mp.get_all_start_methods()):
+        workers = 1
+    if workers > 1 and run_kwargs.get("device") is None:
+        from zslib.profile import device as default_device
+        if default_device().type != "cpu":
+            workers = 1
+
+    done: dict[int, Result] = {}
+    bar = _progress_bar(progress if len(todo) > 1 else False, len(todo), 0, desc="runs")
+    try:
+        if workers == 1:
+            each = progress if len(todo) == 1 else False  # one run: its own bar; a grid: the bar over runs
+            for i in todo:
+                done[i] = run(configs[i], progress=each, **run_kwargs)
+                if bar is not None:
+                    bar.update(1)
+        else:
+            global _POOL_JOBS
+            kwargs = {**run_kwargs, "progress": False}
+            _POOL_JOBS = [(configs[i], kwargs) for i in todo]
+            threads = max(1, torch.get_num_threads() // workers)
+            try:
+                with mp.get_context("fork").Pool(workers, initializer=_pool_init, initargs=(threads,)) as pool:
+                    for _ in pool.imap_unordered(_pool_run, range(len(todo))):
+                        if bar is not None:
+                            bar.update(1)
+            finally:
+                _POOL_JOBS = []
+    finally:
+        if bar is not None:
+            bar.close()
+    kwargs = {k: v for k, v in run_kwargs.items() if k not in ("force", "max_steps")}
+    out = []
+    for i, c in enumerate(configs):  # in the order given; a run trained here is returned as it came back
+        same = unique.get(config_hash(c))
+        out.append(done[same] if same in done else run(c, progress=False, **kwargs))
+    return out
 
 
 def summarize(results: Iterable, metric: str = "R@1", split: str = "unseen",

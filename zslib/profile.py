@@ -29,13 +29,15 @@ class Profile:
     image_size: int  # side of the square crop fed to the network
     resize_size: int  # side the shorter image edge is resized to before cropping
     backbone: str  # key understood by zslib.models
+    backbone_params: dict  # keyword arguments of the backbone, e.g. the channel widths of smallcnn
     pretrained: bool  # ImageNet weights for the backbone (full profile only)
     embedding_dim: int
     batch_classes: int  # P classes per batch ...
     batch_per_class: int  # ... times K images per class
     iterations: int  # optimizer steps of a standard training run
     eval_every: int  # evaluate seen / unseen retrieval every this many steps
-    lr: float  # Adam learning rate of the backbone (new layers get 10x, as in the papers)
+    lr: float  # Adam learning rate of the backbone
+    new_layer_mult: float  # new layers (the embedding head) learn at this multiple of lr
     weight_decay: float
     num_workers: int  # DataLoader workers
     amp: bool  # automatic mixed precision (CUDA only)
@@ -55,19 +57,25 @@ class Profile:
 
 
 PROFILES: dict[str, Profile] = {
+    # The quick recipe, measured on the 2-core machine (see the README): 48-px SynthParts, a narrow SmallCNN
+    # (widths 16-128, about 20 ms per 64-image step on one thread) trained from scratch, so the head needs no
+    # larger learning rate than the rest; 300 steps of Adam at 2e-3 take about 6 s and leave unseen Recall@1
+    # far above chance (triplet: about 0.2, chance 0.02).
     "quick": Profile(
         name="quick",
         dataset="synthparts",
-        image_size=64,
-        resize_size=72,
+        image_size=48,
+        resize_size=54,
         backbone="smallcnn",
+        backbone_params={"widths": [16, 32, 64, 128]},
         pretrained=False,
         embedding_dim=64,
         batch_classes=16,
         batch_per_class=4,
         iterations=300,
         eval_every=100,
-        lr=1e-3,
+        lr=2e-3,
+        new_layer_mult=1.0,
         weight_decay=5e-4,
         num_workers=0,
         amp=False,
@@ -82,6 +90,7 @@ PROFILES: dict[str, Profile] = {
         image_size=224,
         resize_size=256,
         backbone="googlenet",
+        backbone_params={},
         pretrained=True,
         embedding_dim=512,
         batch_classes=64,
@@ -89,6 +98,7 @@ PROFILES: dict[str, Profile] = {
         iterations=5000,
         eval_every=500,
         lr=1e-5,
+        new_layer_mult=10.0,
         weight_decay=2e-4,
         num_workers=4,
         amp=True,

@@ -603,7 +603,7 @@ class LabeledSubset(torch.utils.data.Dataset):
 # The loop
 
 
-def _progress_bar(mode, total, initial):
+def _progress_bar(mode, total, initial, desc: str = "train"):
     if mode == "auto":  # the environment may choose, e.g. ZS_PROGRESS=text while building the book
         env = os.environ.get("ZS_PROGRESS", "auto").strip().lower() or "auto"
         mode = False if env in ("none", "false", "0", "off") else env
@@ -611,10 +611,10 @@ def _progress_bar(mode, total, initial):
         return None
     if mode == "auto" or mode is True:
         from tqdm.auto import tqdm
-        return tqdm(total=total, initial=initial, desc="train", dynamic_ncols=True)
+        return tqdm(total=total, initial=initial, desc=desc, dynamic_ncols=True)
     if mode == "text":
         from tqdm.std import tqdm
-        return tqdm(total=total, initial=initial, desc="train", mininterval=2.0, ncols=100)
+        return tqdm(total=total, initial=initial, desc=desc, mininterval=2.0, ncols=100)
     raise ValueError(f"progress must be 'auto' (widget in notebooks), 'text' (plain text) or False, got {mode!r}")
 
 

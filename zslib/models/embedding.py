@@ -71,17 +71,24 @@ def normalization(backbone: str) -> tuple[tuple[float, ...], tuple[float, ...]]:
 
 class EmbeddingHead(nn.Module):
     """Linear map of the pooled feature to ``d`` dimensions, optionally L2-normalized: ``f = Wu + b``,
-    ``f / ||f||``."""
+    ``f / ||f||``.
 
-    def __init__(self, in_features: int, embedding_dim: int, normalize: bool = True):
+    ``dropout`` > 0 drops entries of the pooled feature ``u`` during training (inverted dropout,
+    Srivastava et al. 2014), i.e. a dropout layer "placed before the feature layer" as in CML's
+    comparison with dropout (Table VI); it has no parameters, so checkpoints do not change."""
+
+    def __init__(self, in_features: int, embedding_dim: int, normalize: bool = True, dropout: float = 0.0):
         super().__init__()
         if in_features <= 0 or embedding_dim <= 0:
             raise ValueError(f"in_features and embedding_dim must be positive, got {in_features}, {embedding_dim}")
+        if not 0.0 <= float(dropout) < 1.0:
+            raise ValueError(f"dropout must be a probability in [0, 1), got {dropout!r}")
+        self.dropout = nn.Dropout(float(dropout)) if dropout > 0 else nn.Identity()
         self.linear = nn.Linear(in_features, embedding_dim)
         self.normalize = normalize
 
     def forward(self, u: torch.Tensor) -> torch.Tensor:
-        f = self.linear(u)
+        f = self.linear(self.dropout(u))
         return F.normalize(f, p=2, dim=1) if self.normalize else f
 
     def extra_repr(self) -> str:
@@ -101,10 +108,11 @@ class EmbeddingNet(nn.Module):
       parameters, also after ``.train()``.
     """
 
-    def __init__(self, backbone: Backbone, embedding_dim: int, normalize: bool = True, freeze_bn: bool = False):
+    def __init__(self, backbone: Backbone, embedding_dim: int, normalize: bool = True, freeze_bn: bool = False,
+                 dropout: float = 0.0):
         super().__init__()
         self.backbone = backbone
-        self.head = EmbeddingHead(backbone.feature_dim, embedding_dim, normalize)
+        self.head = EmbeddingHead(backbone.feature_dim, embedding_dim, normalize, dropout)
         self.embedding_dim = int(embedding_dim)
         self._bn_frozen = False
         if freeze_bn:
@@ -267,6 +275,7 @@ def build_model(
     pooling: str = "avg",
     sha256: str | None = None,
     keep_classifier: bool = False,
+    dropout: float = 0.0,
     **backbone_kwargs,
 ) -> EmbeddingNet:
     """Build an :class:`EmbeddingNet`.
@@ -284,6 +293,7 @@ def build_model(
         sha256: expected hash (or prefix) of the weights file; default: the prefix in its name.
         keep_classifier: keep the ImageNet classifier (``model.backbone.logits(x)``), e.g. to check
             a weights file; by default it is dropped.
+        dropout: dropout probability on the pooled feature, before the embedding layer (CML Table VI).
         backbone_kwargs: passed to the backbone constructor (e.g. ``widths`` for smallcnn).
     """
     key = canonical_backbone(backbone)
@@ -299,4 +309,4 @@ def build_model(
         load_weights(net, path, sha256=sha256)
     if not keep_classifier:
         net.drop_classifier()
-    return EmbeddingNet(net, embedding_dim, normalize=normalize, freeze_bn=freeze_bn)
+    return EmbeddingNet(net, embedding_dim, normalize=normalize, freeze_bn=freeze_bn, dropout=dropout)
