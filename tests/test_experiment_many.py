@@ -105,3 +105,19 @@ def test_backbone_params_reach_the_model_and_survive_a_round_trip():
     model = experiment.build_model(c)
     assert model.backbone.net.widths == (8, 8, 16, 16)
     assert Config.from_dict(c.as_dict()) == c
+
+
+def test_run_grid_groups_the_seeds_of_each_configuration(tmp_path, one_thread):
+    from zslib.experiment import run_grid
+
+    c = Config.from_profile("quick", **TINY)
+    out = run_grid({"a": c, ("b", 2): c.replace(loss="contrastive")}, seeds=[3, 4], workers=2,
+                   results_dir=tmp_path, progress=False)
+    assert list(out) == ["a", ("b", 2)]
+    assert [r.config.seed for r in out["a"]] == [3, 4]
+    assert {r.config.loss for r in out["b", 2]} == {"contrastive"}
+    # the same runs, asked for one by one, are loaded from the store: identical numbers
+    again = run(c.replace(seed=4), results_dir=tmp_path)
+    assert again.metrics == out["a"][1].metrics
+    with pytest.raises(TypeError, match="Config"):
+        run_grid({"a": {"loss": "triplet"}}, results_dir=tmp_path)

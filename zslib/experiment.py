@@ -42,6 +42,7 @@ __all__ = [
     "run",
     "run_seeds",
     "run_many",
+    "run_grid",
     "default_workers",
     "summarize",
     "results_dir",
@@ -466,6 +467,27 @@ def run_seeds(config: Config, seeds: Iterable[int] | None = None, *, workers: in
     """:func:`run` once per seed (default: the seeds of the config's profile), through :func:`run_many`."""
     seeds = PROFILES[config.profile].seeds if seeds is None else tuple(seeds)
     return run_many([config.replace(seed=int(s)) for s in seeds], workers=workers, **run_kwargs)
+
+
+def run_grid(grid: Mapping, seeds: Iterable[int] | None = None, **run_kwargs) -> dict:
+    """Every configuration of ``grid`` (``{key: Config}``) once per seed, all in one :func:`run_many`
+    (so the whole grid trains in parallel), returned as ``{key: [Result per seed]}`` in the grid's order.
+
+    ``seeds`` defaults to the seeds of each config's profile. A chapter names its configurations by what
+    it compares, e.g. ``run_grid({"baseline": c, "cml": c.replace(...)})``, and summarizes each list with
+    :func:`summarize`.
+    """
+    jobs = []
+    for key, config in grid.items():
+        if not isinstance(config, Config):
+            raise TypeError(f"run_grid() needs Config values, got {type(config).__name__} for {key!r}")
+        for s in (PROFILES[config.profile].seeds if seeds is None else tuple(seeds)):
+            jobs.append((key, config.replace(seed=int(s))))
+    results = run_many([c for _, c in jobs], **run_kwargs)
+    out: dict = {key: [] for key in grid}
+    for (key, _), result in zip(jobs, results):
+        out[key].append(result)
+    return out
 
 
 def default_workers(device=None) -> int:
