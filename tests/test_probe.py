@@ -101,3 +101,35 @@ def test_bad_inputs_are_refused_clearly():
         attribute_probe(x, {"A": a}, groups=np.arange(50) % 3, folds=5)
     with pytest.raises(ValueError, match="test_mask"):
         attribute_probe(x, {"A": a}, test_mask=np.ones(50, dtype=bool))
+
+
+def test_first_per_group_against_a_loop():
+    rng = np.random.default_rng(0)
+    groups = rng.integers(0, 7, size=200)
+    from zslib.probe import first_per_group
+
+    for k in (1, 3, 50):
+        seen, expected = {}, []
+        for i, g in enumerate(groups):
+            seen[g] = seen.get(g, 0) + 1
+            if seen[g] <= k:
+                expected.append(i)
+        assert first_per_group(groups, k).tolist() == expected
+
+
+def test_max_per_group_equals_probing_the_subset():
+    rng = np.random.default_rng(1)
+    groups = np.repeat(np.arange(20), 12)
+    attrs = (groups % 3)[:, None]
+    x = rng.normal(size=(groups.size, 8)) + attrs * 1.5
+    from zslib.probe import first_per_group
+
+    rows = first_per_group(groups, 4)
+    direct = attribute_probe(x[rows], attrs[rows], names=["a"], groups=groups[rows], folds=4)
+    capped = attribute_probe(x, attrs, names=["a"], groups=groups, folds=4, max_per_group=4)
+    assert capped.accuracy == direct.accuracy and capped.chance == direct.chance
+    assert capped.n_test == rows.size
+    with pytest.raises(ValueError, match="groups"):
+        attribute_probe(x, attrs, names=["a"], max_per_group=4)
+    with pytest.raises(ValueError, match="positive"):
+        attribute_probe(x, attrs, names=["a"], groups=groups, max_per_group=0)

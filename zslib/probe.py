@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["ProbeReport", "attribute_probe", "probe_folds"]
+__all__ = ["ProbeReport", "attribute_probe", "probe_folds", "first_per_group"]
 
 
 @dataclass(frozen=True)
@@ -116,6 +116,18 @@ def _attribute_table(attributes, n: int, names) -> tuple[tuple[str, ...], list[n
     return names, columns
 
 
+def first_per_group(groups, k: int) -> np.ndarray:
+    """Indices of the first ``k`` rows of every group, in row order."""
+    groups = np.asarray(groups)
+    if groups.ndim != 1:
+        raise ValueError(f"groups must be one label per row (1-D); got shape {groups.shape}")
+    order = np.argsort(groups, kind="stable")
+    sorted_groups = groups[order]
+    starts = np.flatnonzero(np.r_[True, sorted_groups[1:] != sorted_groups[:-1]])
+    rank = np.arange(groups.size) - np.repeat(starts, np.diff(np.r_[starts, groups.size]))
+    return np.sort(order[rank < k])
+
+
 def probe_folds(n: int, folds: int = 5, groups=None, seed: int = 0) -> np.ndarray:
     """Fold id (0..folds-1) of each of ``n`` rows: a seeded random partition into near-equal folds,
     or, with ``groups``, a partition of the distinct groups (every group lies in a single fold)."""
@@ -144,7 +156,7 @@ def probe_folds(n: int, folds: int = 5, groups=None, seed: int = 0) -> np.ndarra
 
 def attribute_probe(embeddings, attributes, *, names: Sequence[str] | None = None, groups=None,
                     folds: int = 5, test_mask=None, seed: int = 0, C: float = 1.0,
-                    max_iter: int = 1000) -> ProbeReport:
+                    max_iter: int = 1000, max_per_group: int | None = None) -> ProbeReport:
     """Held-out accuracy of a linear probe for each attribute, and the chance level.
 
     For every attribute, a multinomial logistic regression (scikit-learn, L2 penalty ``C``, on
@@ -161,6 +173,9 @@ def attribute_probe(embeddings, attributes, *, names: Sequence[str] | None = Non
         test_mask: instead of folds, an (n,) boolean mask of the held-out rows (one fit per attribute).
         seed: fixes the folds.
         C, max_iter: of ``sklearn.linear_model.LogisticRegression``.
+        max_per_group: with ``groups``, probe only the first this-many rows of every group (in row
+            order). For attributes that are properties of a class, more images of the same class add
+            little to the probe but a lot to its fitting time.
 
     Returns:
         :class:`ProbeReport` (``accuracy``, ``chance``, ``stderr`` per attribute).
@@ -171,6 +186,15 @@ def attribute_probe(embeddings, attributes, *, names: Sequence[str] | None = Non
     x = _embeddings(embeddings)
     n = x.shape[0]
     names, columns = _attribute_table(attributes, n, names)
+    if max_per_group is not None:
+        if groups is None:
+            raise ValueError("max_per_group needs groups (the class label of every row)")
+        if not (isinstance(max_per_group, (int, np.integer)) and max_per_group >= 1):
+            raise ValueError(f"max_per_group must be a positive integer; got {max_per_group!r}")
+        rows = first_per_group(groups, int(max_per_group))
+        x, columns, groups, n = x[rows], [c[rows] for c in columns], np.asarray(groups)[rows], rows.size
+        if test_mask is not None:
+            test_mask = np.asarray(test_mask)[rows]
     if not (isinstance(C, (int, float)) and C > 0):
         raise ValueError(f"C must be a positive number (inverse regularization strength); got {C!r}")
     if test_mask is not None:
