@@ -614,7 +614,9 @@ def _progress_bar(mode, total, initial, desc: str = "train"):
         return tqdm(total=total, initial=initial, desc=desc, dynamic_ncols=True)
     if mode == "text":
         from tqdm.std import tqdm
-        return tqdm(total=total, initial=initial, desc=desc, mininterval=2.0, ncols=100)
+        # at most about ten lines per bar: a built book or a log shows every refresh as a line of its own
+        return tqdm(total=total, initial=initial, desc=desc, mininterval=5.0, miniters=max(1, total // 10),
+                    maxinterval=float("inf"), ncols=100)
     raise ValueError(f"progress must be 'auto' (widget in notebooks), 'text' (plain text) or False, got {mode!r}")
 
 
