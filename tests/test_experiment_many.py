@@ -121,3 +121,15 @@ def test_run_grid_groups_the_seeds_of_each_configuration(tmp_path, one_thread):
     assert again.metrics == out["a"][1].metrics
     with pytest.raises(TypeError, match="Config"):
         run_grid({"a": {"loss": "triplet"}}, results_dir=tmp_path)
+
+
+def test_load_results_reads_recorded_runs_too(tmp_path, one_thread):
+    from zslib.experiment import load_results
+
+    c = Config.from_profile("quick", **TINY)
+    r = run(c, results_dir=tmp_path, progress=False)
+    (tmp_path / "recorded").mkdir()
+    r.path.rename(tmp_path / "recorded" / r.path.name)  # as if committed under results/recorded/
+    found = load_results(tmp_path, loss="triplet")
+    assert [x.metrics for x in found] == [r.metrics]
+    assert load_results(tmp_path, loss="contrastive") == []

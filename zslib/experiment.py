@@ -292,9 +292,12 @@ def load_result(path: str | os.PathLike) -> Result:
 
 
 def load_results(directory: str | os.PathLike | None = None, **match) -> list[Result]:
-    """Every stored result in ``directory`` whose config matches ``match`` (e.g. ``loss="triplet"``)."""
+    """Every stored result in ``directory`` and its ``recorded/`` sub-folder whose config matches ``match``
+    (e.g. ``loss="triplet"``). ``recorded/`` holds results committed to the repository on purpose, such
+    as full-profile runs made on a GPU, with their provenance; everything else in ``results/`` is local."""
     out = []
-    for p in sorted(results_dir(directory).glob("*.json")):
+    root = results_dir(directory)
+    for p in sorted(root.glob("*.json")) + sorted(root.glob("recorded/*.json")):
         try:
             r = load_result(p)
         except (ValueError, KeyError):
