@@ -555,16 +555,13 @@ def run_many(configs: Iterable[Config], *, workers: int | None = None, progress=
     for i in pending:
         unique.setdefault(config_hash(configs[i]), i)
     todo = list(unique.values())
-    if workers is None:
-        workers = default_workers(run_kwargs.get("device"))
-    workers = max(1, min(int(workers), len(todo)))
-    if workers > 1 and (torch.device(run_kwargs.get("device") or "cpu").type != "cpu"
-                        or "fork" not in mp.get_all_start_methods()):
-        workers = 1
-    if workers > 1 and run_kwargs.get("device") is None:
-        from zslib.profile import device as default_device
-        if default_device().type != "cpu":
-            workers = 1
+    from zslib.profile import device as default_device
+
+    dev = torch.device(run_kwargs.get("device") or default_device())
+    workers = default_workers(dev) if workers is None else int(workers)
+    if dev.type != "cpu" or "fork" not in mp.get_all_start_methods():
+        workers = 1  # runs on a GPU would only compete for it; without fork the pool cannot share the jobs
+    workers = max(1, min(workers, len(todo)))
 
     done: dict[int, Result] = {}
     bar = _progress_bar(progress if len(todo) > 1 else False, len(todo), 0, desc="runs")
