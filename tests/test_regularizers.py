@@ -395,3 +395,17 @@ def test_cml_objective_errors_and_unit_norm_warning():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         R.cml_objective(_tiny_loss, 0.0, 0.1)(torch.nn.Identity(), images * 3, labels)
+
+
+def test_with_confusion_names_the_variant_and_feeds_the_factory():
+    from zslib.experiment import Config
+    from zslib.regularizers import cml_preset, with_confusion
+
+    base = Config.from_profile("quick", iterations=3)
+    for variant in ("baseline", "cml-e", "cml-d", "cml"):
+        p = cml_preset("cub200", "triplet", variant)
+        c = with_confusion(base, p["lambda1"], p["lambda2"], embedding_dim=8)
+        assert c.method == variant and c.embedding_dim == 8
+        assert c.regularizers == {k: v for k, v in (("ec", p["lambda1"]), ("dc", p["lambda2"])) if v > 0}
+    with pytest.raises(ValueError, match="lambda2"):
+        with_confusion(base, 0.1, -1.0)

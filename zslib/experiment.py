@@ -520,10 +520,9 @@ def _pool_init(threads: int) -> None:
     torch.set_num_threads(threads)
 
 
-def _pool_run(index: int) -> str | None:
+def _pool_run(index: int) -> None:
     config, kwargs = _POOL_JOBS[index]
-    result = run(config, **kwargs)
-    return str(result.path) if result.path is not None else None
+    run(config, **kwargs)  # stored on disk; the parent reads it back
 
 
 def run_many(configs: Iterable[Config], *, workers: int | None = None, progress="auto",
@@ -548,8 +547,8 @@ def run_many(configs: Iterable[Config], *, workers: int | None = None, progress=
         workers = 1  # a partial run returns an unsaved result: keep it in this process
     directory = _resolve(run_kwargs.pop("results_dir", None))
     run_kwargs["results_dir"] = directory
-    stored = {i: _result_path(c, directory) for i, c in enumerate(configs)}
-    pending = [i for i, p in stored.items() if run_kwargs.get("force") or not p.exists()]
+    pending = [i for i, c in enumerate(configs)
+               if run_kwargs.get("force") or not _result_path(c, directory).exists()]
     # two equal configs in one grid train once
     unique: dict[str, int] = {}
     for i in pending:

@@ -42,6 +42,7 @@ from torch import nn
 
 __all__ = [
     "cml_objective_factory",
+    "with_confusion",
     "energy_confusion",
     "pairwise_energy_confusion",
     "diversity_confusion",
@@ -600,3 +601,19 @@ def cml_objective_factory(config, model, loss_fn, *, ec_pairs: str = "random") -
     if unknown:
         raise ValueError(f"CML knows the regularizers 'ec' (lambda1) and 'dc' (lambda2), not {unknown}")
     return cml_objective(loss_fn, reg.get("ec", 0.0), reg.get("dc", 0.0), ec_pairs=ec_pairs)
+
+
+def with_confusion(config, lambda1: float = 0.0, lambda2: float = 0.0, **changes):
+    """``config`` (a :class:`zslib.experiment.Config`) as a CML run with weights ``lambda1`` (EC) and
+    ``lambda2`` (DC) of Eq. 11, plus any other ``changes``.
+
+    Sets ``regularizers`` in the form :func:`cml_objective_factory` reads (a zero weight is left out)
+    and names ``method`` after the terms that are on: ``"baseline"`` (none), ``"cml-e"``, ``"cml-d"``
+    or ``"cml"`` (both), so that each variant's results are stored apart.
+    """
+    for name, lam in (("lambda1", lambda1), ("lambda2", lambda2)):
+        if not lam >= 0:
+            raise ValueError(f"{name} must be a non-negative weight, got {lam!r}")
+    reg = {key: float(lam) for key, lam in (("ec", lambda1), ("dc", lambda2)) if lam > 0}
+    method = {(): "baseline", ("ec",): "cml-e", ("dc",): "cml-d", ("ec", "dc"): "cml"}[tuple(reg)]
+    return config.replace(regularizers=reg, method=method, **changes)
