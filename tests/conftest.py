@@ -9,12 +9,19 @@ from __future__ import annotations
 import pytest
 
 
+@pytest.fixture(scope="session")
+def _session_cache(tmp_path_factory):
+    return tmp_path_factory.mktemp("zslib-cache")
+
+
 @pytest.fixture(autouse=True)
-def _quick_profile(monkeypatch):
-    """Every test starts on the quick profile, whatever the caller's environment says."""
+def _quick_profile(monkeypatch, _session_cache):
+    """Every test starts on the quick profile, whatever the caller's environment says, and caches
+    arrays (zslib.cache) in a folder of the test session, not in the checkout."""
     import zslib.profile
 
     monkeypatch.setenv("ZS_PROFILE", "quick")
+    monkeypatch.setenv("ZS_CACHE", str(_session_cache))
     monkeypatch.setattr(zslib.profile, "_active", None)
 
 

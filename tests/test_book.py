@@ -13,8 +13,6 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 BUILD_SCRIPT = REPO / "scripts" / "build_book.py"
-CHAPTER_BUDGET_S = 180  # quick profile, 2-core machine
-BOOK_BUDGET_S = 40 * 60
 
 
 def toc_files() -> list[str]:
@@ -99,12 +97,42 @@ def test_every_toc_entry_produced_an_html_page(built_book):
 
 @pytest.mark.book
 def test_chapters_fit_the_quick_profile_budget(built_book):
-    times = json.loads((REPO / "_build" / "execution_times.json").read_text())
+    """Every chapter within its budget on the reference machine, judged from the build's own report.
+
+    The build times a fixed workload before and after (the speed factor: this machine's time over the
+    reference machine's), so a slower machine gets a proportionally larger allowance; and it records how
+    many other programs competed for the CPU while each chapter ran. A chapter that ran while the machine
+    was busy (another program runnable on average half the time or more, or the hypervisor taking 10% of
+    the CPU) is reported but not judged: its time says more about the neighbours than about the chapter.
+    """
+    report = json.loads((REPO / "_build" / "build_report.json").read_text())
+    chapters = report["chapters"]
     expected = {nb.relative_to(REPO).as_posix() for nb in notebooks()}
-    assert expected <= set(times), f"chapters without an execution record: {expected - set(times)}"
-    slow = {k: v for k, v in times.items() if v is None or v > CHAPTER_BUDGET_S}
-    assert not slow, f"chapters over the {CHAPTER_BUDGET_S} s budget: {slow}"
-    assert sum(times.values()) <= BOOK_BUDGET_S
+    assert expected <= set(chapters), f"chapters without an execution record: {expected - set(chapters)}"
+    factor = report["speed_factor"] or 1.0
+    budget = report["budget_seconds"]
+    lines, slow, unjudged = [], [], []
+    for name in sorted(expected):
+        e = chapters[name]
+        assert e["seconds"] is not None, f"{name} has no execution time (it failed or was not executed)"
+        busy = e.get("busy") or {}
+        quiet = busy.get("other_running", 0.0) < 0.5 and busy.get("steal", 0.0) < 0.1
+        scaled = e["seconds"] / factor
+        lines.append(f"{name}: {e['seconds']:.0f} s here, {scaled:.0f} s scaled to the reference machine, "
+                     f"other load {busy.get('other_running', float('nan')):.2f}")
+        if not quiet:
+            unjudged.append(name)
+        elif scaled > budget:
+            slow.append(lines[-1])
+    summary = (f"speed factor {factor:.2f} (calibration {report['calibration_seconds']} s vs "
+               f"{report['reference_seconds']} s on the reference machine); budget {budget} s per chapter")
+    assert not slow, f"chapters over the {budget} s budget ({summary}):\n" + "\n".join(slow)
+    total = sum(chapters[n]["seconds"] for n in expected) / factor
+    assert total <= report["book_budget_seconds"], f"the book took {total:.0f} s scaled ({summary})"
+    if unjudged:
+        import warnings
+        warnings.warn(f"not judged against the budget, the machine was busy while they ran: {unjudged} "
+                      f"({summary})\n" + "\n".join(lines))
 
 
 @pytest.mark.book
@@ -116,26 +144,88 @@ def test_colab_button_points_at_the_chapter(built_book):
         assert f"https://colab.research.google.com/github/{url}/blob/main/{rel}" in html
 
 
-@pytest.mark.book
-def test_a_failing_cell_fails_the_build_and_names_the_chapter(tmp_path):
-    """A tiny book with one chapter that raises: the build script must exit non-zero and say which."""
-    (tmp_path / "_config.yml").write_text(textwrap.dedent("""\
-        title: broken
+def _tiny_book(folder: Path, chapters: dict[str, list[str]]) -> Path:
+    """A book with one notebook per entry of ``chapters`` (name -> code cells) and a markdown root."""
+    (folder / "_config.yml").write_text(textwrap.dedent("""\
+        title: tiny
         only_build_toc_files: true
         execute:
           execute_notebooks: cache
           timeout: 60
         """))
-    (tmp_path / "_toc.yml").write_text("format: jb-book\nroot: intro\nchapters:\n  - file: broken_chapter\n")
-    (tmp_path / "intro.md").write_text("# Intro\n")
-    nb = nbformat.v4.new_notebook(cells=[
-        nbformat.v4.new_markdown_cell("# Broken"),
-        nbformat.v4.new_code_cell("x = 1 / 0"),
-    ])
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nbformat.write(nb, tmp_path / "broken_chapter.ipynb")
-    proc = subprocess.run([sys.executable, str(BUILD_SCRIPT), "--root", str(tmp_path)],
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    toc = "format: jb-book\nroot: intro\nchapters:\n" + "".join(f"  - file: {n}\n" for n in chapters)
+    (folder / "_toc.yml").write_text(toc)
+    (folder / "intro.md").write_text("# Intro\n")
+    for name, cells in chapters.items():
+        nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(f"# {name}")]
+                                      + [nbformat.v4.new_code_cell(c) for c in cells])
+        nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+        nbformat.write(nb, folder / f"{name}.ipynb")
+    return folder
+
+
+def _build(folder: Path, **env):
+    import os
+    return subprocess.run([sys.executable, str(BUILD_SCRIPT), "--root", str(folder), "--no-calibration"],
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          env={**os.environ, **env})
+
+
+def _executed_at(folder: Path) -> dict[str, object]:
+    from jupyter_cache import get_cache
+    cache = get_cache(folder / "_build" / ".jupyter_cache")
+    return {Path(r.uri).name: r.created for r in cache.list_cache_records()}
+
+
+@pytest.mark.book
+def test_a_failing_cell_fails_the_build_and_names_the_chapter_cell_and_remedy(tmp_path):
+    """A chapter whose second code cell raises: non-zero exit, the chapter, the cell and what to do."""
+    _tiny_book(tmp_path, {"broken_chapter": ["y = 2", "x = 1 / 0"]})
+    proc = _build(tmp_path)
     assert proc.returncode != 0
-    assert "broken_chapter.ipynb" in proc.stdout and "ZeroDivisionError" in proc.stdout
+    assert "broken_chapter.ipynb (code cell 2: x = 1 / 0)" in proc.stdout, proc.stdout[-3000:]
+    assert "ZeroDivisionError" in proc.stdout and "What to do:" in proc.stdout
     assert "These chapters raised while executing" in proc.stdout
+
+
+@pytest.mark.book
+def test_a_timed_out_cell_names_the_variable_that_gives_more_time(tmp_path):
+    _tiny_book(tmp_path, {"slow_chapter": ["import time", "time.sleep(30)"]})
+    proc = _build(tmp_path, ZS_CELL_TIMEOUT="3")
+    assert proc.returncode != 0
+    assert "slow_chapter.ipynb (code cell 2: time.sleep(30))" in proc.stdout, proc.stdout[-3000:]
+    assert "cell timeout (3 s)" in proc.stdout and "ZS_CELL_TIMEOUT=12 make book" in proc.stdout
+    assert not (tmp_path / ".build_config.yml").exists(), "the derived configuration must be removed"
+
+
+@pytest.mark.book
+def test_a_second_build_executes_only_what_failed_or_changed(tmp_path):
+    _tiny_book(tmp_path, {"good": ["a = 1"], "bad": ["raise RuntimeError('not yet')"]})
+    assert _build(tmp_path).returncode != 0
+    first = _executed_at(tmp_path)
+    assert set(first) == {"good.ipynb"}  # a failed chapter is not cached
+    assert _build(tmp_path).returncode != 0
+    assert _executed_at(tmp_path) == first  # the good chapter was not executed again
+    _tiny_book(tmp_path, {"good": ["a = 1"], "bad": ["b = 2"]})  # fix the bad chapter (rewrites both files)
+    proc = _build(tmp_path)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    second = _executed_at(tmp_path)
+    assert second["good.ipynb"] == first["good.ipynb"] and "bad.ipynb" in second
+    report = json.loads((tmp_path / "_build" / "build_report.json").read_text())
+    assert set(report["chapters"]) == {"good.ipynb", "bad.ipynb"}
+
+
+def test_the_execution_cache_is_dropped_when_zslib_changes(tmp_path):
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("build_book", BUILD_SCRIPT)
+    bb = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bb)
+    (tmp_path / "zslib").mkdir()
+    (tmp_path / "zslib" / "m.py").write_text("x = 1\n")
+    cache = tmp_path / "_build" / ".jupyter_cache"
+    cache.mkdir(parents=True)
+    assert bb.invalidate_if_stale(tmp_path) is True  # no fingerprint recorded yet: cannot trust the cache
+    cache.mkdir()
+    assert bb.invalidate_if_stale(tmp_path) is False and cache.exists()
+    (tmp_path / "zslib" / "m.py").write_text("x = 2\n")
+    assert bb.invalidate_if_stale(tmp_path) is True and not cache.exists()

@@ -241,7 +241,7 @@ def test_full_profile_end_to_end_on_a_cub_fixture(tmp_path, monkeypatch, capsys)
     c = result.config
     assert (c.profile, c.dataset, c.backbone, c.lr, c.weight_decay) == ("full", "cub200", "resnet50", 1e-5, 2e-4)
     assert set(result.metrics["unseen"]) == {"R@1", "R@2", "R@4", "R@8", "NMI", "F1"}
-    assert [r["step"] for r in result.history.evals] == [0, 2]
+    assert [r["step"] for r in result.history.evals] == [2]  # eval_every == iterations: only the final model
     assert result.provenance["profile"] == "full" and result.provenance["device"].startswith("cpu")
     # 15 test images of 3 classes: recall of a random-init network is a valid fraction, and the stored
     # checkpoint reproduces it

@@ -25,6 +25,7 @@ import subprocess
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -33,8 +34,8 @@ from torch import nn
 
 from . import __version__
 from .profile import PROFILES, Profile, get_profile, repository_root, resolve_folder
-from .train import (History, LabeledSubset, _progress_bar, embed, load_checkpoint, metric_objective, set_seed,
-                    split_classes, train)
+from .train import (History, LabeledSubset, _progress_bar, default_eval, embed, load_checkpoint, metric_objective,
+                    set_seed, split_classes, train)
 
 __all__ = [
     "Config",
@@ -368,22 +369,27 @@ class _ContiguousLabels(nn.Module):
 
 
 def _final_metrics(config, model, data, history, device) -> dict:
+    """Evaluate the trained model once: the full :func:`zslib.evaluate.evaluate` row on the unseen (and
+    validation) classes, Recall@K on the seen classes. The Recall@K values also close the history's
+    curves (the trainer leaves the last evaluation to this function, so nothing is embedded twice)."""
     from zslib.evaluate import evaluate
 
     def emb(ds):
         return embed(model, ds, batch_size=config.eval_batch_size, device=device, num_workers=config.num_workers)
 
-    metrics = {}
-    for split in ("unseen", "val"):
+    metrics, last_row = {}, {"step": config.iterations}
+    for split in ("seen", "val", "unseen"):
         if split not in data:
             continue
+        score = default_eval if split == "seen" else partial(evaluate, dataset=config.dataset)
         if isinstance(data[split], tuple):  # In-Shop: queries against the gallery
             (q, ql), (g, gl) = emb(data[split][0]), emb(data[split][1])
-            row = evaluate(g, gl, dataset=config.dataset, query_embeddings=q, query_labels=ql)
+            row = score(g, gl, query_embeddings=q, query_labels=ql)
         else:
-            row = evaluate(*emb(data[split]), dataset=config.dataset)
+            row = score(*emb(data[split]))
         metrics[split] = {str(k): float(v) for k, v in row.items()}
-    metrics["seen"] = history.last("seen")
+        last_row[split] = {k: v for k, v in metrics[split].items() if k.startswith("R@")}
+    history.evals.append(last_row)
     return metrics
 
 
@@ -434,6 +440,7 @@ def run(config: Config, results_dir: str | os.PathLike | None = None, force: boo
         batch_per_class=config.batch_per_class, lr=config.lr, weight_decay=config.weight_decay,
         new_layer_mult=config.new_layer_mult, objective_lr=config.objective_lr, schedule=config.schedule,
         eval_sets=eval_sets, eval_every=config.eval_every, eval_batch_size=config.eval_batch_size,
+        eval_at_start=config.eval_every < config.iterations, eval_at_end=False,
         checkpoint_path=ckpt, checkpoint_every=checkpoint_every or config.eval_every,
         meta={"config": config.as_dict()}, max_steps=max_steps, seed=config.seed, device=device,
         amp=config.amp, num_workers=config.num_workers, progress=progress)
@@ -520,6 +527,20 @@ def _pool_init(threads: int) -> None:
     torch.set_num_threads(threads)
 
 
+def _warm_up(configs: Iterable[Config]) -> None:
+    """Build each distinct dataset of ``configs`` and import the evaluation libraries in this process, just
+    before the pool forks: every worker then inherits them (copy-on-write) instead of paying for them."""
+    import scipy.optimize  # noqa: F401  (cluster accuracy)
+    import sklearn.cluster  # noqa: F401  (k-means for NMI / F1)
+
+    seen = set()
+    for c in configs:
+        key = json.dumps(c.to_profile().as_dict(), sort_keys=True, default=str) + c.backbone
+        if key not in seen:
+            seen.add(key)
+            build_data(c)
+
+
 def _pool_run(index: int) -> None:
     config, kwargs = _POOL_JOBS[index]
     run(config, **kwargs)  # stored on disk; the parent reads it back
@@ -576,6 +597,7 @@ def run_many(configs: Iterable[Config], *, workers: int | None = None, progress=
             kwargs = {**run_kwargs, "progress": False}
             _POOL_JOBS = [(configs[i], kwargs) for i in todo]
             threads = max(1, torch.get_num_threads() // workers)
+            _warm_up(configs[i] for i in todo)
             try:
                 with mp.get_context("fork").Pool(workers, initializer=_pool_init, initargs=(threads,)) as pool:
                     for _ in pool.imap_unordered(_pool_run, range(len(todo))):

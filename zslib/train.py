@@ -502,6 +502,23 @@ def load_checkpoint(path: str | os.PathLike, map_location=None) -> dict:
 # Embeddings and evaluation
 
 
+def memory_format(model: nn.Module) -> torch.memory_format:
+    """``torch.channels_last`` when the model's 2-D convolutions store their weights that way (see
+    :func:`train`), else ``torch.contiguous_format``: the layout its image batches should have."""
+    for m in model.modules():
+        if isinstance(m, nn.Conv2d):
+            last = m.weight.is_contiguous(memory_format=torch.channels_last)
+            if last != m.weight.is_contiguous():  # a 1x1 kernel on one channel is both: undecided
+                return torch.channels_last if last else torch.contiguous_format
+    return torch.contiguous_format
+
+
+def _to_input(x: torch.Tensor, device, fmt: torch.memory_format) -> torch.Tensor:
+    if x.dim() == 4 and fmt is torch.channels_last:
+        return x.to(device, non_blocking=True, memory_format=fmt)
+    return x.to(device, non_blocking=True)
+
+
 @torch.no_grad()
 def embed(model: nn.Module, dataset, batch_size: int = 256, device=None, num_workers: int = 0,
           ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -515,19 +532,20 @@ def embed(model: nn.Module, dataset, batch_size: int = 256, device=None, num_wor
     device = torch.device(device)
     was_training = model.training
     model.eval()
+    fmt = memory_format(model)
     try:
         outs, labs = [], []
         in_memory = _in_memory(dataset)
         if in_memory is not None:
             images, labels = in_memory
             for i in range(0, len(images), batch_size):
-                outs.append(model(images[i:i + batch_size].to(device)).float().cpu())
+                outs.append(model(_to_input(images[i:i + batch_size], device, fmt)).float().cpu())
             labs = [torch.as_tensor(np.asarray(labels), dtype=torch.long)]
         else:
             loader = torch.utils.data.DataLoader(dataset, batch_size=batch_size, shuffle=False,
                                                  num_workers=num_workers, pin_memory=device.type == "cuda")
             for images, labels in loader:
-                outs.append(model(images.to(device, non_blocking=True)).float().cpu())
+                outs.append(model(_to_input(images, device, fmt)).float().cpu())
                 labs.append(torch.as_tensor(labels, dtype=torch.long))
         if not outs:
             raise ValueError(f"cannot embed an empty dataset ({type(dataset).__name__} has no images)")
@@ -640,6 +658,8 @@ def train(
     eval_sets: Mapping[str, object] | None = None,
     eval_every: int | None = None,
     eval_at_start: bool = True,
+    eval_at_end: bool = True,
+    channels_last: bool | None = None,
     eval_fn: Callable | None = None,
     eval_batch_size: int = 256,
     checkpoint_path: str | os.PathLike | None = None,
@@ -670,7 +690,8 @@ def train(
       objective module);
       ``schedule`` as in :func:`make_scheduler`; optional ``grad_clip`` (max gradient norm).
     * evaluation: ``eval_sets`` such as ``{"seen": ..., "unseen": ...}`` evaluated every ``eval_every`` steps
-      (and at step 0 when ``eval_at_start``) and at the end, with ``eval_fn(embeddings, labels) -> dict``
+      (and at step 0 when ``eval_at_start``) and at the end (unless ``eval_at_end`` is false: the caller
+      then evaluates the final model itself), with ``eval_fn(embeddings, labels) -> dict``
       (default: :func:`default_eval`, Recall@1/2/4/8). A set given as a tuple ``(queries, gallery)`` is
       evaluated as ``eval_fn(gallery_emb, gallery_labels, query_embeddings=..., query_labels=...)``.
     * checkpoints: ``checkpoint_path`` written every ``checkpoint_every`` steps and at the end (or at
@@ -678,6 +699,8 @@ def train(
     * ``max_steps``: stop (after checkpointing) once this many steps are done, keeping the schedule of
       ``iterations`` -- the way to train a long run in pieces. ``callbacks``: ``cb(step, history)`` after
       each step (a callback may raise to stop the run).
+    * ``channels_last`` (default: when the model has 2-D convolutions): keep weights and image batches in
+      NHWC order, which oneDNN on the CPU and tensor cores on CUDA run 1.5-2x faster than NCHW.
     * ``seed``; ``device`` (default ``zslib.device()``); ``amp`` (default: on for CUDA; never on the CPU);
       ``num_workers`` data-loading processes; ``progress``: ``"auto"`` (a widget in notebooks; the
       environment variable ``ZS_PROGRESS`` = ``auto``/``text``/``none`` overrides it), ``"text"`` (plain
@@ -709,6 +732,11 @@ def train(
     if state is None:
         set_seed(seed)
     model.to(device)
+    if channels_last is None:  # convolutions run 1.5-2x faster on the CPU (oneDNN) and on tensor cores
+        channels_last = any(isinstance(m, nn.Conv2d) for m in model.modules())
+    if channels_last:
+        model.to(memory_format=torch.channels_last)
+    fmt = memory_format(model)
     if isinstance(objective, nn.Module):
         objective.to(device)
     groups = _param_groups(model, objective, lr, weight_decay, new_layer_mult, objective_lr, param_groups, extra_params)
@@ -774,7 +802,7 @@ def train(
     try:
         while step < stop_at:
             images, labels = stream.next()
-            images = images.to(device, non_blocking=True)
+            images = _to_input(images, device, fmt)
             labels = labels.to(device, non_blocking=True)
             with torch.autocast(device_type=device.type, dtype=torch.float16, enabled=amp):
                 terms = objective(model, images, labels)
@@ -792,7 +820,8 @@ def train(
 
             if step % log_every == 0 or step == iterations:
                 history.losses.append({"step": step, **logged})
-            if eval_sets and (step % eval_every == 0 or step == iterations):
+            at_end = step == iterations
+            if eval_sets and ((step % eval_every == 0 and not at_end) or (at_end and eval_at_end)):
                 row = evaluate_all()
                 if bar is not None:
                     bar.write(f"step {step}: " + "  ".join(

@@ -490,9 +490,10 @@ class SynthParts(Dataset):
     * :attr:`nuisances` a dict of numpy arrays (centre, scale, angle, flip, ...).
 
     ``lazy=None`` renders everything at construction when it fits in about 1 GiB (always in the quick
-    profile: 2,000 images of 64 px take one to two seconds), else renders images on access. The
-    last few rendered splits are kept per process and shared (treat the tensors as read-only), so
-    building the same split again is free.
+    profile: 2,000 images of 48 px take about three seconds on one core), else renders images on access.
+    A split rendered whole is stored on disk by :mod:`zslib.cache` (keyed by its arguments and this
+    file's source, checksummed), so later processes load it in milliseconds; the last few splits are
+    also kept per process and shared (treat the tensors as read-only).
     :meth:`tensors` returns the whole split as one tensor.
     """
 
@@ -599,10 +600,26 @@ class SynthParts(Dataset):
         if key in _RENDERED:
             _RENDERED.move_to_end(key)
         else:
-            _RENDERED[key] = self.render(np.arange(len(self)))
+            _RENDERED[key] = self._from_disk_or_render()
             while len(_RENDERED) > _RENDERED_MAX:
                 _RENDERED.popitem(last=False)
         self._images, self._part_map, self._boxes = _RENDERED[key]
+
+    def _from_disk_or_render(self):
+        """The whole split from the on-disk cache (:mod:`zslib.cache`), keyed by the split's arguments
+        and a fingerprint of this file, or rendered now and stored there for the next process."""
+        from ..cache import ArrayCache, source_fingerprint
+
+        names = ("split", "image_size", "images_per_class", "seed", "num_seen", "num_unseen", "unseen_groups",
+                 "design_seed")
+        entry = ArrayCache("synthparts", {**dict(zip(names, self._cache_key)), "code": source_fingerprint(__file__)})
+        stored = entry.load()
+        if stored is not None:
+            return (torch.from_numpy(stored["images"]), torch.from_numpy(stored["part_map"]),
+                    torch.from_numpy(stored["boxes"]))
+        images, part_map, boxes = self.render(np.arange(len(self)))
+        entry.save({"images": images.numpy(), "part_map": part_map.numpy(), "boxes": boxes.numpy()})
+        return images, part_map, boxes
 
     def _ground_truth_maps(self):
         if self._part_map is None:  # lazy: render once for the masks, keep the masks only
