@@ -15,8 +15,9 @@ __version__ = "0.1.0"
 __all__ = ["PROFILES", "Profile", "device", "get_profile", "set_profile", "__version__"]
 
 _SUBMODULES = {
-    "data", "models", "losses", "regularizers", "evaluate", "train", "experiment", "theory", "viz",
-    "attention",
+    "data", "models", "losses", "regularizers", "evaluate", "train", "experiment", "theory", "viz", "cache",
+    "checks", "stats",
+    "saliency",
 }
 
 

@@ -1,4 +1,6 @@
-"""Attention as the channel-averaged last convolutional map (CML Figs. 6-7, ``chen2022cml``, Sec. IV-E).
+"""Saliency maps: where a trained embedding network "looks".
+
+The channel-averaged last convolutional map (CML Figs. 6-7, ``chen2022cml``, Sec. IV-E).
 
 CML visualizes where a trained embedding network "looks" by averaging the output maps of the last
 convolutional layer over the channels and showing the result over the image. No gradient is involved

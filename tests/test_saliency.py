@@ -4,7 +4,7 @@ import pytest
 import torch
 from torch import nn
 
-from zslib.attention import activation_map, last_conv_stage
+from zslib.saliency import activation_map, last_conv_stage
 
 
 class _Fake(nn.Module):
