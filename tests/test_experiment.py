@@ -17,7 +17,7 @@ import torch
 import zslib
 from zslib import experiment
 from zslib.experiment import Config, Result, config_hash, load_result, results_dir, run, run_seeds, summarize
-from zslib.train import History
+from zslib.train import History, load_checkpoint
 
 # A SynthParts run small enough for a unit test: 4 x 2 batches, 8 images per class, 32 px.
 TINY = dict(iterations=6, eval_every=3, batch_classes=4, batch_per_class=2, synth_images_per_class=8,
@@ -44,7 +44,7 @@ def test_config_from_profile_takes_the_profile_sizes_and_overrides():
         zslib.set_profile(None)
     with pytest.raises(TypeError, match="no field"):
         Config.from_profile("quick", iteratons=5)
-    with pytest.raises(ValueError, match="positive"):
+    with pytest.raises(ValueError, match=">= 1"):
         Config.from_profile("quick", iterations=0)
     assert Config.from_profile("quick").to_profile().replace(seeds=p.seeds) == p
 
@@ -53,7 +53,7 @@ def test_config_hash_ignores_the_name_and_tracks_everything_else():
     c = Config.from_profile("quick")
     assert config_hash(c) == config_hash(c.replace(name="my label"))
     assert len({config_hash(c), config_hash(c.replace(seed=1)), config_hash(c.replace(loss_params={"margin": 0.2})),
-                config_hash(c.replace(regularizers={"ec": 0.1}, method="cml"))}) == 4
+                config_hash(c.replace(method_params={"lambda1": 0.1}, method="cml"))}) == 4
     assert Config.from_dict(json.loads(json.dumps(c.as_dict()))) == c
     # automatic names follow the seed; explicit names are kept
     assert c.replace(seed=3).name.endswith("-s3") and c.replace(name="x").replace(seed=3).name == "x"
@@ -113,7 +113,8 @@ def test_run_trains_stores_provenance_and_then_loads(tiny_config, tmp_path, monk
     # a second call loads the stored result: training must not run again
     def no_training(*args, **kwargs):
         raise AssertionError("a stored result was recomputed")
-    monkeypatch.setattr(experiment, "train", no_training)
+    from zslib import runner
+    monkeypatch.setattr(runner, "train", no_training)
     again = run(tiny_config, results_dir=tmp_path)
     assert again.metrics == r.metrics and again.history == r.history and again.config == tiny_config
     monkeypatch.undo()
@@ -134,22 +135,25 @@ def test_validation_split_and_seeds(tiny_config, tmp_path):
     assert len(list(tmp_path.glob("*.json"))) == 2
 
 
-def test_objective_factory_adds_named_terms_and_regularizers_need_one(tiny_config, tmp_path):
-    c = tiny_config.replace(method="spread", regularizers={"spread": 0.5}, iterations=2)
-    with pytest.raises(ValueError, match="objective_factory"):
-        run(c, results_dir=tmp_path)
+def test_a_registered_method_runs_through_the_runner(tiny_config, tmp_path, monkeypatch):
+    """A method added to the registry is trained by run() with no change to the runner or the trainer."""
+    from zslib import methods
 
-    def factory(config, model, loss_fn):
-        def objective(model, images, labels):
+    class Spread(methods.Method):
+        name, paper, equations = "spread", "test", "L_m + w * ||mean||^2"
+        params = {"w": methods.Param(0.5, "weight", methods.number(low=0.0))}
+
+        def terms(self, phase, model, images, labels):
             emb = model(images)
-            return {"triplet": loss_fn(emb, labels),
-                    "spread": config.regularizers["spread"] * emb.mean(0).pow(2).sum()}
-        return objective
+            return {self.loss_name: self.loss(emb, labels), "spread": self.p["w"] * emb.mean(0).pow(2).sum()}
 
-    r = run(c, results_dir=tmp_path, objective_factory=factory, progress=False)
+    monkeypatch.setitem(methods.METHODS, "spread", Spread)
+    c = tiny_config.replace(method="spread", method_params={"w": 0.25}, iterations=2)
+    r = run(c, results_dir=tmp_path, progress=False)
     row = r.history.losses[-1]
     assert set(row) == {"step", "triplet", "spread", "total"}
     assert row["total"] == pytest.approx(row["triplet"] + row["spread"], rel=1e-6)
+    assert r.config.method_params == {"w": 0.25}
 
 
 def test_parametric_loss_on_a_validation_split_gets_contiguous_labels(tiny_config, tmp_path):
@@ -157,8 +161,8 @@ def test_parametric_loss_on_a_validation_split_gets_contiguous_labels(tiny_confi
     c = tiny_config.replace(loss="proxy_nca", iterations=2, eval_every=2, validation_fraction=0.3)
     r = run(c, results_dir=tmp_path, progress=False)
     assert "proxy_nca" in r.history.losses[0] and math.isfinite(r.history.losses[-1]["total"])
-    state = experiment.load_checkpoint(r.checkpoint)
-    proxies = [v for k, v in state["objective"].items() if v.ndim == 2]
+    state = load_checkpoint(r.checkpoint)
+    proxies = [v for k, v in state["method"].items() if v.ndim == 2]
     assert proxies and proxies[0].shape == (35, 16)  # 50 seen classes minus 15 validation classes
 
 
@@ -264,16 +268,13 @@ def test_load_model_gives_back_the_network_that_made_the_result(tiny_config, tmp
         experiment.load_model(r)
 
 
-def test_cml_objective_factory_adds_the_confusion_terms_a_config_names(tiny_config, tmp_path):
-    from zslib.regularizers import cml_objective_factory
+def test_cml_runs_with_the_confusion_terms_its_config_names(tiny_config, tmp_path):
+    from zslib.methods.cml import with_confusion
 
-    c = tiny_config.replace(method="cml", regularizers={"ec": 0.1, "dc": 0.01}, normalize=False, iterations=2)
-    r = run(c, results_dir=tmp_path, objective_factory=cml_objective_factory, progress=False)
+    c = with_confusion(tiny_config.replace(normalize=False, iterations=2), 0.1, 0.01)
+    r = run(c, results_dir=tmp_path, progress=False)
     row = r.history.losses[-1]
-    assert set(row) == {"step", "metric", "ec", "dc", "total"}
-    assert row["total"] == pytest.approx(row["metric"] + row["ec"] + row["dc"], rel=1e-6)
-    only_dc = cml_objective_factory(c.replace(regularizers={"dc": 0.01}), None, lambda e, y: e.sum() * 0)
-    x = torch.randn(8, 3, tiny_config.image_size, tiny_config.image_size)
-    assert set(only_dc(lambda t: t.flatten(1)[:, :4], x, torch.arange(8) % 2)) == {"metric", "dc"}
-    with pytest.raises(ValueError, match="not \\['jrs'\\]"):
-        cml_objective_factory(c.replace(regularizers={"jrs": 1.0}), None, None)
+    assert set(row) == {"step", "triplet", "ec", "dc", "total"}
+    assert row["total"] == pytest.approx(row["triplet"] + row["ec"] + row["dc"], rel=1e-6)
+    only_dc = run(with_confusion(c, 0.0, 0.01), results_dir=tmp_path, progress=False)
+    assert set(only_dc.history.losses[-1]) == {"step", "triplet", "dc", "total"}

@@ -39,14 +39,15 @@ def test_stored_runs_are_loaded_and_equal_configs_train_once(tmp_path, monkeypat
     a = Config.from_profile("quick", **TINY, seed=0)
     first = run(a, results_dir=tmp_path, progress=False)
     trained = []
-    real_run = experiment.run
+    from zslib import grid, store
+    real_run = grid.run
 
     def counting_run(config, *args, **kwargs):
-        if not experiment._result_path(config, tmp_path).exists():
+        if not store.result_path(config, tmp_path).exists():
             trained.append(config_hash(config))
         return real_run(config, *args, **kwargs)
 
-    monkeypatch.setattr(experiment, "run", counting_run)
+    monkeypatch.setattr(grid, "run", counting_run)
     b = a.replace(seed=1)
     out = run_many([a, b, b, a], workers=1, results_dir=tmp_path, progress=False)
     assert trained == [config_hash(b)]  # a was stored; b appears twice and trains once
@@ -54,10 +55,19 @@ def test_stored_runs_are_loaded_and_equal_configs_train_once(tmp_path, monkeypat
     assert out[1].metrics == out[2].metrics and out[1].config.seed == 1
 
 
-def test_a_failing_run_in_a_worker_is_reported(tmp_path, one_thread):
-    bad = Config.from_profile("quick", **TINY, loss="no_such_loss")
+def test_a_failing_run_in_a_worker_is_reported(tmp_path, one_thread, monkeypatch):
+    from zslib import methods
+
+    class Failing(methods.Method):
+        name, paper, equations = "failing", "test", "none"
+
+        def terms(self, phase, model, images, labels):
+            raise RuntimeError("boom in a worker")
+
+    monkeypatch.setitem(methods.METHODS, "failing", Failing)  # registered before the pool forks
+    bad = Config.from_profile("quick", **TINY, method="failing")
     good = Config.from_profile("quick", **TINY)
-    with pytest.raises(Exception, match="no_such_loss"):
+    with pytest.raises(Exception, match="boom in a worker"):
         run_many([good, bad], workers=2, results_dir=tmp_path, progress=False)
 
 

@@ -13,8 +13,9 @@ import pytest
 import torch
 from torch import nn
 
-from zslib.train import (History, LabeledSubset, embed, load_checkpoint, make_scheduler, metric_objective,
-                         split_classes, train)
+from zslib.data import LabeledSubset, split_classes
+from zslib.methods import objective_method
+from zslib.train import History, embed, load_checkpoint, make_scheduler, train
 
 # ----------------------------------------------------------------------------------------------------
 # Tiny fixtures
@@ -124,11 +125,11 @@ def run_tiny(tmp_path=None, *, data=None, iterations=12, seed=0, num_batches=5, 
     data = data if data is not None else NoisyImages()
     if model is None:
         model, proxy = fresh(seed)
-    # the proxies live in a module of the objective: give them to the optimizer through extra_params
-    obj = objective_with_proxies(proxy)
+    # the proxies live in a module the method holds: they are trained and checkpointed with it
+    method = objective_method(objective_with_proxies(proxy), proxy)
     sampler = PKSampler(data.labels, 3, 2, seed=seed, num_batches=num_batches)
-    history = train(model, obj, data, iterations=iterations, batch_sampler=sampler, lr=1e-2, weight_decay=1e-4,
-                    extra_params=[proxy], schedule={"name": "step", "every": 5, "gamma": 0.5},
+    history = train(model, method, data, iterations=iterations, batch_sampler=sampler, lr=1e-2, weight_decay=1e-4,
+                    schedule={"name": "step", "every": 5, "gamma": 0.5},
                     eval_sets={"seen": InMemory()} if eval_every else None, eval_every=eval_every, eval_fn=recall1, seed=seed,
                     device="cpu", num_workers=num_workers, progress=progress,
                     checkpoint_path=None if tmp_path is None else tmp_path / "ck.pt", **kw)
@@ -256,8 +257,8 @@ def test_nan_term_stops_with_its_name_and_step():
 def test_terms_are_summed_and_logged():
     data = InMemory()
     model, proxy = fresh()
-    h = train(model, objective_with_proxies(proxy), data, iterations=3, batch_sampler=PKSampler(data.labels, 3, 2),
-              lr=0.0, extra_params=[{"params": proxy.parameters(), "lr": 0.0}], device="cpu", progress=False)
+    h = train(model, objective_method(objective_with_proxies(proxy), proxy), data, iterations=3,
+              batch_sampler=PKSampler(data.labels, 3, 2), lr=0.0, objective_lr=0.0, device="cpu", progress=False)
     for row in h.losses:
         assert row["total"] == pytest.approx(row["pair"] + row["proxy"], rel=1e-6)
     steps, values = h.loss_curve("proxy")
@@ -272,12 +273,13 @@ def test_parameter_groups_new_layers_and_objective_params():
     data = InMemory()
     model, _ = fresh()
     model.body[3].p = 0.0  # no dropout: a clean first step
-    proxy_obj = metric_objective(ProxyLoss(), name="proxy")
+    loss = ProxyLoss()
+    proxy_obj = objective_method(lambda m, x, y: {"proxy": loss(m(x), y)}, loss)
     before = {n: p.detach().clone() for n, p in [*model.named_parameters(), *proxy_obj.named_parameters()]}
     train(model, proxy_obj, data, iterations=1, batch_sampler=PKSampler(data.labels, 3, 2), lr=1e-4,
           objective_lr=3e-2, device="cpu", progress=False)
     after = dict([*model.named_parameters(), *proxy_obj.named_parameters()])
-    expected = {"body.1.weight": 1e-4, "head.weight": 1e-3, "loss_fn.proxies": 3e-2}
+    expected = {"body.1.weight": 1e-4, "head.weight": 1e-3, "extra.0.proxies": 3e-2}
     for name, lr in expected.items():
         step = (after[name].detach() - before[name]).abs()
         moved = step[step > 0]
@@ -361,7 +363,7 @@ def test_history_round_trip_and_curves():
 
 def test_checkpoint_write_is_atomic(tmp_path, monkeypatch):
     """A crash in the middle of writing leaves the previous checkpoint whole and no stray file."""
-    import zslib.train as zt
+    import zslib.train.checkpoint as zt
 
     run_tiny(tmp_path, iterations=4)
     good = (tmp_path / "ck.pt").read_bytes()

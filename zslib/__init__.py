@@ -16,6 +16,7 @@ __all__ = ["PROFILES", "Profile", "device", "get_profile", "set_profile", "__ver
 
 _SUBMODULES = {
     "data", "models", "losses", "regularizers", "evaluate", "train", "experiment", "theory", "viz", "cache",
+    "config", "store", "runner", "grid", "methods", "progress",
     "checks", "stats",
     "saliency",
 }

@@ -7,8 +7,12 @@ Examples::
     python -m zslib train --loss triplet --loss-param margin=0.1 --schedule step:2000:0.1
     python -m zslib evaluate --result results/baseline-triplet-synthparts-s0-<hash>.json
     python -m zslib evaluate --checkpoint results/checkpoints/<run>.pt --split train
+    python -m zslib train --method cml --method-param lambda1=0.02 --method-param lambda2=0.01
+    python -m zslib methods                                          # the methods and their parameters
 
-Defaults come from the profile (``--profile``, else ``$ZS_PROFILE``, else quick).
+Defaults come from the profile (``--profile``, else ``$ZS_PROFILE``, else quick). A bad argument or a
+known failure (missing data, a damaged file) is reported in one line with exit status 2; ``--debug``
+shows the full traceback instead.
 """
 from __future__ import annotations
 
@@ -17,6 +21,8 @@ import ast
 import json
 import sys
 import time
+
+from zslib.profile import PROFILES
 
 
 def _value(text: str):
@@ -27,11 +33,15 @@ def _value(text: str):
         return {"true": True, "false": False, "none": None}.get(text.lower(), text)
 
 
+class UsageError(Exception):
+    """A bad command-line argument: reported in one line, exit status 2."""
+
+
 def _key_values(items, option):
     out = {}
     for item in items or ():
         if "=" not in item:
-            raise SystemExit(f"{option} expects KEY=VALUE, got {item!r}")
+            raise UsageError(f"{option} expects KEY=VALUE, got {item!r}")
         key, value = item.split("=", 1)
         out[key.strip()] = _value(value.strip())
     return out
@@ -44,22 +54,30 @@ def _schedule(text):
     parts = text.split(":")
     if parts[0] == "step":
         if len(parts) not in (2, 3):
-            raise SystemExit("--schedule step needs the decay interval, e.g. step:2000 or step:2000:0.1")
-        return {"name": "step", "every": int(parts[1]), "gamma": float(parts[2]) if len(parts) == 3 else 0.1}
+            raise UsageError("--schedule step needs the decay interval, e.g. step:2000 or step:2000:0.1")
+        try:
+            every, gamma = int(parts[1]), float(parts[2]) if len(parts) == 3 else 0.1
+        except ValueError:
+            raise UsageError(f"--schedule {text!r}: EVERY must be a whole number of iterations and GAMMA a number, "
+                             "e.g. step:2000:0.1") from None
+        if every < 1 or not 0.0 < gamma <= 1.0:
+            raise UsageError(f"--schedule {text!r}: EVERY must be >= 1 and GAMMA in (0, 1]")
+        return {"name": "step", "every": every, "gamma": gamma}
     if parts[0] in ("constant", "cosine") and len(parts) == 1:
         return None if parts[0] == "constant" else {"name": "cosine"}
-    raise SystemExit(f"unknown --schedule {text!r}; use constant, cosine or step:EVERY[:GAMMA]")
+    raise UsageError(f"unknown --schedule {text!r}; use constant, cosine or step:EVERY[:GAMMA]")
 
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m zslib", description="Train and evaluate zero-shot metric-learning runs.",
                                 epilog="Run `python -m zslib COMMAND --help` for the options of a command.")
+    p.add_argument("--debug", action="store_true", help="show the full traceback of an error")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     t = sub.add_parser("train", help="train one run (or load its stored result) and print its metrics",
                        description="Train a model on the seen classes and evaluate the unseen ones. Every "
                                    "option left out takes its value from the profile.")
-    t.add_argument("--profile", choices=["quick", "full"], help="size profile (default: $ZS_PROFILE or quick)")
+    t.add_argument("--profile", choices=sorted(PROFILES), help="size profile (default: $ZS_PROFILE or quick)")
     t.add_argument("--name", help="label of the run (default: method-loss-dataset-sSEED)")
     t.add_argument("--dataset", help="synthparts, cub200, cars196, sop, inshop, flowers102")
     t.add_argument("--backbone", help="smallcnn, googlenet, resnet50, bninception, efficientnet_lite0")
@@ -71,6 +89,9 @@ def _parser() -> argparse.ArgumentParser:
     t.add_argument("--resize-size", type=int)
     t.add_argument("--loss", default="triplet", help="loss name (see zslib.losses.LOSSES; default triplet)")
     t.add_argument("--loss-param", action="append", metavar="KEY=VALUE", help="loss hyperparameter (repeatable)")
+    t.add_argument("--method", help="method name (see `python -m zslib methods`; default baseline)")
+    t.add_argument("--method-param", action="append", metavar="KEY=VALUE",
+                   help="method hyperparameter (repeatable), e.g. lambda1=0.02")
     t.add_argument("--iterations", type=int)
     t.add_argument("--batch-classes", type=int, help="P: classes per batch")
     t.add_argument("--batch-per-class", type=int, help="K: images per class")
@@ -89,6 +110,7 @@ def _parser() -> argparse.ArgumentParser:
     t.add_argument("--force", action="store_true", help="train again even if the result exists")
     t.add_argument("--progress", choices=["auto", "text", "none"], default="text")
     t.add_argument("--json", action="store_true", help="print the result as JSON")
+    t.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show the full traceback of an error")
 
     e = sub.add_parser("evaluate", help="evaluate a trained model (a checkpoint, or the run of a result file)")
     src = e.add_mutually_exclusive_group(required=True)
@@ -98,6 +120,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="test = unseen classes (default), train = seen classes")
     e.add_argument("--device")
     e.add_argument("--json", action="store_true")
+    e.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show the full traceback of an error")
+
+    sub.add_parser("methods", help="list the methods with their papers, equations and parameters")
     return p
 
 
@@ -107,20 +132,43 @@ def _print_metrics(title, metrics):
         print(f"  {key:>8s}  {value:.4f}")
 
 
+def _check_device(name):
+    if name is None:
+        return None
+    import torch
+
+    try:
+        dev = torch.device(name)
+    except RuntimeError:
+        raise UsageError(f"--device {name!r} is not a device; use cpu, cuda or cuda:N") from None
+    if dev.type == "cuda":
+        if not torch.cuda.is_available():
+            raise UsageError(f"--device {name!r}: CUDA is not available on this machine; use --device cpu")
+        if dev.index is not None and dev.index >= torch.cuda.device_count():
+            raise UsageError(f"--device {name!r}: this machine has {torch.cuda.device_count()} CUDA device(s)")
+    return dev
+
+
 def _train(args) -> int:
     from zslib.experiment import Config, run
 
     overrides = {}
     for key in ("name", "dataset", "backbone", "pretrained", "weights_path", "embedding_dim", "image_size",
-                "resize_size", "loss", "iterations", "batch_classes", "batch_per_class", "lr", "weight_decay",
-                "eval_every", "validation_fraction", "synth_images_per_class", "seed", "num_workers", "amp"):
+                "resize_size", "loss", "method", "iterations", "batch_classes", "batch_per_class", "lr",
+                "weight_decay", "eval_every", "validation_fraction", "synth_images_per_class", "seed", "num_workers",
+                "amp"):
         value = getattr(args, key)
         if value is not None:
             overrides[key] = value
     overrides["loss_params"] = _key_values(args.loss_param, "--loss-param")
+    overrides["method_params"] = _key_values(args.method_param, "--method-param")
     if args.schedule is not None:
         overrides["schedule"] = _schedule(args.schedule)
-    config = Config.from_profile(args.profile, **overrides)
+    try:
+        config = Config.from_profile(args.profile, **overrides)
+    except (ValueError, TypeError) as err:
+        raise UsageError(str(err)) from None
+    _check_device(args.device)
     started = time.perf_counter()
     result = run(config, results_dir=args.results_dir, force=args.force, device=args.device,
                  progress=False if args.progress == "none" else args.progress)
@@ -145,6 +193,7 @@ def _train(args) -> int:
 def _evaluate(args) -> int:
     from zslib.experiment import evaluate_checkpoint, load_result
 
+    _check_device(args.device)
     config = None
     if args.result:
         result = load_result(args.result)
@@ -164,9 +213,31 @@ def _evaluate(args) -> int:
     return 0
 
 
+def _methods(args) -> int:
+    from zslib.methods import describe_methods
+
+    print(describe_methods())
+    return 0
+
+
 def main(argv=None) -> int:
     args = _parser().parse_args(argv)
-    return {"train": _train, "evaluate": _evaluate}[args.command](args)
+    command = {"train": _train, "evaluate": _evaluate, "methods": _methods}[args.command]
+    if args.debug:
+        return command(args)
+    try:
+        return command(args)
+    except UsageError as err:
+        print(f"python -m zslib {args.command}: error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted; a training run resumes from its last checkpoint when started again", file=sys.stderr)
+        return 130
+    except (ValueError, TypeError, KeyError, OSError, RuntimeError, FloatingPointError) as err:
+        message = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        print(f"python -m zslib {args.command}: error: {message}\n(run again with --debug for the traceback)",
+              file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

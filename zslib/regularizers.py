@@ -1,5 +1,9 @@
-"""Confusion regularizers of CML (Chen, Deng, Wang and Zhang, "Confusion-Based Metric Learning for
-Regularizing Zero-Shot Image Retrieval and Clustering", IEEE TNNLS 2022; ``chen2022cml``).
+"""Regularizers: pure terms ``f(features, labels) -> scalar`` that methods add to a metric loss.
+
+The confusion terms of CML (Chen, Deng, Wang and Zhang, "Confusion-Based Metric Learning for
+Regularizing Zero-Shot Image Retrieval and Clustering", IEEE TNNLS 2022; ``chen2022cml``), the facts of
+its Lemmas 1-5, and the explicit intra-class distance penalty of JRD's Section 2. The methods that weigh
+and combine them are in :mod:`zslib.methods` (``cml``, ``intra``).
 
 CML adds two terms to a deep metric loss ``L_m`` and minimizes the sum over the network parameters
 (the paper's Eq. 11)::
@@ -26,23 +30,19 @@ stated in the paper.
 
 Also here, for the paper's Lemmas 1-5: :func:`generalized_energy_distance` (Eq. 4),
 :func:`mmd2_linear` (Eq. 5 with the kernel ``k(a, b) = a.b``), :func:`diversity` (Definition 1, Eq. 6),
-:func:`gaussian_mixture_moments` (Eq. 7 and Lemmas 3-4) and :func:`hoeffding_bound` (Lemma 5); the
-paper's hyperparameters in :data:`CML_PRESETS`; and :func:`cml_objective`, the trainer objective.
+:func:`gaussian_mixture_moments` (Eq. 7 and Lemmas 3-4) and :func:`hoeffding_bound` (Lemma 5). The paper's
+hyperparameters and the method itself are in :mod:`zslib.methods.cml`.
 """
 from __future__ import annotations
 
-import copy
 import math
-import warnings
-from collections.abc import Callable
 from typing import NamedTuple
 
 import torch
-from torch import nn
+
+from .checks import class_ids, features, same_dimension
 
 __all__ = [
-    "cml_objective_factory",
-    "with_confusion",
     "energy_confusion",
     "pairwise_energy_confusion",
     "diversity_confusion",
@@ -52,51 +52,8 @@ __all__ = [
     "gaussian_mixture_moments",
     "MixtureMoments",
     "hoeffding_bound",
-    "CML_TRAINING",
-    "CML_LOSS_SETTINGS",
-    "CML_PRESETS",
-    "cml_preset",
-    "cml_objective",
-    "CMLObjective",
     "intra_class_distance",
 ]
-
-
-# ----------------------------------------------------------------------------------------------------
-# Input checks
-
-
-def _features(x, name: str = "x") -> torch.Tensor:
-    """Check that ``x`` is a finite (n, d) floating tensor with n >= 1; half precision goes to float32."""
-    if not torch.is_tensor(x):
-        raise TypeError(f"{name} must be a torch.Tensor of features with shape (n, d), got {type(x).__name__}")
-    if x.dim() != 2:
-        raise ValueError(f"{name} must have shape (n, d) -- one feature vector per row -- got shape {tuple(x.shape)}")
-    if not x.is_floating_point():
-        raise TypeError(f"{name} must be a floating-point tensor, got dtype {x.dtype}; call .float() on it first")
-    if x.shape[0] == 0 or x.shape[1] == 0:
-        raise ValueError(f"{name} is empty (shape {tuple(x.shape)}); it needs at least one sample and one dimension")
-    if not bool(torch.isfinite(x).all()):
-        raise ValueError(f"{name} contains NaN or infinite values; check the network output and the learning rate")
-    if x.dtype in (torch.float16, torch.bfloat16):  # sums of squares overflow / lose precision in half
-        x = x.float()
-    return x
-
-
-def _labels(labels, n: int, device) -> torch.Tensor:
-    labels = torch.as_tensor(labels, device=device)
-    if labels.dim() != 1:
-        raise ValueError(f"labels must be a 1-D tensor of class ids, got shape {tuple(labels.shape)}")
-    if labels.is_floating_point() or labels.is_complex() or labels.dtype == torch.bool:
-        raise TypeError(f"labels must hold integer class ids, got dtype {labels.dtype}")
-    if labels.shape[0] != n:
-        raise ValueError(f"x has {n} rows but labels has {labels.shape[0]} entries; they must match one to one")
-    return labels
-
-
-def _same_dim(x: torch.Tensor, y: torch.Tensor) -> None:
-    if x.shape[1] != y.shape[1]:
-        raise ValueError(f"x and y must have the same feature dimension, got {x.shape[1]} and {y.shape[1]}")
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -133,8 +90,8 @@ def pairwise_energy_confusion(x: torch.Tensor, labels) -> tuple[torch.Tensor, to
     ``L_ec(X_I, X_J)`` for ``I = classes[a]``, ``J = classes[b]`` (symmetric, zero diagonal).
     Computed from the exact decomposition used by :func:`energy_confusion`.
     """
-    x = _features(x)
-    labels = _labels(labels, x.shape[0], x.device)
+    x = features(x)
+    labels = class_ids(labels, x.shape[0], x.device)
     stats = _class_stats(x, labels)
     m = stats.means - stats.means.mean(0, keepdim=True)  # centring reduces cancellation; distances unchanged
     sq = m.pow(2).sum(1)
@@ -194,8 +151,8 @@ def energy_confusion(
         raise ValueError(f"pairs must be 'random' (one class pair per call, as in the paper) or 'all', got {pairs!r}")
     if generator is not None and not isinstance(generator, torch.Generator):
         raise TypeError(f"generator must be a torch.Generator or None, got {type(generator).__name__}")
-    x = _features(x)
-    labels = _labels(labels, x.shape[0], x.device)
+    x = features(x)
+    labels = class_ids(labels, x.shape[0], x.device)
     stats = _class_stats(x, labels)
     k = stats.classes.numel()
     if pairs == "all":
@@ -227,7 +184,7 @@ def diversity_confusion(x: torch.Tensor) -> torch.Tensor:
     mean towards the origin). Lemma 5 (:func:`hoeffding_bound`) bounds its deviation from
     :math:`\mathbb{E}\|x\|^2`. It enters the CML objective as ``+ lambda2 * DC``, minimized.
     """
-    x = _features(x)
+    x = features(x)
     return x.pow(2).sum(1).mean()
 
 
@@ -241,7 +198,7 @@ def diversity(x: torch.Tensor) -> torch.Tensor:
     = \frac1n\sum_i\|x_i\|^2 - \|\bar x\|^2`, which equals :func:`diversity_confusion` exactly when the
     rows have zero mean (the paper's Definition 2 assumes a re-centred mixture, :math:`\mu^* = 0`).
     """
-    x = _features(x)
+    x = features(x)
     return (x - x.mean(0, keepdim=True)).pow(2).sum(1).mean()
 
 
@@ -310,8 +267,8 @@ def generalized_energy_distance(x: torch.Tensor, y: torch.Tensor, metric: str = 
     :func:`mmd2_linear`; and :math:`L_{ec} - \frac12 D_{E,\rho} = \mathrm{tr}\,\Sigma_x +
     \mathrm{tr}\,\Sigma_y \ge 0` -- Lemma 1, with equality exactly when each class sits at one point.
     """
-    x, y = _features(x, "x"), _features(y, "y")
-    _same_dim(x, y)
+    x, y = features(x, "x"), features(y, "y")
+    same_dimension(x, y)
     if metric == "sqeuclidean":
         dist = _sq_dists
     elif metric == "euclidean":
@@ -335,8 +292,8 @@ def mmd2_linear(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     the right is what is computed. Lemma 2: :func:`energy_confusion` of the two classes is at least
     this, the gap being :math:`\mathrm{tr}\,\Sigma_x + \mathrm{tr}\,\Sigma_y`.
     """
-    x, y = _features(x, "x"), _features(y, "y")
-    _same_dim(x, y)
+    x, y = features(x, "x"), features(y, "y")
+    same_dimension(x, y)
     return (x.mean(0) - y.mean(0)).pow(2).sum()
 
 
@@ -364,166 +321,6 @@ def hoeffding_bound(batch_size: int, delta: float, zeta: float = 1.0) -> float:
     if not (math.isfinite(float(zeta)) and float(zeta) > 0.0):
         raise ValueError(f"zeta (the largest squared feature norm) must be positive and finite, got {zeta!r}")
     return float(zeta) * math.sqrt(math.log(4.0 / float(delta)) / (2.0 * batch_size))
-
-
-# ----------------------------------------------------------------------------------------------------
-# The paper's settings (Sec. IV-A and Tables II-V)
-
-#: Training settings shared by every CML run (Sec. IV-A). The data preprocessing is "exactly the same
-#: as [Song et al. 2016]"; the CML text does not spell out crop sizes, so none are given here.
-CML_TRAINING: dict = {
-    "backbone": "googlenet",  # GoogLeNet V1, ImageNet-pretrained, new FC layer after global pooling
-    "pretrained": True,
-    "embedding_dim": 512,
-    "optimizer": "adam",
-    "lr": 1e-5,
-    "weight_decay": 2e-4,  # also used for the baselines (footnote 6)
-    "new_layer_mult": 10,  # the new FC layer trains at 10x the learning rate
-    "batch_classes": 64,
-    "batch_per_class": 2,  # 128 = 64 classes x 2 images
-    "batch_size": 128,
-    "ec_pairs": "random",  # one class pair per iteration (Eq. 11)
-}
-
-#: The metric losses L_m of Sec. III-D (Eqs. 12-14).
-CML_LOSS_SETTINGS: dict = {
-    "triplet": {"margin": 0.1, "normalize": True},  # Eq. 12, on L2-normalized features
-    "npair": {},  # Eq. 13, inner products, no extra hyperparameter given
-    "binomial": {"alpha": 2.0, "beta": 0.5, "eta_pos": 1.0, "eta_neg": 25.0},  # Eq. 14, cosine similarity
-}
-
-#: (Table, training iterations) per dataset; keys follow zslib.data's folder names.
-_DATASETS = {"cars196": ("II", 10_000), "sop": ("III", 20_000), "cub200": ("IV", 5_000), "inshop": ("V", 20_000)}
-
-#: (lambda1, lambda2) per dataset and loss, from the captions of Tables II-V, which list them in the
-#: order (Tri, N-Pair, Binomial). All twelve pairs are legible in the text; the CARS values agree with
-#: the optima of the CARS ablations (Tables VII-VIII: lambda1 peaks at 0.02 / 0.3 / 0.13, lambda2 at
-#: 0.04 / 0.02 / 0.03). The SOP and In-Shop captions give the same values.
-_LAMBDAS = {
-    "cars196": {"triplet": (0.02, 0.04), "npair": (0.3, 0.02), "binomial": (0.13, 0.03)},
-    "sop": {"triplet": (0.002, 0.01), "npair": (0.03, 0.02), "binomial": (0.013, 0.01)},
-    "cub200": {"triplet": (0.02, 0.01), "npair": (0.3, 0.02), "binomial": (0.13, 0.03)},
-    "inshop": {"triplet": (0.002, 0.01), "npair": (0.03, 0.02), "binomial": (0.013, 0.01)},
-}
-
-#: ``CML_PRESETS[dataset][loss]``: the paper's full CML setting (lambda1, lambda2, iterations, source
-#: table, the shared training settings and the loss's own settings). Datasets: ``cub200``, ``cars196``,
-#: ``sop``, ``inshop``; losses: ``triplet``, ``npair``, ``binomial``. For CML-e set lambda2 = 0, for
-#: CML-d lambda1 = 0 (the paper reuses the same single values; Sec. IV-D3). Use :func:`cml_preset` for
-#: a copy you may change.
-CML_PRESETS: dict = {
-    dataset: {
-        loss: {
-            "lambda1": lam1,
-            "lambda2": lam2,
-            "iterations": _DATASETS[dataset][1],
-            "source": f"chen2022cml, Table {_DATASETS[dataset][0]} caption and Sec. IV-A",
-            **CML_TRAINING,
-            "loss": loss,
-            "loss_settings": dict(CML_LOSS_SETTINGS[loss]),
-        }
-        for loss, (lam1, lam2) in losses.items()
-    }
-    for dataset, losses in _LAMBDAS.items()
-}
-
-_VARIANTS = {"cml": (1, 1), "cml-e": (1, 0), "cml-d": (0, 1), "baseline": (0, 0)}
-
-
-def cml_preset(dataset: str, loss: str, variant: str = "cml") -> dict:
-    """A deep copy of ``CML_PRESETS[dataset][loss]`` with the lambdas of ``variant`` applied.
-
-    ``variant``: ``"cml"`` (both terms), ``"cml-e"`` (EC only, lambda2 = 0), ``"cml-d"`` (DC only,
-    lambda1 = 0) or ``"baseline"`` (the plain metric loss, both 0).
-    """
-    d, l, v = str(dataset).lower(), str(loss).lower(), str(variant).lower()
-    if d not in CML_PRESETS:
-        raise KeyError(f"no CML preset for dataset {dataset!r}; the paper covers {sorted(CML_PRESETS)}")
-    if l not in CML_PRESETS[d]:
-        raise KeyError(f"no CML preset for loss {loss!r}; the paper covers {sorted(CML_PRESETS[d])}")
-    if v not in _VARIANTS:
-        raise KeyError(f"unknown variant {variant!r}; use one of {sorted(_VARIANTS)}")
-    preset = copy.deepcopy(CML_PRESETS[d][l])
-    keep1, keep2 = _VARIANTS[v]
-    preset["lambda1"] *= keep1
-    preset["lambda2"] *= keep2
-    preset["variant"] = v
-    return preset
-
-
-# ----------------------------------------------------------------------------------------------------
-# The CML objective (Eq. 11)
-
-
-class CMLObjective(nn.Module):
-    """``objective(model, images, labels) -> {"metric": L_m, "ec": lambda1*EC, "dc": lambda2*DC}``.
-
-    The trainer (:mod:`zslib.train`) sums the named terms and minimizes the sum: CML Eq. 11. A term
-    whose lambda is 0 is left out (CML-e has no ``"dc"``, CML-d no ``"ec"``). A module, so that a
-    metric loss holding parameters is checkpointed and optimized, and so that a private ``generator``
-    for the random class pair is saved and restored with the checkpoint (its state is the module's
-    extra state).
-    """
-
-    def __init__(self, metric_loss: Callable, lambda1: float, lambda2: float, ec_pairs: str = "random",
-                 generator: torch.Generator | None = None, metric_name: str = "metric"):
-        super().__init__()
-        if not callable(metric_loss):
-            raise TypeError(f"metric_loss must be a callable (embeddings, labels) -> scalar, got {type(metric_loss).__name__}")
-        for name, lam in (("lambda1", lambda1), ("lambda2", lambda2)):
-            if isinstance(lam, bool) or not isinstance(lam, (int, float)) or not math.isfinite(lam) or lam < 0:
-                raise ValueError(
-                    f"{name} must be a finite number >= 0 (CML adds the confusion terms and minimizes; "
-                    f"0 switches a term off), got {lam!r}"
-                )
-        if ec_pairs not in ("random", "all"):
-            raise ValueError(f"ec_pairs must be 'random' (the paper) or 'all', got {ec_pairs!r}")
-        if generator is not None and not isinstance(generator, torch.Generator):
-            raise TypeError(f"generator must be a torch.Generator or None, got {type(generator).__name__}")
-        if metric_name in ("ec", "dc"):
-            raise ValueError(f"metric_name {metric_name!r} clashes with the confusion terms' names 'ec' and 'dc'")
-        self.metric_loss = metric_loss  # registered as a submodule when it is a Module
-        self.lambda1, self.lambda2 = float(lambda1), float(lambda2)
-        self.ec_pairs, self.generator, self.metric_name = ec_pairs, generator, metric_name
-        self._checked_norms = False
-
-    def forward(self, model: nn.Module, images: torch.Tensor, labels: torch.Tensor) -> dict[str, torch.Tensor]:
-        emb = model(images)
-        terms = {self.metric_name: self.metric_loss(emb, labels)}
-        if self.lambda1 > 0:
-            terms["ec"] = self.lambda1 * energy_confusion(emb, labels, pairs=self.ec_pairs, generator=self.generator)
-        if self.lambda2 > 0:
-            if not self._checked_norms:
-                self._checked_norms = True
-                norms = emb.detach().float().norm(dim=1)
-                if bool(((norms - 1).abs() < 1e-3).all()):
-                    warnings.warn(
-                        "the model outputs unit-norm embeddings: diversity confusion is then the constant 1 "
-                        "and has no gradient. Apply DC to the un-normalized embedding (normalize inside the "
-                        "metric loss instead).", stacklevel=2)
-            terms["dc"] = self.lambda2 * diversity_confusion(emb)
-        return terms
-
-    def get_extra_state(self):
-        return {"generator": None if self.generator is None else self.generator.get_state()}
-
-    def set_extra_state(self, state):
-        if state and state.get("generator") is not None and self.generator is not None:
-            self.generator.set_state(state["generator"])
-
-    def extra_repr(self) -> str:
-        return f"lambda1={self.lambda1}, lambda2={self.lambda2}, ec_pairs={self.ec_pairs!r}"
-
-
-def cml_objective(metric_loss: Callable, lambda1: float, lambda2: float, ec_pairs: str = "random", *,
-                  generator: torch.Generator | None = None, metric_name: str = "metric") -> CMLObjective:
-    """CML, Eq. 11: ``L_m + lambda1 * EC + lambda2 * DC`` as a trainer objective of named terms.
-
-    ``metric_loss(embeddings, labels) -> scalar`` is ``L_m`` (e.g. from :mod:`zslib.losses`);
-    ``lambda1 = 0`` gives CML-d, ``lambda2 = 0`` CML-e, both 0 the baseline. EC and DC see the
-    embedding exactly as ``model`` returns it. See :class:`CMLObjective`.
-    """
-    return CMLObjective(metric_loss, lambda1, lambda2, ec_pairs, generator=generator, metric_name=metric_name)
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -571,8 +368,8 @@ def intra_class_distance(x: torch.Tensor, labels, reduction: str = "mean") -> to
     """
     if reduction not in ("mean", "sum"):
         raise ValueError(f"reduction must be 'mean' (over classes) or 'sum', got {reduction!r}")
-    x = _features(x)
-    labels = _labels(labels, x.shape[0], x.device)
+    x = features(x)
+    labels = class_ids(labels, x.shape[0], x.device)
     classes, inverse, counts = torch.unique(labels, return_inverse=True, return_counts=True)
     paired = counts >= 2
     if not bool(paired.any()):
@@ -587,33 +384,3 @@ def intra_class_distance(x: torch.Tensor, labels, reduction: str = "mean") -> to
     sq_to_mean = onehot.T @ (x - means[inverse]).pow(2).sum(1)  # (K,) sum_i ||x_i - mu_I||^2
     per_class = sq_to_mean[paired] / (n[paired] - 1.0)  # = N/(N-1) * tr(Sigma_I)
     return per_class.mean() if reduction == "mean" else per_class.sum()
-
-
-def cml_objective_factory(config, model, loss_fn, *, ec_pairs: str = "random") -> "CMLObjective":
-    """The objective :func:`zslib.experiment.run` builds for a CML config (its ``objective_factory``).
-
-    ``config.regularizers`` names the weights of CML Eq. 11: ``"ec"`` is lambda1 (energy confusion,
-    Eq. 3) and ``"dc"`` is lambda2 (diversity confusion, Eq. 10); a missing key means 0, so
-    ``{"ec": l1}`` is CML-e, ``{"dc": l2}`` CML-d and ``{}`` the plain metric loss.
-    """
-    reg = dict(config.regularizers)
-    unknown = sorted(set(reg) - {"ec", "dc"})
-    if unknown:
-        raise ValueError(f"CML knows the regularizers 'ec' (lambda1) and 'dc' (lambda2), not {unknown}")
-    return cml_objective(loss_fn, reg.get("ec", 0.0), reg.get("dc", 0.0), ec_pairs=ec_pairs)
-
-
-def with_confusion(config, lambda1: float = 0.0, lambda2: float = 0.0, **changes):
-    """``config`` (a :class:`zslib.experiment.Config`) as a CML run with weights ``lambda1`` (EC) and
-    ``lambda2`` (DC) of Eq. 11, plus any other ``changes``.
-
-    Sets ``regularizers`` in the form :func:`cml_objective_factory` reads (a zero weight is left out)
-    and names ``method`` after the terms that are on: ``"baseline"`` (none), ``"cml-e"``, ``"cml-d"``
-    or ``"cml"`` (both), so that each variant's results are stored apart.
-    """
-    for name, lam in (("lambda1", lambda1), ("lambda2", lambda2)):
-        if not lam >= 0:
-            raise ValueError(f"{name} must be a non-negative weight, got {lam!r}")
-    reg = {key: float(lam) for key, lam in (("ec", lambda1), ("dc", lambda2)) if lam > 0}
-    method = {(): "baseline", ("ec",): "cml-e", ("dc",): "cml-d", ("ec", "dc"): "cml"}[tuple(reg)]
-    return config.replace(regularizers=reg, method=method, **changes)

@@ -10,6 +10,7 @@ Public names (used by the book and by the other zslib modules):
   datasets with the papers' zero-shot splits; each has ``download(root)`` (or a message saying where
   to get the files). Nothing downloads implicitly.
 * :class:`ClassBalancedSampler` - P classes x K images per batch, deterministic, exactly resumable.
+* :func:`split_classes`, :class:`LabeledSubset` - a class-disjoint validation split and its views.
 * :func:`train_transform`, :func:`test_transform` - resize / crop / flip / normalize.
 * :func:`build_dataset` - the dataset a profile asks for.
 * :class:`PreResizedCache`, :func:`cached` - decode once, keep a small uint8 copy.
@@ -24,6 +25,7 @@ from .errors import (ChecksumError, CorruptFileError, CountMismatchError, DataEr
                      MissingDataError)
 from .root import data_root
 from .sampler import ClassBalancedSampler
+from .splits import LabeledSubset, labels_of, split_classes
 from .synthparts import (ATTRIBUTE_NAMES, PART_NAMES, SHORTCUT_ATTRIBUTES, ProbeResult, SynthParts,
                          design_classes, shortcut_probe)
 from .transforms import IMAGENET_MEAN, IMAGENET_STD, test_transform, train_transform
@@ -32,7 +34,7 @@ __all__ = [
     "data_root", "SynthParts", "shortcut_probe", "ProbeResult", "design_classes", "PART_NAMES",
     "ATTRIBUTE_NAMES", "SHORTCUT_ATTRIBUTES", "CUB200", "Cars196", "SOP", "InShop", "Flowers102",
     "RealImageDataset", "DATASETS", "get_dataset_class", "download", "download_url", "extract_archive",
-    "verify_checksum", "ClassBalancedSampler", "train_transform", "test_transform", "IMAGENET_MEAN",
+    "verify_checksum", "ClassBalancedSampler", "split_classes", "LabeledSubset", "labels_of", "train_transform", "test_transform", "IMAGENET_MEAN",
     "IMAGENET_STD", "build_dataset", "PreResizedCache", "cached", "DataError", "MissingDataError",
     "ChecksumError", "CorruptFileError", "CountMismatchError", "ManualDownloadError",
 ]

@@ -1,0 +1,212 @@
+"""One run, from a :class:`~zslib.config.Config` to a stored :class:`~zslib.store.Result`.
+
+:func:`run` builds what the config names -- the data (:mod:`zslib.data`), the network
+(:mod:`zslib.models`, extended by the method's ``attach``) and the method (:data:`zslib.methods.METHODS`,
+which builds the metric loss) -- trains with :func:`zslib.train.train`, evaluates the unseen (and
+validation) classes once with :func:`zslib.evaluate.evaluate`, and stores everything with its provenance
+(:mod:`zslib.store`). A run whose result exists is loaded, not repeated; an interrupted one resumes from
+its checkpoint in ``<results>/checkpoints/``.
+"""
+from __future__ import annotations
+
+import os
+import time
+from functools import partial
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+from .config import Config
+from .store import Result, load_result, provenance, result_path, results_dir
+from .train import default_eval, embed, load_checkpoint, set_seed, train
+
+__all__ = ["build_data", "build_model", "build_method", "run", "load_model", "evaluate_checkpoint"]
+
+
+def build_data(config: Config) -> dict:
+    """The datasets of a run, normalized for its backbone: ``train`` (augmented), ``seen`` (training
+    classes, test transform), ``unseen`` (test classes; for In-Shop a ``(query, gallery)`` pair) and
+    ``val`` when ``validation_fraction`` > 0."""
+    from .data import LabeledSubset, build_dataset, split_classes
+    from .models import normalization
+
+    profile = config.to_profile()
+    mean, std = normalization(config.backbone)
+
+    def build(split, train):
+        return build_dataset(profile, split, train=train, mean=mean, std=std)
+
+    train_set = build("train", True)
+    # SynthParts renders its random poses into the images and adds no augmentation: reuse the set
+    seen_set = train_set if config.dataset == "synthparts" else build("train", False)
+    if config.dataset == "inshop":
+        unseen = (build("query", False), build("gallery", False))
+    else:
+        unseen = build("test", False)
+    out = {"train": train_set, "seen": seen_set, "unseen": unseen}
+    if config.validation_fraction > 0:
+        tr, va = split_classes(train_set.labels, config.validation_fraction, seed=config.seed)
+        out["train"], out["seen"] = LabeledSubset(train_set, tr), LabeledSubset(seen_set, tr)
+        out["val"] = LabeledSubset(seen_set, va)
+    return out
+
+
+def build_model(config: Config) -> nn.Module:
+    """The network of ``config``: the profile's backbone and embedding head, extended by the method."""
+    from .methods import get_method
+    from .models import build_model as build_net
+
+    net = build_net(config.backbone, config.embedding_dim, pretrained=config.pretrained,
+                    weights_path=config.weights_path, normalize=config.normalize, freeze_bn=config.freeze_bn,
+                    dropout=config.dropout, **config.backbone_params)
+    return get_method(config.method).attach(net, config.method_params)
+
+
+def build_method(config: Config, model: nn.Module, classes) -> nn.Module:
+    """The method of ``config`` for ``model`` and the training classes ``classes`` (their ids, sorted)."""
+    from .methods import get_method
+
+    method = get_method(config.method)(config, model, len(classes))
+    method.use_classes(classes)
+    return method
+
+
+def _final_metrics(config, model, data, history, device) -> dict:
+    """Evaluate the trained model once: the full :func:`zslib.evaluate.evaluate` row on the unseen (and
+    validation) classes, Recall@K on the seen classes. The Recall@K values also close the history's
+    curves (the trainer leaves the last evaluation to this function, so nothing is embedded twice)."""
+    from .evaluate import evaluate
+
+    def emb(ds):
+        return embed(model, ds, batch_size=config.eval_batch_size, device=device, num_workers=config.num_workers)
+
+    metrics, last_row = {}, {"step": config.iterations}
+    for split in ("seen", "val", "unseen"):
+        if split not in data:
+            continue
+        score = default_eval if split == "seen" else partial(evaluate, dataset=config.dataset)
+        if isinstance(data[split], tuple):  # In-Shop: queries against the gallery
+            (q, ql), (g, gl) = emb(data[split][0]), emb(data[split][1])
+            row = score(g, gl, query_embeddings=q, query_labels=ql)
+        else:
+            row = score(*emb(data[split]))
+        metrics[split] = {str(k): float(v) for k, v in row.items()}
+        last_row[split] = {k: v for k, v in metrics[split].items() if k.startswith("R@")}
+    history.evals.append(last_row)
+    return metrics
+
+
+def run(config: Config, results_dir: str | os.PathLike | None = None, force: bool = False, *, progress="auto",
+        device=None, checkpoint_every: int | None = None, max_steps: int | None = None) -> Result:
+    """Train and evaluate ``config``, or load its stored result.
+
+    A stored result with the same :func:`~zslib.config.config_hash` is returned as is unless ``force``. An
+    interrupted run resumes from its checkpoint. ``max_steps`` trains only that far (no result is written:
+    call again to continue).
+    """
+    if not isinstance(config, Config):
+        raise TypeError(f"run() needs a zslib.config.Config, got {type(config).__name__}")
+    directory = _results(results_dir)
+    path = result_path(config, directory)
+    if path.exists() and not force:
+        return load_result(path)
+    if device is None:
+        from .profile import device as default_device
+        device = default_device()
+    device = torch.device(device)
+    ckpt = directory / "checkpoints" / f"{path.stem}.pt"
+    if force and ckpt.exists():
+        ckpt.unlink()
+
+    started = time.perf_counter()
+    data = build_data(config)
+    classes = np.unique(np.asarray(data["train"].labels))
+    set_seed(config.seed)  # model initialization and class proxies are drawn from the seed
+    model = build_model(config)
+    method = build_method(config, model, classes)
+    eval_sets = {k: data[k] for k in ("seen", "val", "unseen") if k in data}
+    history = train(
+        model, method, data["train"], iterations=config.iterations, batch_classes=config.batch_classes,
+        batch_per_class=config.batch_per_class, lr=config.lr, weight_decay=config.weight_decay,
+        new_layer_mult=config.new_layer_mult, objective_lr=config.objective_lr, schedule=config.schedule,
+        eval_sets=eval_sets, eval_every=config.eval_every, eval_batch_size=config.eval_batch_size,
+        eval_at_start=config.eval_every < config.iterations, eval_at_end=False,
+        checkpoint_path=ckpt, checkpoint_every=checkpoint_every or config.eval_every,
+        meta={"config": config.as_dict()}, max_steps=max_steps, seed=config.seed, device=device,
+        amp=config.amp, num_workers=config.num_workers, progress=progress)
+    done = bool(history.losses) and history.losses[-1]["step"] >= config.iterations
+    if not done:
+        return Result(config, {"seen": history.last("seen")}, history, {"complete": False}, None)
+    metrics = _final_metrics(config, model, data, history, device)
+    result = Result(config, metrics, history, provenance(
+        config, device, train_seconds=round(history.elapsed, 3), wall_seconds=round(time.perf_counter() - started, 3),
+        checkpoint=os.path.relpath(ckpt, path.parent)))
+    result.save(path)
+    return result
+
+
+def _results(directory) -> Path:
+    return results_dir(directory)
+
+
+# ----------------------------------------------------------------------------------------------------
+# A stored model
+
+
+def load_model(result: Result, device=None) -> nn.Module:
+    """The trained network of a finished run, rebuilt from its config and checkpoint, in eval mode."""
+    if not isinstance(result, Result):
+        raise TypeError(f"load_model needs a zslib.store.Result, got {type(result).__name__}")
+    ckpt = result.checkpoint
+    if ckpt is None or not ckpt.is_file():
+        raise FileNotFoundError(
+            f"the checkpoint of run {result.config.name!r} is missing ({ckpt}); results copied without "
+            "their checkpoints/ folder cannot give back the model -- run it again with force=True")
+    if device is None:
+        from .profile import device as default_device
+        device = default_device()
+    return _model_from_state(result.config, load_checkpoint(ckpt, map_location="cpu"), device)
+
+
+def _model_from_state(config: Config, state: dict, device) -> nn.Module:
+    """The network of ``config`` with the weights of a training checkpoint, on ``device``, in eval mode."""
+    model = build_model(config)
+    model.load_state_dict(state["model"])
+    return model.to(device).eval()
+
+
+def evaluate_checkpoint(checkpoint: str | os.PathLike, split: str = "test", device=None,
+                        config: Config | None = None) -> dict[str, float]:
+    """Rebuild the model of a training checkpoint and evaluate it on ``split`` (``"test"`` = unseen
+    classes, ``"train"`` = seen classes) with :func:`zslib.evaluate.evaluate`."""
+    from .data import build_dataset
+    from .evaluate import evaluate
+    from .models import normalization
+
+    if split not in ("train", "test"):
+        raise ValueError(f"split must be 'train' or 'test', got {split!r}")
+    if device is None:
+        from .profile import device as default_device
+        device = default_device()
+    state = load_checkpoint(checkpoint, map_location=device)
+    if config is None:
+        meta = state.get("meta") or {}
+        if "config" not in meta:
+            raise ValueError(f"{checkpoint} does not record its config (it was not written by "
+                             "zslib.runner.run); pass config=")
+        config = Config.from_dict(meta["config"])
+    model = _model_from_state(config, state, device)
+    mean, std = normalization(config.backbone)
+
+    def emb(name):
+        ds = build_dataset(config.to_profile(), name, train=False, mean=mean, std=std)
+        return embed(model, ds, batch_size=config.eval_batch_size, device=device, num_workers=config.num_workers)
+
+    if config.dataset == "inshop" and split == "test":
+        (q, ql), (g, gl) = emb("query"), emb("gallery")
+        row = evaluate(g, gl, dataset=config.dataset, query_embeddings=q, query_labels=ql)
+    else:
+        row = evaluate(*emb(split), dataset=config.dataset)
+    return {str(k): float(v) for k, v in row.items()}

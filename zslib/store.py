@@ -1,0 +1,220 @@
+"""The result store: finished runs as JSON files with their provenance, found by their config's hash.
+
+A run's result (:class:`Result`: config, final metrics, training history, provenance) is one JSON file
+``<results>/<name>-<hash>.json``; a run whose file exists is *loaded, not repeated*. The provenance says
+what made the numbers: zslib, torch and Python versions, the git commit, profile, device, thread count,
+seed, wall time and date. ``results/recorded/`` holds results committed to the repository on purpose
+(runs of the ``real`` and ``full`` profiles made once and shown by the book).
+
+Every file is checked when read (:func:`load_result`): a damaged or foreign file is an error that names
+the file and says what to do, never a silently missing run.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import math
+import os
+import platform
+import re
+import subprocess
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from .config import Config, config_hash
+from .profile import repository_root, resolve_folder
+from .train.history import History
+
+__all__ = ["Result", "ResultFileError", "results_dir", "result_path", "load_result", "load_results",
+           "git_commit", "device_name", "provenance"]
+
+
+class ResultFileError(ValueError):
+    """A result file that cannot be used as one (damaged, foreign, or with invalid values)."""
+
+
+def results_dir(path: str | os.PathLike | None = None) -> Path:
+    """The results folder: ``path`` if given, else ``$ZS_RESULTS``, else ``results/`` of the source
+    checkout zslib runs from, else ``./results``. Checkpoints go to its ``checkpoints/`` sub-folder."""
+    return resolve_folder(path, "ZS_RESULTS", "results", Path.cwd() / "results")
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_") or "run"
+
+
+def result_path(config: Config, directory: Path) -> Path:
+    """Where the result of ``config`` is (or will be) stored in ``directory``."""
+    h = config_hash(config)
+    found = sorted(directory.glob(f"*-{h}.json"))
+    return found[0] if found else directory / f"{_slug(config.name)}-{h}.json"
+
+
+# ----------------------------------------------------------------------------------------------------
+# Provenance
+
+
+def git_commit() -> str | None:
+    """The commit of the checkout zslib runs from, or ``None`` (not a checkout, no git, any failure)."""
+    root = repository_root()
+    if root is None:
+        return None
+    try:
+        out = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
+                             timeout=5)
+    except Exception:
+        return None
+    commit = out.stdout.strip()
+    return commit if out.returncode == 0 and re.fullmatch(r"[0-9a-f]{40}", commit) else None
+
+
+def device_name(device: torch.device) -> str:
+    if device.type == "cuda":
+        try:
+            return f"cuda ({torch.cuda.get_device_name(device)})"
+        except Exception:
+            return "cuda"
+    return f"{device.type} ({platform.processor() or platform.machine()}, {os.cpu_count()} cores)"
+
+
+def provenance(config: Config, device: torch.device, **extra) -> dict:
+    """What made a result: versions, commit, profile, device, threads, seed, date, plus ``extra``."""
+    from . import __version__
+
+    return {
+        "complete": True,
+        "zslib_version": __version__,
+        "git_commit": git_commit(),
+        "torch_version": torch.__version__,
+        "python_version": platform.python_version(),
+        "profile": config.profile,
+        "device": device_name(device),
+        "torch_threads": torch.get_num_threads(),  # CPU float sums, hence bitwise results, depend on it
+        "seed": config.seed,
+        "timestamp": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        **extra,
+    }
+
+
+# ----------------------------------------------------------------------------------------------------
+# Results
+
+
+@dataclass
+class Result:
+    """A finished run: its config, final metrics per split, the training history and its provenance.
+
+    ``metrics`` maps a split to its metrics: ``"unseen"`` (the test classes, the full
+    :func:`zslib.evaluate.evaluate` row), ``"seen"`` (Recall@K on the training classes at the end) and
+    ``"val"`` when a validation split was held out.
+    """
+
+    config: Config
+    metrics: dict[str, dict[str, float]]
+    history: History
+    provenance: dict
+    path: Path | None = None
+
+    def metric(self, name: str = "R@1", split: str = "unseen") -> float:
+        if split not in self.metrics:
+            raise KeyError(f"this result has no split {split!r}; it has {sorted(self.metrics)}")
+        if name not in self.metrics[split]:
+            raise KeyError(f"split {split!r} has no metric {name!r}; it has {sorted(self.metrics[split])}")
+        return float(self.metrics[split][name])
+
+    @property
+    def checkpoint(self) -> Path | None:
+        ck = self.provenance.get("checkpoint")
+        if ck is None or self.path is None:
+            return None
+        return (self.path.parent / ck).resolve()
+
+    def to_dict(self) -> dict:
+        return {"format": "zslib-result", "config": self.config.as_dict(), "config_hash": config_hash(self.config),
+                "metrics": self.metrics, "history": self.history.to_dict(), "provenance": self.provenance}
+
+    def save(self, path: str | os.PathLike) -> Path:
+        """Write the result atomically and durably (temporary file, flushed to disk, renamed)."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+        try:
+            with open(tmp, "w") as f:
+                f.write(json.dumps(self.to_dict(), indent=1, default=_json_default))
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+        finally:
+            if tmp.exists():
+                tmp.unlink()
+        self.path = path
+        return path
+
+    def __repr__(self):
+        m = self.metrics.get("unseen", {})
+        head = ", ".join(f"{k}={v:.4f}" for k, v in list(m.items())[:4])
+        return f"Result({self.config.name!r}, unseen: {head})"
+
+
+def _json_default(obj):
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, Path):
+        return str(obj)
+    if torch.is_tensor(obj):
+        return obj.tolist()
+    raise TypeError(f"{type(obj).__name__} is not JSON serializable")
+
+
+def _check_metrics(metrics, path) -> dict:
+    if not isinstance(metrics, Mapping) or not metrics:
+        raise ResultFileError(f"{path}: 'metrics' must be a non-empty object of splits, got {type(metrics).__name__}")
+    for split, row in metrics.items():
+        if not isinstance(row, Mapping):
+            raise ResultFileError(f"{path}: metrics of split {split!r} must be an object, got {type(row).__name__}")
+        for name, value in row.items():
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+                raise ResultFileError(f"{path}: metric {split}/{name} is {value!r}, not a finite number")
+    return {str(s): {str(k): float(v) for k, v in row.items()} for s, row in metrics.items()}
+
+
+def load_result(path: str | os.PathLike) -> Result:
+    """Read and check a result JSON written by :func:`zslib.runner.run`. A file that is not valid JSON, not a
+    zslib result, or holds invalid values raises :class:`ResultFileError` naming it and what to do."""
+    path = Path(path)
+    what_to_do = "delete it (the run is trained again), or restore it from version control if it was recorded"
+    try:
+        d = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise FileNotFoundError(f"no result file at {path}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ResultFileError(f"{path} is not valid JSON ({e}); {what_to_do}") from e
+    if not isinstance(d, Mapping) or d.get("format") != "zslib-result":
+        raise ResultFileError(f"{path} is not a zslib result file (no 'format': 'zslib-result'); {what_to_do}")
+    for key, kind in (("config", Mapping), ("history", Mapping), ("provenance", Mapping)):
+        if not isinstance(d.get(key), kind):
+            raise ResultFileError(f"{path}: '{key}' is missing or not an object; {what_to_do}")
+    try:
+        config = Config.from_dict(d["config"])
+    except (TypeError, ValueError) as e:
+        raise ResultFileError(f"{path}: its config is not valid for this zslib ({e}); {what_to_do}") from e
+    metrics = _check_metrics(d.get("metrics"), path)
+    if d["provenance"].get("complete") is not True:
+        raise ResultFileError(f"{path} records an incomplete run; {what_to_do}")
+    return Result(config, metrics, History.from_dict(d["history"]), dict(d["provenance"]), path)
+
+
+def load_results(directory: str | os.PathLike | None = None, **match) -> list[Result]:
+    """Every stored result in ``directory`` and its ``recorded/`` sub-folder whose config matches ``match``
+    (e.g. ``loss="triplet"``). A file that cannot be read is an error, not a silently missing run."""
+    out = []
+    root = results_dir(directory)
+    for p in sorted(root.glob("*.json")) + sorted(root.glob("recorded/*.json")):
+        r = load_result(p)
+        if all(getattr(r.config, k) == v for k, v in match.items()):
+            out.append(r)
+    return out

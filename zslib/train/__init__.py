@@ -1,0 +1,21 @@
+"""The trainer (``zslib.train``): one readable loop that every chapter and every method uses.
+
+* :func:`train` -- the loop (:mod:`zslib.train.loop`): batches, the method's phases, evaluation,
+  checkpoints with exact resume;
+* :class:`History` -- what a run leaves behind (:mod:`zslib.train.history`);
+* :func:`embed`, :func:`default_eval`, :func:`memory_format` -- embeddings of a dataset and the default
+  Recall@K evaluation (:mod:`zslib.train.embed`);
+* :func:`make_scheduler`, :class:`OptimSettings` -- learning rates and schedules (:mod:`zslib.train.optim`);
+* :func:`set_seed`, :func:`save_checkpoint`, :func:`load_checkpoint` -- random state and checkpoints
+  (:mod:`zslib.train.checkpoint`).
+
+Methods (what a step minimizes) live in :mod:`zslib.methods`; the trainer knows only their hooks.
+"""
+from .checkpoint import CHECKPOINT_VERSION, load_checkpoint, save_checkpoint, set_seed
+from .embed import default_eval, embed, memory_format
+from .history import History
+from .loop import train
+from .optim import OptimSettings, make_scheduler
+
+__all__ = ["train", "History", "embed", "default_eval", "memory_format", "make_scheduler", "OptimSettings",
+           "set_seed", "save_checkpoint", "load_checkpoint", "CHECKPOINT_VERSION"]
