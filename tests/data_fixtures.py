@@ -1,7 +1,9 @@
 """Tiny on-disk trees in each real dataset's format, for the loader tests (built in tmp_path)."""
 from __future__ import annotations
 
+import http.server
 import os
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +15,48 @@ def shared_data_dir() -> Path:
     if env:
         return Path(env)
     return Path(__file__).resolve().parents[1].parent / "shared" / "data"
+
+
+class LocalServer:
+    """An HTTP server on 127.0.0.1 standing in for a download address (tests never touch the network).
+
+    Every path answers with ``payload``; a ``Range: bytes=N-`` request gets the rest from byte N with
+    status 206, as a download server resuming a file does. ``ranges`` records each request's Range
+    header (None when absent). Use as a context manager; ``url(name)`` is an address on it.
+    """
+
+    def __init__(self, payload: bytes = b""):
+        self.payload = payload
+        self.ranges: list = []
+        owner = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):  # noqa: N802
+                rng = self.headers.get("Range")
+                owner.ranges.append(rng)
+                start = int(rng.split("=")[1].split("-")[0]) if rng else 0
+                body = owner.payload[start:]
+                self.send_response(206 if rng else 200)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        self._server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    def url(self, name: str) -> str:
+        return f"http://127.0.0.1:{self._server.server_port}/{name}"
+
+    def __enter__(self) -> "LocalServer":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._server.shutdown()
+        self._server.server_close()
 
 
 def write_jpeg(path: Path, seed: int, size=(20, 14)) -> Path:

@@ -2,10 +2,8 @@
 from __future__ import annotations
 
 import hashlib
-import http.server
 import re
 import tarfile
-import threading
 from pathlib import Path
 
 import numpy as np
@@ -18,9 +16,9 @@ from zslib import data as zd
 from zslib.data import (CUB200, SOP, Cars196, ChecksumError, CorruptFileError, CountMismatchError, Flowers102,
                         InShop, ManualDownloadError, MissingDataError)
 
-from data_fixtures import (CARS_SPEC, CUB_CLASSES, FLOWERS_LABELS, INSHOP_ROWS, SOP_TEST, SOP_TRAIN, build_cars_annos,
-                           build_cars_devkit, build_cars_folders, build_cub, build_flowers, build_inshop, build_sop,
-                           shared_data_dir)
+from data_fixtures import (CARS_SPEC, CUB_CLASSES, FLOWERS_LABELS, INSHOP_ROWS, SOP_TEST, SOP_TRAIN, LocalServer,
+                           build_cars_annos, build_cars_devkit, build_cars_folders, build_cub, build_flowers,
+                           build_inshop, build_sop, shared_data_dir)
 
 
 # ---------------------------------------------------------------------------------------------- roots
@@ -422,51 +420,29 @@ def test_extract_archive_and_truncated_archive(tmp_path):
     assert str(truncated) in str(e.value) and "download it again" in str(e.value)
 
 
-class _RangeHandler(http.server.BaseHTTPRequestHandler):
-    payload = b""
-    ranges: list = []
-
-    def do_GET(self):  # noqa: N802
-        data = type(self).payload
-        rng = self.headers.get("Range")
-        type(self).ranges.append(rng)
-        start = int(rng.split("=")[1].split("-")[0]) if rng else 0
-        body = data[start:]
-        self.send_response(206 if rng else 200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
-
-
 @pytest.fixture()
 def http_server():
-    server = http.server.HTTPServer(("127.0.0.1", 0), _RangeHandler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield server
-    server.shutdown()
+    with LocalServer() as server:
+        yield server
 
 
 def test_download_resumes_and_verifies(tmp_path, http_server):
     payload = np.random.default_rng(0).bytes(300_000)
-    _RangeHandler.payload, _RangeHandler.ranges = payload, []
-    url = f"http://127.0.0.1:{http_server.server_port}/file.bin"
+    http_server.payload = payload
+    url = http_server.url("file.bin")
     dest = tmp_path / "file.bin"
     (tmp_path / "file.bin.part").write_bytes(payload[:123_456])  # an interrupted earlier download
     md5 = hashlib.md5(payload).hexdigest()
     zd.download_url(url, dest, md5=md5, progress=False)
-    assert dest.read_bytes() == payload and _RangeHandler.ranges == ["bytes=123456-"]
+    assert dest.read_bytes() == payload and http_server.ranges == ["bytes=123456-"]
     assert not (tmp_path / "file.bin.part").exists()
     zd.download_url(url, dest, md5=md5, progress=False)  # present: verified, not fetched again
-    assert len(_RangeHandler.ranges) == 1
+    assert len(http_server.ranges) == 1
 
 
 def test_download_wrong_checksum(tmp_path, http_server):
-    _RangeHandler.payload, _RangeHandler.ranges = b"x" * 1000, []
-    url = f"http://127.0.0.1:{http_server.server_port}/a.tgz"
+    http_server.payload = b"x" * 1000
+    url = http_server.url("a.tgz")
     with pytest.raises(ChecksumError) as e:
         zd.download_url(url, tmp_path / "a.tgz", md5="0" * 32, progress=False)
     assert "a.tgz.corrupt" in str(e.value) and (tmp_path / "a.tgz.corrupt").exists()
