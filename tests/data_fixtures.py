@@ -1,7 +1,9 @@
 """Tiny on-disk trees in each real dataset's format, for the loader tests (built in tmp_path)."""
 from __future__ import annotations
 
+import http.server
 import os
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +15,48 @@ def shared_data_dir() -> Path:
     if env:
         return Path(env)
     return Path(__file__).resolve().parents[1].parent / "shared" / "data"
+
+
+class LocalServer:
+    """An HTTP server on 127.0.0.1 standing in for a download address (tests never touch the network).
+
+    Every path answers with ``payload``; a ``Range: bytes=N-`` request gets the rest from byte N with
+    status 206, as a download server resuming a file does. ``ranges`` records each request's Range
+    header (None when absent). Use as a context manager; ``url(name)`` is an address on it.
+    """
+
+    def __init__(self, payload: bytes = b""):
+        self.payload = payload
+        self.ranges: list = []
+        owner = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):  # noqa: N802
+                rng = self.headers.get("Range")
+                owner.ranges.append(rng)
+                start = int(rng.split("=")[1].split("-")[0]) if rng else 0
+                body = owner.payload[start:]
+                self.send_response(206 if rng else 200)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        self._server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    def url(self, name: str) -> str:
+        return f"http://127.0.0.1:{self._server.server_port}/{name}"
+
+    def __enter__(self) -> "LocalServer":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._server.shutdown()
+        self._server.server_close()
 
 
 def write_jpeg(path: Path, seed: int, size=(20, 14)) -> Path:
@@ -76,7 +120,8 @@ def _cars_items():
     return items
 
 
-def build_cars_annos(root: Path) -> Path:
+def build_cars_annos(root: Path, edit=None) -> Path:
+    """``edit(rows) -> rows`` changes the annotation rows before they are saved (to damage them)."""
     folder = root / "cars196"
     rows = []
     for k, c in _cars_items():
@@ -84,12 +129,15 @@ def build_cars_annos(root: Path) -> Path:
         write_jpeg(folder / rel, 100 + k)
         rows.append({"relative_im_path": rel, "bbox_x1": 1, "bbox_y1": 1, "bbox_x2": 10, "bbox_y2": 8,
                      "class": c, "test": k % 2})
+    if edit is not None:
+        rows = edit(rows)
     scipy.io.savemat(folder / "cars_annos.mat", {"annotations": _struct(rows),
                                                    "class_names": np.array(cars_names(), dtype=object)[None]})
     return folder
 
 
-def build_cars_devkit(root: Path, labels_in_devkit: bool = False) -> Path:
+def build_cars_devkit(root: Path, labels_in_devkit: bool = False, edit=None) -> Path:
+    """``edit(rows) -> rows`` changes the rows of ``cars_test_annos_withlabels.mat`` before saving."""
     folder = root / "cars196"
     train, test = [], []
     for k, c in _cars_items():
@@ -100,7 +148,7 @@ def build_cars_devkit(root: Path, labels_in_devkit: bool = False) -> Path:
     (folder / "devkit").mkdir(parents=True, exist_ok=True)
     scipy.io.savemat(folder / "devkit" / "cars_train_annos.mat", {"annotations": _struct(train)})
     test_file = (folder / "devkit" if labels_in_devkit else folder) / "cars_test_annos_withlabels.mat"
-    scipy.io.savemat(test_file, {"annotations": _struct(test)})
+    scipy.io.savemat(test_file, {"annotations": _struct(test if edit is None else edit(test))})
     scipy.io.savemat(folder / "devkit" / "cars_meta.mat",
                      {"class_names": np.array(cars_names(), dtype=object)[None]})
     return folder
@@ -161,11 +209,14 @@ def build_inshop(root: Path, declared: int | None = None) -> Path:
 FLOWERS_LABELS = [1, 51, 52, 102, 1, 77, 51]
 
 
-def build_flowers(root: Path, labels=FLOWERS_LABELS) -> Path:
+def build_flowers(root: Path, labels=FLOWERS_LABELS, stored_labels=None) -> Path:
+    """One image per entry of ``labels``; ``imagelabels.mat`` holds ``stored_labels`` when given (to
+    damage it), else ``labels`` as a (1, n) uint8 row like the official file."""
     folder = root / "flowers102"
     for i, _ in enumerate(labels, start=1):
         write_jpeg(folder / "jpg" / f"image_{i:05d}.jpg", 700 + i)
-    scipy.io.savemat(folder / "imagelabels.mat", {"labels": np.array(labels, dtype=np.uint8)[None]})
+    stored = np.array(labels, dtype=np.uint8)[None] if stored_labels is None else stored_labels
+    scipy.io.savemat(folder / "imagelabels.mat", {"labels": stored})
     scipy.io.savemat(folder / "setid.mat", {"trnid": np.array([[1]]), "valid": np.array([[2]]),
                                             "tstid": np.arange(3, len(labels) + 1)[None]})
     return folder

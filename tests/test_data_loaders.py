@@ -2,13 +2,13 @@
 from __future__ import annotations
 
 import hashlib
-import http.server
+import re
 import tarfile
-import threading
 from pathlib import Path
 
 import numpy as np
 import pytest
+import scipy.io
 import torch
 
 import zslib
@@ -16,9 +16,9 @@ from zslib import data as zd
 from zslib.data import (CUB200, SOP, Cars196, ChecksumError, CorruptFileError, CountMismatchError, Flowers102,
                         InShop, ManualDownloadError, MissingDataError)
 
-from data_fixtures import (CARS_SPEC, CUB_CLASSES, FLOWERS_LABELS, INSHOP_ROWS, SOP_TEST, SOP_TRAIN, build_cars_annos,
-                           build_cars_devkit, build_cars_folders, build_cub, build_flowers, build_inshop, build_sop,
-                           shared_data_dir)
+from data_fixtures import (CARS_SPEC, CUB_CLASSES, FLOWERS_LABELS, INSHOP_ROWS, SOP_TEST, SOP_TRAIN, LocalServer,
+                           build_cars_annos, build_cars_devkit, build_cars_folders, build_cub, build_flowers,
+                           build_inshop, build_sop, shared_data_dir)
 
 
 # ---------------------------------------------------------------------------------------------- roots
@@ -225,6 +225,181 @@ def test_flowers_real_folder():
     assert x.shape == (3, 64, 64)
 
 
+# ------------------------------------------------------------------------------ damaged label files
+# Every loader that reads a label file must refuse it when it is short (images without a label), long
+# (a label twice, or labels for images that are not there), holds a fractional class id, or holds the
+# wrong type; the error names the file and says what to do. Never a silently smaller or relabelled set.
+def _edit_lines(path: Path, edit) -> None:
+    path.write_text("\n".join(edit(path.read_text().splitlines())) + "\n")
+
+
+def _set_field(line: str, col: int, value: str) -> str:
+    parts = line.split()
+    parts[col] = value
+    return " ".join(parts)
+
+
+def _cub(edit_labels=None, edit_images=None):
+    def make(root):
+        folder = build_cub(root)
+        if edit_labels:
+            _edit_lines(folder / "image_class_labels.txt", edit_labels)
+        if edit_images:
+            _edit_lines(folder / "images.txt", edit_images)
+        return CUB200
+    return make
+
+
+def _cars(builder, edit=None, **kw):
+    def make(root):
+        builder(root, edit=edit, **kw)
+        return Cars196
+    return make
+
+
+def _with_class(value, k=1):
+    def edit(rows):
+        rows = [dict(r) for r in rows]
+        rows[k]["class"] = value
+        return rows
+    return edit
+
+
+def _cars_folders(damage):
+    def make(root):
+        folder = build_cars_folders(root, numeric=damage == "float")
+        names_csv = root / "cars196" / "names.csv"
+        if damage == "short":
+            _edit_lines(names_csv, lambda lines: lines[:-1])
+        elif damage == "long":
+            _edit_lines(names_csv, lambda lines: lines + ["Extra Car 2013"])
+        elif damage == "duplicate":  # 196 lines, but one name twice and one class without a name
+            _edit_lines(names_csv, lambda lines: lines[:1] + lines[:1] + lines[2:])
+        elif damage == "float":  # class folders named by number: one is not a whole number
+            (folder / "train" / "1").rename(folder / "train" / "1.7")
+        elif damage == "wrong_type":  # the class order from a cars_meta.mat holding numbers, not names
+            names_csv.unlink()
+            scipy.io.savemat(root / "cars196" / "cars_meta.mat", {"class_names": np.arange(196.0)[None]})
+        return Cars196
+    return make
+
+
+def _sop(fname, edit):
+    def make(root):
+        _edit_lines(build_sop(root) / fname, edit)
+        return SOP
+    return make
+
+
+def _inshop(edit, declared_extra=0):
+    def make(root):
+        folder = build_inshop(root, declared=len(INSHOP_ROWS) + declared_extra)
+        _edit_lines(folder / "list_eval_partition.txt", lambda lines: lines[:2] + edit(lines[2:]))
+        return InShop
+    return make
+
+
+def _flowers(stored):
+    def make(root):
+        build_flowers(root, stored_labels=stored)
+        return Flowers102
+    return make
+
+
+_F = np.array(FLOWERS_LABELS)
+LABEL_DAMAGE = {
+    # name: (build and damage, expected error, the file the message must name)
+    "cub-short": (_cub(edit_labels=lambda ls: ls[:-1]), CorruptFileError, "image_class_labels.txt"),
+    "cub-short-both-lists": (_cub(edit_labels=lambda ls: ls[:-1], edit_images=lambda ls: ls[:-1]),
+                             CorruptFileError, "images.txt"),
+    "cub-long-duplicate": (_cub(edit_labels=lambda ls: ls + [_set_field(ls[0], 1, "2")]), CorruptFileError,
+                           "image_class_labels.txt"),
+    "cub-long-unknown-image": (_cub(edit_labels=lambda ls: ls + ["999 1"]), CorruptFileError,
+                               "image_class_labels.txt"),
+    "cub-float": (_cub(edit_labels=lambda ls: [_set_field(ls[0], 1, "1.7")] + ls[1:]), CorruptFileError,
+                  "image_class_labels.txt"),
+    "cub-wrong-type": (_cub(edit_labels=lambda ls: [_set_field(ls[0], 1, "abc")] + ls[1:]), CorruptFileError,
+                       "image_class_labels.txt"),
+    "cars-annos-short": (_cars(build_cars_annos, lambda rows: rows[:-1]), CorruptFileError, "cars_annos.mat"),
+    "cars-annos-long": (_cars(build_cars_annos, lambda rows: rows + rows[:1]), CorruptFileError, "cars_annos.mat"),
+    "cars-annos-float": (_cars(build_cars_annos, _with_class(1.7)), CorruptFileError, "cars_annos.mat"),
+    "cars-annos-wrong-type": (_cars(build_cars_annos, _with_class("abc")), CorruptFileError, "cars_annos.mat"),
+    "cars-devkit-short": (_cars(build_cars_devkit, lambda rows: rows[:-1]), CorruptFileError,
+                          "cars_test_annos_withlabels.mat"),
+    "cars-devkit-long": (_cars(build_cars_devkit, lambda rows: rows + rows[:1]), CorruptFileError,
+                         "cars_test_annos_withlabels.mat"),
+    "cars-devkit-float": (_cars(build_cars_devkit, _with_class(150.5)), CorruptFileError,
+                          "cars_test_annos_withlabels.mat"),
+    "cars-devkit-wrong-type": (_cars(build_cars_devkit, _with_class("150")), CorruptFileError,
+                               "cars_test_annos_withlabels.mat"),
+    "cars-folders-names-short": (_cars_folders("short"), CorruptFileError, "names.csv"),
+    "cars-folders-names-long": (_cars_folders("long"), CorruptFileError, "names.csv"),
+    "cars-folders-names-duplicate": (_cars_folders("duplicate"), CorruptFileError, "names.csv"),
+    "cars-folders-float": (_cars_folders("float"), CorruptFileError, "1.7"),
+    "cars-folders-wrong-type": (_cars_folders("wrong_type"), CorruptFileError, "cars_meta.mat"),
+    "sop-short": (_sop("Ebay_test.txt", lambda ls: ls[:-1]), CorruptFileError, "Ebay_test.txt"),
+    "sop-long": (_sop("Ebay_train.txt", lambda ls: ls + ls[-1:]), CorruptFileError, "Ebay_train.txt"),
+    "sop-float": (_sop("Ebay_train.txt", lambda ls: ls[:1] + [_set_field(ls[1], 1, "1.7")] + ls[2:]),
+                  CorruptFileError, "Ebay_train.txt"),
+    "sop-wrong-type": (_sop("Ebay_test.txt", lambda ls: ls[:1] + [_set_field(ls[1], 1, "abc")] + ls[2:]),
+                       CorruptFileError, "Ebay_test.txt"),
+    "inshop-short": (_inshop(lambda rows: rows[:-1]), CorruptFileError, "list_eval_partition.txt"),
+    "inshop-long": (_inshop(lambda rows: rows + rows[:1], declared_extra=1), CorruptFileError,
+                    "list_eval_partition.txt"),
+    "inshop-float": (_inshop(lambda rows: [_set_field(rows[0], 1, "1.7")] + rows[1:]), CorruptFileError,
+                     "list_eval_partition.txt"),
+    "inshop-wrong-type": (_inshop(lambda rows: [_set_field(rows[0], 1, "17")] + rows[1:]), CorruptFileError,
+                          "list_eval_partition.txt"),
+    "flowers-short": (_flowers(np.array(FLOWERS_LABELS[:-2], np.uint8)[None]), CorruptFileError,
+                      "imagelabels.mat"),
+    # the two labels too many belong to test classes: the train split must refuse the file all the same
+    "flowers-long": (_flowers(np.array(FLOWERS_LABELS + [80, 90], np.uint8)[None]), MissingDataError,
+                     "imagelabels.mat"),
+    "flowers-float": (_flowers(np.where(_F == 77, 1.7, _F).astype(np.float64)[None]), CorruptFileError,
+                      "imagelabels.mat"),
+    "flowers-wrong-type": (_flowers(np.array([str(c) for c in FLOWERS_LABELS])[None]), CorruptFileError,
+                           "imagelabels.mat"),
+    "flowers-two-rows": (_flowers(np.stack([_F, _F]).astype(np.uint8)), CorruptFileError, "imagelabels.mat"),
+}
+
+
+@pytest.mark.parametrize("damage", sorted(LABEL_DAMAGE))
+def test_damaged_label_file_is_refused(tmp_path, damage):
+    make, error, fname = LABEL_DAMAGE[damage]
+    cls = make(tmp_path)
+    for split in ("train", "test"):
+        with pytest.raises(error) as e:
+            cls(tmp_path, split)
+        msg = str(e.value)
+        assert fname in msg, msg
+        assert re.search(r"download|unpack|replace|re-extract|rename", msg, re.IGNORECASE), msg
+
+
+def test_label_files_cover_every_dataset_and_damage():
+    """Every loader with a label file (Cars196 in each layout) is tested with each kind of damage."""
+    kinds = ("short", "long", "float", "wrong-type")
+    for dataset in ("cub", "cars-annos", "cars-devkit", "cars-folders", "sop", "inshop", "flowers"):
+        for kind in kinds:
+            assert any(d.startswith(f"{dataset}-") and (f"-{kind}" in d) for d in LABEL_DAMAGE), (dataset, kind)
+
+
+@pytest.mark.shared_data
+@pytest.mark.skipif(not (REAL_FLOWERS / "jpg" / "image_08189.jpg").is_file(), reason="../shared/data/flowers102 absent")
+def test_flowers_real_images_with_a_short_label_file(tmp_path):
+    """The reported case: all 8,189 images, an imagelabels.mat of 8,000 entries. It used to load as
+    3,445 + 4,555 images without a word."""
+    labels = scipy.io.loadmat(str(REAL_FLOWERS / "imagelabels.mat"))["labels"]
+    folder = tmp_path / "flowers102"
+    folder.mkdir()
+    (folder / "jpg").symlink_to(REAL_FLOWERS / "jpg", target_is_directory=True)
+    scipy.io.savemat(folder / "imagelabels.mat", {"labels": labels[:, :8000]})
+    for split in ("train", "test"):
+        with pytest.raises(CorruptFileError) as e:
+            Flowers102(tmp_path, split)
+        msg = str(e.value)
+        assert "imagelabels.mat" in msg and "8000" in msg and "189" in msg and "image_08001.jpg" in msg, msg
+
+
 # ------------------------------------------------------------------------------ archives and downloads
 def _make_tgz(tmp_path) -> Path:
     src = build_flowers(tmp_path / "src")
@@ -245,51 +420,29 @@ def test_extract_archive_and_truncated_archive(tmp_path):
     assert str(truncated) in str(e.value) and "download it again" in str(e.value)
 
 
-class _RangeHandler(http.server.BaseHTTPRequestHandler):
-    payload = b""
-    ranges: list = []
-
-    def do_GET(self):  # noqa: N802
-        data = type(self).payload
-        rng = self.headers.get("Range")
-        type(self).ranges.append(rng)
-        start = int(rng.split("=")[1].split("-")[0]) if rng else 0
-        body = data[start:]
-        self.send_response(206 if rng else 200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
-
-
 @pytest.fixture()
 def http_server():
-    server = http.server.HTTPServer(("127.0.0.1", 0), _RangeHandler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield server
-    server.shutdown()
+    with LocalServer() as server:
+        yield server
 
 
 def test_download_resumes_and_verifies(tmp_path, http_server):
     payload = np.random.default_rng(0).bytes(300_000)
-    _RangeHandler.payload, _RangeHandler.ranges = payload, []
-    url = f"http://127.0.0.1:{http_server.server_port}/file.bin"
+    http_server.payload = payload
+    url = http_server.url("file.bin")
     dest = tmp_path / "file.bin"
     (tmp_path / "file.bin.part").write_bytes(payload[:123_456])  # an interrupted earlier download
     md5 = hashlib.md5(payload).hexdigest()
     zd.download_url(url, dest, md5=md5, progress=False)
-    assert dest.read_bytes() == payload and _RangeHandler.ranges == ["bytes=123456-"]
+    assert dest.read_bytes() == payload and http_server.ranges == ["bytes=123456-"]
     assert not (tmp_path / "file.bin.part").exists()
     zd.download_url(url, dest, md5=md5, progress=False)  # present: verified, not fetched again
-    assert len(_RangeHandler.ranges) == 1
+    assert len(http_server.ranges) == 1
 
 
 def test_download_wrong_checksum(tmp_path, http_server):
-    _RangeHandler.payload, _RangeHandler.ranges = b"x" * 1000, []
-    url = f"http://127.0.0.1:{http_server.server_port}/a.tgz"
+    http_server.payload = b"x" * 1000
+    url = http_server.url("a.tgz")
     with pytest.raises(ChecksumError) as e:
         zd.download_url(url, tmp_path / "a.tgz", md5="0" * 32, progress=False)
     assert "a.tgz.corrupt" in str(e.value) and (tmp_path / "a.tgz.corrupt").exists()

