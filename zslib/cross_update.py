@@ -28,16 +28,20 @@ an exponential moving average of the network's own predictions. With ``s`` fixed
 converge to the minimizer of Eq. 8, :func:`label_fixed_point`: ``s`` itself when ``s`` is in range,
 and halfway between ``s`` and the violated bound when it is not. Eq. 8 has no term that ties ``y`` to
 its Eq. 3 start. Only the small step (``lam = 0.1``, "we only finely tune y^c") keeps the labels near
-Eq. 3. Jointly, the cross-update is at rest exactly when ``s = y`` with both inside the range.
+Eq. 3. If the network could set every ``s_ij`` freely, the two steps would be at rest together exactly
+when ``s = y`` inside the range (adding the two stationarity conditions rules out every other
+case).
 
 **Eq. 9-10 as printed.** Differentiating Eq. 7 gives, per pair (``lo, hi`` = the pair's range)::
 
     dL_s/ds_ij = (2/N) * ( s_ij - y_ij + [s_ij - hi]_+ - [lo - s_ij]_+ )
 
 The printed Eq. 9 has ``1/(2N)`` instead of ``2/N``. That is a positive factor the learning rate
-absorbs. More importantly, it *adds* the lower-bound terms ``[beta - s]_+`` and ``[-s]_+``. Their
-derivative carries a minus sign, and with a plus a prediction below ``beta`` would be pushed further
-down. Eq. 10 has the same slip. We implement Eq. 7-8 and let autograd differentiate them.
+absorbs. More importantly, it *adds* the lower-bound terms ``[beta - s]_+`` and ``[-s]_+``, whose
+derivative carries a minus sign. With a plus, the hinge cancels the regression term below the
+range: for every ``s < beta`` the printed gradient is ``(beta - y) / (2N)``, whatever ``s`` is. A
+prediction far below the range would then feel no more pull than one just under it, against the
+paper's own remark that a larger violation gets a larger gradient. Eq. 10 has the same slip. We implement Eq. 7-8 and let autograd differentiate them.
 :func:`cross_update_gradient` is the corrected closed form, and the tests check it against autograd.
 
 **Reading of Eq. 3.** "``d_ij`` is the normalized Euclidean distance" does not say how it is
