@@ -30,7 +30,16 @@ and halfway between ``s`` and the violated bound when it is not. Eq. 8 has no te
 its Eq. 3 start. Only the small step (``lam = 0.1``, "we only finely tune y^c") keeps the labels near
 Eq. 3. If the network could set every ``s_ij`` freely, the two steps would be at rest together exactly
 when ``s = y`` inside the range (adding the two stationarity conditions rules out every other
-case).
+case). The step is small. With the paper's ``lr = 0.002`` and ``lam = 0.1`` and a batch of
+``N = 128`` pairs, ``eta = 3e-6`` per visit, so over 20,000 iterations a pair's label moves only a
+small fraction of the way from Eq. 3 towards the prediction.
+
+**Order within an iteration.** Algorithm 1 computes the loss once (step 3) and then takes both
+gradients at iteration ``t``: ``dL_y/dy^t`` (step 4) and ``dL_s/ds^t`` (step 5). We read this as both
+steps using the same forward pass. The label step sees this iteration's ``s``, and the network step
+regresses onto the labels *before* this iteration's label step. That is what a Caffe loss layer
+holding ``y`` as a learnable blob would do. Since ``eta`` is tiny, the other order would give almost
+the same result.
 
 **Eq. 9-10 as printed.** Differentiating Eq. 7 gives, per pair (``lo, hi`` = the pair's range)::
 
@@ -41,8 +50,9 @@ absorbs. More importantly, it *adds* the lower-bound terms ``[beta - s]_+`` and 
 derivative carries a minus sign. With a plus, the hinge cancels the regression term below the
 range: for every ``s < beta`` the printed gradient is ``(beta - y) / (2N)``, whatever ``s`` is. A
 prediction far below the range would then feel no more pull than one just under it, against the
-paper's own remark that a larger violation gets a larger gradient. Eq. 10 has the same slip. We implement Eq. 7-8 and let autograd differentiate them.
-:func:`cross_update_gradient` is the corrected closed form, and the tests check it against autograd.
+paper's own remark that a larger violation gets a larger gradient. Eq. 10 has the same slip. We
+implement Eq. 7-8 and let autograd differentiate them. :func:`cross_update_gradient` is the
+corrected closed form, and the tests check it against autograd.
 
 **Reading of Eq. 3.** "``d_ij`` is the normalized Euclidean distance" does not say how it is
 normalized. We divide the squared distance by its largest value over the pair set

@@ -35,6 +35,14 @@ from .embedding import (
     default_weights_path,
     normalization,
 )
+from .relation import (
+    ZSML_ARCHITECTURE,
+    LinearRelation,
+    PairSimilarity,
+    RelationKernels,
+    SimilarityHead,
+    pair_similarity,
+)
 from .weights import (
     KNOWN_WEIGHTS,
     ChecksumError,
@@ -52,4 +60,5 @@ __all__ = [
     "EmbeddingHead", "EmbeddingNet", "build_backbone", "build_model", "canonical_backbone",
     "default_weights_path", "normalization", "KNOWN_WEIGHTS", "ChecksumError", "expected_hash_from_filename",
     "load_weights", "read_state_dict", "sha256_of", "verify_checksum", "weights_dir",
+    "ZSML_ARCHITECTURE", "RelationKernels", "LinearRelation", "SimilarityHead", "PairSimilarity", "pair_similarity",
 ]
