@@ -38,6 +38,14 @@ from .embedding import (
     default_weights_path,
     normalization,
 )
+from .relation import (
+    ZSML_ARCHITECTURE,
+    LinearRelation,
+    PairSimilarity,
+    RelationKernels,
+    SimilarityHead,
+    pair_similarity,
+)
 from .weights import (
     KNOWN_WEIGHTS,
     ChecksumError,
@@ -59,4 +67,5 @@ __all__ = [
     "default_weights_path", "normalization", "KNOWN_WEIGHTS", "ChecksumError", "expected_hash_from_filename",
     "load_weights", "read_state_dict", "sha256_of", "verify_checksum", "weights_dir", "download_weights",
     "downloads_allowed", "weights_url",
+    "ZSML_ARCHITECTURE", "RelationKernels", "LinearRelation", "SimilarityHead", "PairSimilarity", "pair_similarity",
 ]
