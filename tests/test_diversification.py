@@ -392,6 +392,17 @@ def test_gradcheck_other_kernels():
         assert torch.autograd.gradcheck(lambda t: D.jrs_regularizer([t], y, [kern]), (x,), eps=1e-6, atol=1e-8)
 
 
+def test_kernels_ignore_autocast():
+    """Inside a mixed-precision region the result is the float32 one, not a 16-bit approximation."""
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(64, 256, generator=g).relu() * 5
+    y = torch.arange(64) // 4
+    reference = D.jrs_regularizer([x], y)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        value = D.jrs_regularizer([x], y)
+    assert value.dtype == torch.float32 and value.item() == pytest.approx(reference.item(), rel=1e-6)
+
+
 # ---------------------------------------------------------------------------------------------------
 # Input checks
 

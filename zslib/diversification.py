@@ -44,6 +44,8 @@ code (github.com/YangLin122/JRD, files ``loss.py`` and ``args.py``, CUB only), w
 
 Class-level gradient: the class-level representation depends on the proxies, and the released code
 lets the regularizer's gradient reach them; :func:`class_level_representation` does not detach.
+Kernels are computed with autocast switched off (in float32 or float64), also inside a mixed-precision
+training step: squared distances from 16-bit Gram matrices would lose most of their digits.
 
 The guard for :math:`\tau = 0`
 ------------------------------
@@ -142,6 +144,16 @@ Kernel = Callable[[torch.Tensor], torch.Tensor]
 # Distances, bandwidth and kernels
 
 
+def _full_precision(fn):
+    """Run ``fn`` with autocast off: under mixed precision the Gram matrices behind the distances would be
+    computed in 16 bits, and ``|a|^2 + |b|^2 - 2 a.b`` loses most of its digits there."""
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        with torch.autocast("cpu", enabled=False), torch.autocast("cuda", enabled=False):
+            return fn(*args, **kwargs)
+    return wrapper
+
+
 def _squared_distances(x: torch.Tensor) -> torch.Tensor:
     """All pairwise squared Euclidean distances, with an exact zero diagonal and no negative values.
 
@@ -174,6 +186,7 @@ def _scales(scales) -> tuple[float, ...]:
     return tuple(checks.finite_number(s, "each bandwidth scale", low=0.0, low_open=True) for s in scales)
 
 
+@_full_precision
 def bandwidth(x: torch.Tensor, min_tau: float | None = None) -> torch.Tensor:
     r"""The self-adaptive bandwidth :math:`\tau` of JRD Sec. 5.1, without gradient.
 
@@ -191,6 +204,7 @@ def bandwidth(x: torch.Tensor, min_tau: float | None = None) -> torch.Tensor:
         return _off_diagonal_mean(_squared_distances(x), min_tau)
 
 
+@_full_precision
 def gaussian_kernel(x: torch.Tensor, scales: Sequence[float] = GAUSSIAN_SCALES,
                     tau: float | torch.Tensor | None = None) -> torch.Tensor:
     r"""Kernel matrix of a mixture of Gaussians on the rows of ``x`` (JRD Sec. 5.1, Table 4 row 1).
@@ -213,6 +227,7 @@ def gaussian_kernel(x: torch.Tensor, scales: Sequence[float] = GAUSSIAN_SCALES,
     return torch.stack([torch.exp(-d2 / (s * tau)) for s in _scales(scales)]).mean(0)
 
 
+@_full_precision
 def laplace_kernel(x: torch.Tensor, scales: Sequence[float] = (1.0,),
                    sigma: float | torch.Tensor | None = None) -> torch.Tensor:
     r"""Kernel matrix of a (mixture of) Laplace kernel(s) (JRD Table 4, row 2).
@@ -234,6 +249,7 @@ def laplace_kernel(x: torch.Tensor, scales: Sequence[float] = (1.0,),
     return torch.stack([torch.exp(-d1 / (s * sigma)) for s in _scales(scales)]).mean(0)
 
 
+@_full_precision
 def polynomial_kernel(x: torch.Tensor, degree: int = 2, offset: float = 1.0) -> torch.Tensor:
     r"""Polynomial kernel matrix :math:`K_{ij} = (x_i^\top x_j + c)^p` (JRD Table 4, rows 3-4: ``c = 1``,
     ``p = 2, 5``). ``degree=1, offset=0`` is the linear kernel of the energy-confusion identity."""
@@ -249,6 +265,7 @@ def linear_kernel(x: torch.Tensor) -> torch.Tensor:
     return polynomial_kernel(x, degree=1, offset=0.0)
 
 
+@_full_precision
 def exponential_kernel(x: torch.Tensor) -> torch.Tensor:
     r""":math:`K_{ij} = \exp(x_i^\top x_j)`, whose mean embedding is the moment-generating function
     (JRD Table 4, last row, and Sec. 6). It overflows for features of large norm; use it on the
@@ -271,6 +288,7 @@ def _kernel(spec, index: int) -> Kernel:
 # Joint kernel and kernel mean embeddings (Eqs. 6-8)
 
 
+@_full_precision
 def joint_kernel(layers: Sequence[torch.Tensor], kernels: Sequence | None = None,
                  combine: str = "product") -> torch.Tensor:
     r"""The joint kernel matrix over ``L`` representations of the same ``M`` samples (JRD Eq. 8).
@@ -320,6 +338,7 @@ class KernelMeans(NamedTuple):
     self_kernel: torch.Tensor  # (C,) m_I = mean over i in I of k(x_i, x_i)
 
 
+@_full_precision
 def kernel_mean_embeddings(layers: Sequence[torch.Tensor], labels, kernels: Sequence | None = None,
                            combine: str = "product") -> KernelMeans:
     r"""Empirical joint representation similarities of every pair of classes in the batch (JRD Eqs. 6-8).
