@@ -125,6 +125,23 @@ def test_adaptive_tau_gives_the_gradient_of_a_constant_tau():
     assert (g_graph - g_fixed).abs().max() > 1e-3 * g_fixed.abs().max()
 
 
+def test_detached_tau_gradient_points_inwards_so_descent_inflates_the_scale():
+    """The value is scale invariant, so with tau in the graph the gradient is orthogonal to x (Euler);
+    with tau detached (JRD's choice) it has a strictly negative radial part: a descent step grows x."""
+    layers, y = _batch(2)
+    x = layers[0].clone().requires_grad_(True)
+    (g,) = torch.autograd.grad(D.jrs_regularizer([x], y), x)
+    assert (g * x).sum().item() < -1e-3 * g.norm().item() * x.norm().item()
+
+    def with_grad_tau(t):
+        d2 = torch.cdist(t, t).pow(2)
+        tau = d2.sum() / (t.shape[0] * (t.shape[0] - 1))
+        return torch.stack([torch.exp(-d2 / (s * tau)) for s in (0.5, 1.0, 2.0)]).mean(0)
+
+    (g_full,) = torch.autograd.grad(D.jrs_regularizer([x], y, [with_grad_tau]), x)
+    assert abs((g_full * x).sum().item()) < 1e-10 * g_full.norm().item() * x.norm().item()
+
+
 @pytest.mark.parametrize("scales", [(0.5, 1.0, 2.0), (1.0,), (0.25, 4.0)])
 def test_gaussian_kernel_matches_definition(scales):
     (x, *_), _ = _batch(2)

@@ -198,6 +198,12 @@ def bandwidth(x: torch.Tensor, min_tau: float | None = None) -> torch.Tensor:
     so no gradient flows through :math:`\tau`. It is floored at ``min_tau`` (default: the machine
     epsilon of ``x``'s dtype) so that a batch of identical samples gives a finite kernel (see the module
     docstring). ``x`` is ``(M, d)`` with ``M >= 2``.
+
+    Two consequences. A Gaussian kernel at this bandwidth is invariant to rescaling the layer: only the
+    *relative* arrangement of the samples counts, so far-apart classes do not drive JRS to 0. And since
+    the gradient ignores that :math:`\tau` grows with the distances, it always has an outward radial
+    part (:math:`\langle\nabla_x, x\rangle < 0`): on a layer that is not normalized (the pooling
+    features), descending it inflates the features' scale without lowering the value.
     """
     x = checks.features(x, "x", min_rows=2)
     with torch.no_grad():
