@@ -17,7 +17,7 @@ __all__ = ["PROFILES", "Profile", "device", "get_profile", "set_profile", "__ver
 _SUBMODULES = {
     "data", "models", "losses", "regularizers", "evaluate", "train", "experiment", "theory", "viz", "cache",
     "checks", "stats",
-    "saliency",
+    "saliency", "class_adversary",
 }
 
 

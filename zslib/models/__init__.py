@@ -7,6 +7,7 @@ Quick start::
     net = build_model("googlenet", 512, pretrained=True)       # full profile, reads a local file
     emb = net(x)                                               # (B, 512), unit length
     maps = net.features(x, ["inception4e", "inception5b", "pool"])
+    gdfl = GDFLNet.from_embedding_net(net, form="additive")   # Adapt-Adv: attended intermediate maps
     opt = torch.optim.Adam(net.param_groups(lr=1e-5, weight_decay=2e-4))   # head at 10x lr
 
 Images are RGB in [0, 1] normalized with ``normalization(backbone)`` (equivalently
@@ -25,6 +26,8 @@ from .backbones import (
     SmallCNNBackbone,
 )
 from .bninception import BNInception, BNInceptionBackbone
+from .gdfl import GDFLNet
+from .spatial_attention import ATTENTION_FORMS, SpatialAttention
 from .embedding import (
     BACKBONES,
     EmbeddingHead,
@@ -52,4 +55,5 @@ __all__ = [
     "EmbeddingHead", "EmbeddingNet", "build_backbone", "build_model", "canonical_backbone",
     "default_weights_path", "normalization", "KNOWN_WEIGHTS", "ChecksumError", "expected_hash_from_filename",
     "load_weights", "read_state_dict", "sha256_of", "verify_checksum", "weights_dir",
+    "ATTENTION_FORMS", "SpatialAttention", "GDFLNet",
 ]
