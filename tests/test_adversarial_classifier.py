@@ -12,8 +12,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from zslib.class_adversary import (AdversarialClassifier, EpochLambda, adaptive_lambda, classification_loss,
-                                   extractor_objective)
+from zslib.class_adversary import (AdversarialClassifier, EpochLambda, adaptive_lambda, adversarial_term,
+                                   classification_loss, extractor_objective)
 from zslib.models.grl import grad_reverse
 
 
@@ -111,6 +111,7 @@ def test_extractor_gradient_has_the_derived_sign(loss_level):
     lc = classification_loss(clf(f), y)
     objective = extractor_objective(metric, lc, lam)
     assert objective.item() == pytest.approx(metric.item() - lam * lc.item())
+    assert adversarial_term(lc, lam).item() == pytest.approx(-lam * lc.item())
     (g_obj,) = torch.autograd.grad(objective, f, retain_graph=True)
     (g_lc,) = torch.autograd.grad(lc, f, retain_graph=True)
     (g_m,) = torch.autograd.grad(metric, f)
@@ -150,6 +151,10 @@ def test_extractor_objective_bad_inputs():
         extractor_objective(torch.tensor(1.0), torch.tensor(2.0), torch.tensor(0.5))
     with pytest.raises(ValueError, match="scalar tensor"):
         extractor_objective(torch.ones(3), torch.tensor(2.0), 0.5)
+    with pytest.raises(ValueError, match="scalar tensor"):
+        adversarial_term(torch.ones(3), 0.5)
+    with pytest.raises(ValueError, match="finite"):
+        adversarial_term(torch.tensor(1.0), float("inf"))
 
 
 # ----- the per-epoch schedule --------------------------------------------------------------------------

@@ -8,6 +8,7 @@ the feature extractor's output ``f`` and plays a game with it whose sign depends
 * :func:`classification_loss` -- its cross-entropy :math:`\mathcal{L}_c` (Eq. 18), which is also the
   classifier's own objective (Algorithm 1, step 2.6);
 * :func:`adaptive_lambda` -- :math:`\lambda = -\tanh(\mathcal{L}_c - l_{thresh})\,\lambda_0` (Eq. 22);
+* :func:`adversarial_term` -- :math:`-\lambda\,\mathcal{L}_c`, the classifier's term in the extractor's loss;
 * :func:`extractor_objective` -- :math:`\mathcal{L}_m - \lambda\,\mathcal{L}_c` (Eqs. 19-20), what the
   extractor and the metric embedding layer minimize with the classifier frozen (Algorithm 1, step 2.4);
 * :class:`EpochLambda` -- the bookkeeping of Sec. 4: :math:`\lambda` is set once per epoch from that
@@ -85,8 +86,8 @@ from torch import nn
 
 from . import checks
 
-__all__ = ["AdversarialClassifier", "classification_loss", "adaptive_lambda", "extractor_objective",
-           "EpochLambda"]
+__all__ = ["AdversarialClassifier", "classification_loss", "adaptive_lambda", "adversarial_term",
+           "extractor_objective", "EpochLambda"]
 
 L_THRESH = 1.5
 """The classification-loss threshold of Adapt-Adv (Sec. 5.3, Table 2), used in all of its experiments."""
@@ -151,26 +152,35 @@ def adaptive_lambda(classification_loss_value, l_thresh: float = L_THRESH, lambd
     return -math.tanh(loss - l_thresh) * lambda0
 
 
-def extractor_objective(metric_loss: torch.Tensor, classification_loss_value: torch.Tensor,
-                        lam: float) -> torch.Tensor:
-    r"""Adapt-Adv Eqs. 19-20: :math:`R_{adv} = \mathcal{L}_m - \lambda\,\mathcal{L}_c`, minimized over the
-    extractor and the metric embedding layer with the classifier frozen (Algorithm 1, step 2.4).
+def adversarial_term(classification_loss_value: torch.Tensor, lam: float) -> torch.Tensor:
+    r"""The classifier's term of Adapt-Adv Eq. 19, :math:`-\lambda\,\mathcal{L}_c`, as a named loss term of the
+    extractor step (Algorithm 1, step 2.4; the classifier frozen).
 
-    ``metric_loss`` and ``classification_loss_value`` are scalar tensors (the latter computed on the
-    classifier's logits for the current ``f``, with graph); ``lam`` is the number from
-    :func:`adaptive_lambda`. The gradient reaching ``f`` from the second term is
-    :math:`-\lambda\nabla_f\mathcal{L}_c`: down the classification loss for :math:`\lambda < 0`, up it for
-    :math:`\lambda > 0` (the module docstring works through both regimes).
+    ``classification_loss_value``: the scalar :func:`classification_loss` of the classifier's logits for the
+    current features, with graph; ``lam``: the number from :func:`adaptive_lambda`. Its gradient on the
+    features is :math:`-\lambda\nabla_f\mathcal{L}_c`: down the classification loss for :math:`\lambda < 0`,
+    up it for :math:`\lambda > 0` (the module docstring works through both regimes).
     """
-    for name, value in (("metric_loss", metric_loss), ("classification_loss_value", classification_loss_value)):
-        if not torch.is_tensor(value) or value.numel() != 1:
-            raise ValueError(f"{name} must be a scalar tensor (a mean loss), got "
-                             f"{tuple(value.shape) if torch.is_tensor(value) else type(value).__name__}")
+    if not torch.is_tensor(classification_loss_value) or classification_loss_value.numel() != 1:
+        value = classification_loss_value
+        raise ValueError("classification_loss_value must be a scalar tensor (a mean loss), got "
+                         f"{tuple(value.shape) if torch.is_tensor(value) else type(value).__name__}")
     if torch.is_tensor(lam):
         raise TypeError("lam must be a plain number (from adaptive_lambda), not a tensor: it is a constant of the "
                         "extractor step and must not carry gradient")
     lam = checks.finite_number(lam, "lam")
-    return metric_loss.reshape(()) - lam * classification_loss_value.reshape(())
+    return -lam * classification_loss_value.reshape(())
+
+
+def extractor_objective(metric_loss: torch.Tensor, classification_loss_value: torch.Tensor,
+                        lam: float) -> torch.Tensor:
+    r"""Adapt-Adv Eqs. 19-20: :math:`R_{adv} = \mathcal{L}_m - \lambda\,\mathcal{L}_c`, minimized over the
+    extractor and the metric embedding layer with the classifier frozen (Algorithm 1, step 2.4): the metric
+    loss plus :func:`adversarial_term`. ``metric_loss`` is a scalar tensor (any zslib metric loss)."""
+    if not torch.is_tensor(metric_loss) or metric_loss.numel() != 1:
+        raise ValueError("metric_loss must be a scalar tensor (a mean loss), got "
+                         f"{tuple(metric_loss.shape) if torch.is_tensor(metric_loss) else type(metric_loss).__name__}")
+    return metric_loss.reshape(()) + adversarial_term(classification_loss_value, lam)
 
 
 class EpochLambda:
