@@ -48,7 +48,7 @@ class GDFLNet(EmbeddingNet):
     * ``attention_maps(x)`` -> per attended layer, the normalized weights ``(B, H, V)`` (for the
       multi-dimensional form averaged over the channels, still summing to one over the positions);
     * ``forward_tapped(x, taps)`` -> embeddings, with ``taps[name]`` applied to stage ``name``'s map on
-      its way through the network (how :func:`zslib.saliency.gradcam` reaches a map);
+      its way through the network (how :func:`zslib.saliency.similarity_gradcam` reaches a map);
     * everything else as :class:`EmbeddingNet` (``param_groups``, ``freeze_bn``, ``features``, ...).
 
     Args:
