@@ -18,7 +18,7 @@ _SUBMODULES = {
     "data", "models", "losses", "regularizers", "evaluate", "train", "experiment", "theory", "viz", "cache",
     "config", "store", "runner", "grid", "methods", "progress",
     "checks", "stats",
-    "saliency", "pairwise", "cross_update", "diversification",
+    "saliency", "pairwise", "cross_update", "diversification", "class_adversary",
 }
 
 

@@ -8,6 +8,7 @@ Quick start::
     download_weights("googlenet")                              # fetch the published file (SHA-256 checked)
     emb = net(x)                                               # (B, 512), unit length
     maps = net.features(x, ["inception4e", "inception5b", "pool"])
+    gdfl = GDFLNet.from_embedding_net(net, form="additive")   # Adapt-Adv: attended intermediate maps
     opt = torch.optim.Adam(net.param_groups(lr=1e-5, weight_decay=2e-4))   # head at 10x lr
 
 Images are RGB in [0, 1] normalized with ``normalization(backbone)`` (equivalently
@@ -28,6 +29,8 @@ from .backbones import (
     SmallCNNBackbone,
 )
 from .bninception import BNInception, BNInceptionBackbone
+from .gdfl import GDFLNet
+from .spatial_attention import ATTENTION_FORMS, SpatialAttention
 from .embedding import (
     BACKBONES,
     EmbeddingHead,
@@ -68,4 +71,5 @@ __all__ = [
     "load_weights", "read_state_dict", "sha256_of", "verify_checksum", "weights_dir", "download_weights",
     "downloads_allowed", "weights_url",
     "ZSML_ARCHITECTURE", "RelationKernels", "LinearRelation", "SimilarityHead", "PairSimilarity", "pair_similarity",
+    "ATTENTION_FORMS", "SpatialAttention", "GDFLNet",
 ]
