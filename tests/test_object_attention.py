@@ -171,3 +171,10 @@ def test_bad_inputs_are_refused():
         object_attention_map([torch.randn(2, 3, 4, 4), torch.randn(3, 3, 4, 4)], 8)
     with pytest.raises(ValueError, match="rescale"):
         object_attention_map([torch.randn(2, 3, 4, 4)], 8, rescale="softmax")
+
+
+def test_minmax_keeps_a_nearly_flat_map_flat():
+    # the literal reading returns 1/n up to rounding; min-max scaling must not turn that noise into a map
+    torch.manual_seed(7)
+    att = object_attention_map([torch.randn(3, 16, 6, 6).relu()], 12, reading="literal")
+    assert torch.allclose(att, torch.ones_like(att))
