@@ -29,6 +29,8 @@ import math
 import torch
 import torch.nn.functional as F
 
+from .checks import finite_number
+
 __all__ = ["COMPONENTS", "attention_boxes", "crop_and_zoom", "zoom_to_attention"]
 
 COMPONENTS = ("largest", "peak", "all")
@@ -88,17 +90,20 @@ def attention_boxes(attention: torch.Tensor, *, threshold="mean", component: str
     att = _check_attention(attention)
     if component not in COMPONENTS:
         raise ValueError(f"component must be one of {COMPONENTS}, got {component!r}")
-    if isinstance(min_size, bool) or not isinstance(min_size, (int, float)) or not 0 <= min_size <= 1:
-        raise ValueError(f"min_size must be a fraction of the image side in [0, 1], got {min_size!r}")
+    finite_number(min_size, "min_size (a fraction of the image side)", low=0, high=1)
     b, h, w = att.shape
     flat = att.reshape(b, -1)
     lo, hi = flat.min(1).values, flat.max(1).values
     if threshold == "mean":
         cut = flat.mean(1)
-    elif isinstance(threshold, (int, float)) and not isinstance(threshold, bool) and 0 <= threshold < 1:
-        cut = lo + float(threshold) * (hi - lo)
-    else:
+    elif isinstance(threshold, str):
         raise ValueError(f"threshold must be 'mean' or a fraction in [0, 1), got {threshold!r}")
+    else:
+        t = finite_number(threshold, "threshold (a fraction in [0, 1) between the map's minimum and maximum)",
+                          low=0, high=1)
+        if t >= 1:
+            raise ValueError(f"threshold must be 'mean' or a fraction in [0, 1), got {threshold!r}")
+        cut = lo + t * (hi - lo)
     mask = att > cut[:, None, None]
     if component != "all":
         labels = _connected_labels(mask).reshape(b, -1)

@@ -37,8 +37,10 @@ and the complete graph mixes within a few steps. Measured on SynthParts' unseen 
 profile's SmallCNN (``benchmarks/oam_localization.py``, largest gap over 200 images): on the plain graph
 of Eq. 2, ``T = 10`` is within 1e-5 of ``pi`` for the untrained network and within 1e-3 (48 px) to 1e-2
 (96 px, the 6 x 6 ``stage4``) after 200 triplet steps; T = 1, 2, 10 and the exact ``pi`` localize the
-object equally well there. With the spatial Gaussian below the graph is local and mixes more slowly:
-``T = 10`` leaves total-variation gaps of 0.02-0.08.
+object equally well there. On 16 Flowers-102 images through the ImageNet-pretrained EfficientNet-Lite0
+(``block4`` 14 x 14 x 112, ``block5`` 7 x 7 x 192, ``head`` 7 x 7 x 1280), ``T = 10`` is within 5e-5 of
+``pi``. With the spatial Gaussian below the graph is local and mixes more slowly: ``T = 10`` leaves
+total-variation gaps of 0.02-0.08 on SynthParts and up to 0.013 on the flowers.
 
 The spatial Gaussian (released code, not the paper)
 ---------------------------------------------------
@@ -72,6 +74,8 @@ from typing import Mapping
 
 import torch
 import torch.nn.functional as F
+
+from .checks import finite_number
 
 __all__ = [
     "READINGS",
@@ -129,10 +133,8 @@ def _graph(fmap: torch.Tensor, spatial_sigma) -> tuple[torch.Tensor, torch.Tenso
     dist2.diagonal(dim1=1, dim2=2).zero_()
     weights = dist2.clamp_min_(0).sqrt_()
     if spatial_sigma is not None:
-        if isinstance(spatial_sigma, bool) or not isinstance(spatial_sigma, (int, float)) \
-                or not math.isfinite(spatial_sigma) or spatial_sigma <= 0:
-            raise ValueError(f"spatial_sigma must be a positive number (fraction of the map side; the "
-                             f"released code uses 0.15) or None, got {spatial_sigma!r}")
+        finite_number(spatial_sigma, "spatial_sigma (a fraction of the map side; 0.15 in the released code)",
+                      low=0, low_open=True)
         ys, xs = torch.meshgrid(torch.arange(h, device=fmap.device, dtype=weights.dtype),
                                 torch.arange(w, device=fmap.device, dtype=weights.dtype), indexing="ij")
         grid = torch.stack([ys.reshape(-1), xs.reshape(-1)], 1)

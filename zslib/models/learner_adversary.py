@@ -42,6 +42,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ..checks import finite_number
 from .grl import grad_reverse
 
 __all__ = ["LearnerAdversary", "learner_discrepancy", "adversary_loss", "learner_hinge_loss"]
@@ -98,6 +99,7 @@ def adversary_loss(z, adversary: nn.Module, weight: float = 1.0, *, reverse: boo
     gives the plain loss (gradients of the same sign everywhere).
     """
     z = _check_learners(z)
+    finite_number(weight, "weight (lambda0)", low=0)
     inputs = grad_reverse(z, reversal) if reverse else z
     return weight * learner_discrepancy(adversary(inputs)).mean()
 
@@ -109,6 +111,7 @@ def learner_hinge_loss(z, margin: float = 2.0) -> torch.Tensor:
     L2-normalized embeddings, ``z``: ``(J, B, d)``. The released code weights each pair by 0.2.
     """
     z = _check_learners(z)
+    finite_number(margin, "margin", low=0, low_open=True)
     j, b = z.shape[0], z.shape[1]
     if j < 2:
         return z.new_zeros(())
