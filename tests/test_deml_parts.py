@@ -230,3 +230,24 @@ def test_deml_net_refuses_bad_configurations():
         DeMLNet(bb, 8, scales=2, learners=2, oam_stages=["stage1"])
     with pytest.raises(TypeError, match="Backbone"):
         DeMLNet(torch.nn.Linear(2, 2), 8)
+
+
+def test_one_training_step_with_every_term_reaches_every_part():
+    net = _net()
+    adversaries = torch.nn.ModuleList([LearnerAdversary(4) for _ in range(2)])
+    x = torch.rand(8, 3, 48, 48)
+    labels = torch.tensor([0, 0, 1, 1, 2, 2, 3, 3])
+    out = net.forward_train(x)
+    terms = {
+        "metric": decoupled_binomial_loss(out.embeddings, labels),
+        "act": activation_decay(out.embeddings, out.weights),
+        "adv": sum(adversary_loss(z, f) for z, f in zip(out.by_scale, adversaries)),
+        "hinge": 0.2 * sum(learner_hinge_loss(z) for z in out.by_scale),
+    }
+    sum(terms.values()).backward()
+    assert all(torch.isfinite(t) for t in terms.values())
+    for part in (net.backbones[0], net.backbones[1], net.cams[0], net.cams[1], adversaries):
+        grads = [p.grad for p in part.parameters() if p.requires_grad]
+        assert grads and all(g is not None and torch.isfinite(g).all() for g in grads)
+        assert sum(float(g.abs().sum()) for g in grads) > 0
+    assert all(h.grad is not None and float(h.grad.abs().sum()) > 0 for h in net.heads)

@@ -18,6 +18,7 @@ _SUBMODULES = {
     "data", "models", "losses", "regularizers", "evaluate", "train", "experiment", "theory", "viz", "cache",
     "checks", "stats",
     "saliency",
+    "object_attention", "attention_crop", "localization", "decoupled_losses",
 }
 
 

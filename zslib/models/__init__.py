@@ -25,6 +25,9 @@ from .backbones import (
     SmallCNNBackbone,
 )
 from .bninception import BNInception, BNInceptionBackbone
+from .channel_attention import ChannelAttention
+from .deml import DeMLNet, DeMLOutput
+from .learner_adversary import LearnerAdversary, adversary_loss, learner_discrepancy, learner_hinge_loss
 from .embedding import (
     BACKBONES,
     EmbeddingHead,
@@ -52,4 +55,6 @@ __all__ = [
     "EmbeddingHead", "EmbeddingNet", "build_backbone", "build_model", "canonical_backbone",
     "default_weights_path", "normalization", "KNOWN_WEIGHTS", "ChecksumError", "expected_hash_from_filename",
     "load_weights", "read_state_dict", "sha256_of", "verify_checksum", "weights_dir",
+    "ChannelAttention", "DeMLNet", "DeMLOutput", "LearnerAdversary", "adversary_loss", "learner_discrepancy",
+    "learner_hinge_loss",
 ]
