@@ -13,6 +13,12 @@ Each contender runs ``--repeats`` times after a warm-up, alternating, and the be
 (the machine is shared: the minimum is the least disturbed run). Feature maps are random ReLU outputs:
 the cost does not depend on their values.
 
+What to expect: a batched call saves the per-call overhead (some fifty small tensor operations per
+image), not arithmetic. On a CPU that wins where the overhead dominates, the quick profile's tiny maps;
+at the real profile's sizes the ``n^2 C`` Gram matrices dominate (196^2 x 112 and 49^2 x 1280
+multiply-adds per image) and a loop does the same arithmetic, so on a CPU the ratio there stays near 1.
+On a GPU every small operation costs a kernel launch and the batched call wins at every size.
+
     python benchmarks/bench_oam.py                  # all sizes, batch 64, CPU
     python benchmarks/bench_oam.py --device cuda --repeats 20
 """

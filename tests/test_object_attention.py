@@ -178,3 +178,12 @@ def test_minmax_keeps_a_nearly_flat_map_flat():
     torch.manual_seed(7)
     att = object_attention_map([torch.randn(3, 16, 6, 6).relu()], 12, reading="literal")
     assert torch.allclose(att, torch.ones_like(att))
+
+
+def test_resizing_is_bilinear_interpolation():
+    torch.manual_seed(8)
+    fmap = torch.randn(3, 8, 5, 7).relu()
+    att = object_attention_map([fmap], (23, 31))
+    small = object_attention_map([fmap], (5, 7))  # at the map's own size: the rescaled map itself
+    ref = torch.nn.functional.interpolate(small[:, None], size=(23, 31), mode="bilinear", align_corners=False)[:, 0]
+    assert torch.allclose(att, ref, atol=1e-6)

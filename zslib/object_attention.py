@@ -319,7 +319,7 @@ def object_attention_map(fmaps, size, steps: int | None = 10, *, spatial_sigma: 
     groups: dict[tuple[int, int], list[int]] = {}
     for k, m in enumerate(maps):
         groups.setdefault(tuple(m.shape[-2:]), []).append(k)
-    total = torch.zeros(b, 1, *size, dtype=torch.float32, device=maps[0].device)
+    total = torch.zeros(b, *size, dtype=torch.float32, device=maps[0].device)
     for (h, w), members in groups.items():
         graphs = [_graph(maps[k], spatial_sigma) for k in members]
         weights = torch.cat([g[0] for g in graphs]).float() if len(graphs) > 1 else graphs[0][0].float()
@@ -329,6 +329,14 @@ def object_attention_map(fmaps, size, steps: int | None = 10, *, spatial_sigma: 
         else:
             m = random_walk(transition_matrix(weights, degree), steps, reading)
         m = _rescale(m.reshape(-1, h, w), rescale)
-        up = F.interpolate(m[:, None], size=size, mode="bilinear", align_corners=False)
-        total += up.reshape(len(members), b, 1, *size).sum(0)
-    return (total / len(maps))[:, 0]
+        # bilinear resizing is separable: rows then columns, two small matrix products
+        up = _resize_matrix(h, size[0], m).T @ m @ _resize_matrix(w, size[1], m)
+        total += up.reshape(len(members), b, *size).sum(0)
+    return total / len(maps)
+
+
+def _resize_matrix(n_in: int, n_out: int, like: torch.Tensor) -> torch.Tensor:
+    """``(n_in, n_out)``: 1-D linear interpolation (``align_corners=False``) as a matrix, so that
+    ``A_h^T M A_w`` equals ``F.interpolate(M, mode="bilinear", align_corners=False)``."""
+    eye = torch.eye(n_in, dtype=like.dtype, device=like.device)[None]
+    return F.interpolate(eye, size=n_out, mode="linear", align_corners=False)[0]
