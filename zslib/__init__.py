@@ -19,6 +19,7 @@ _SUBMODULES = {
     "config", "store", "runner", "grid", "methods", "progress",
     "checks", "stats",
     "saliency", "pairwise", "cross_update", "diversification", "class_adversary",
+    "object_attention", "attention_crop", "localization", "decoupled_losses", "features",
 }
 
 

@@ -31,6 +31,9 @@ from .backbones import (
 from .bninception import BNInception, BNInceptionBackbone
 from .gdfl import GDFLNet
 from .spatial_attention import ATTENTION_FORMS, SpatialAttention
+from .channel_attention import ChannelAttention
+from .deml import DeMLNet, DeMLOutput
+from .learner_adversary import LearnerAdversary, adversary_loss, learner_discrepancy, learner_hinge_loss
 from .embedding import (
     BACKBONES,
     EmbeddingHead,
@@ -72,4 +75,6 @@ __all__ = [
     "downloads_allowed", "weights_url",
     "ZSML_ARCHITECTURE", "RelationKernels", "LinearRelation", "SimilarityHead", "PairSimilarity", "pair_similarity",
     "ATTENTION_FORMS", "SpatialAttention", "GDFLNet",
+    "ChannelAttention", "DeMLNet", "DeMLOutput", "LearnerAdversary", "adversary_loss", "learner_discrepancy",
+    "learner_hinge_loss",
 ]

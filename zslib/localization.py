@@ -1,0 +1,101 @@
+"""How well an attention map finds the object: scores against known object masks and boxes.
+
+DeML shows its object attention only as pictures (Fig. 4). On SynthParts the object's pixels and its
+tight box are known (``SynthParts.object_masks()``, ``SynthParts.boxes``), so localization becomes a
+number. Three scores, each per image:
+
+* **mass on object** -- the share of the attention mass that falls on object pixels,
+  ``sum(A * mask) / sum(A)``. Uniform attention scores the object's area share, so the *lift*
+  (mass share over area share) is 1 for a map that knows nothing and above 1 for one that helps;
+* **peak on object** -- whether the attention maximum lies on the object (the "pointing game");
+* **box IoU** -- intersection over union of the crop box (:func:`zslib.attention_crop.attention_boxes`)
+  with the object's box. The whole-image box scores the object box's area share.
+
+:func:`localization_scores` returns the means over images together with the two chance levels.
+"""
+from __future__ import annotations
+
+import torch
+
+__all__ = ["mass_on_object", "peak_on_object", "box_iou", "localization_scores"]
+
+
+def _check_pair(attention, masks):
+    if not torch.is_tensor(attention) or attention.dim() != 3:
+        raise ValueError(f"attention must be (B, H, W), got {tuple(getattr(attention, 'shape', ()))}")
+    if not torch.is_tensor(masks) or masks.shape != attention.shape:
+        raise ValueError(f"masks must have the attention's shape {tuple(attention.shape)}, got "
+                         f"{tuple(getattr(masks, 'shape', ()))}; resize the attention to the image size first")
+    att = attention.detach().float()
+    if bool((att < 0).any()) or not bool(torch.isfinite(att).all()):
+        raise ValueError("attention must be finite and non-negative (an attention map, not a logit map)")
+    return att, masks.to(device=att.device, dtype=torch.bool)
+
+
+def mass_on_object(attention: torch.Tensor, masks: torch.Tensor) -> torch.Tensor:
+    """Share of each map's mass on the object, ``(B,)``. A map with no mass counts as uniform."""
+    att, masks = _check_pair(attention, masks)
+    total = att.flatten(1).sum(1)
+    on = (att * masks).flatten(1).sum(1)
+    area = masks.flatten(1).float().mean(1)
+    return torch.where(total > 0, on / torch.where(total > 0, total, torch.ones_like(total)), area)
+
+
+def peak_on_object(attention: torch.Tensor, masks: torch.Tensor) -> torch.Tensor:
+    """Whether each map's maximum (the first one in row-major order on ties) is an object pixel, ``(B,)``."""
+    att, masks = _check_pair(attention, masks)
+    idx = att.flatten(1).argmax(1, keepdim=True)
+    return masks.flatten(1).gather(1, idx)[:, 0]
+
+
+def box_iou(boxes: torch.Tensor, other: torch.Tensor) -> torch.Tensor:
+    """Intersection over union of matching boxes ``(x_min, y_min, x_max, y_max)`` (max exclusive), ``(B,)``.
+
+    Two empty boxes have IoU 0.
+    """
+    a, b = torch.as_tensor(boxes, dtype=torch.float64), torch.as_tensor(other, dtype=torch.float64)
+    if a.dim() != 2 or a.shape[1] != 4 or a.shape != b.shape:
+        raise ValueError(f"boxes must be two (B, 4) tensors of the same shape, got {tuple(a.shape)} and "
+                         f"{tuple(b.shape)}")
+    b = b.to(a.device)
+    iw = (torch.minimum(a[:, 2], b[:, 2]) - torch.maximum(a[:, 0], b[:, 0])).clamp_min(0)
+    ih = (torch.minimum(a[:, 3], b[:, 3]) - torch.maximum(a[:, 1], b[:, 1])).clamp_min(0)
+    inter = iw * ih
+    area = lambda x: (x[:, 2] - x[:, 0]).clamp_min(0) * (x[:, 3] - x[:, 1]).clamp_min(0)  # noqa: E731
+    union = area(a) + area(b) - inter
+    return torch.where(union > 0, inter / torch.where(union > 0, union, torch.ones_like(union)),
+                       torch.zeros_like(union))
+
+
+def localization_scores(attention: torch.Tensor, masks: torch.Tensor, object_boxes: torch.Tensor,
+                        boxes: torch.Tensor | None = None, **box_options) -> dict[str, float]:
+    """Mean localization scores of attention maps against the objects' masks and boxes.
+
+    ``attention`` and ``masks``: ``(B, H, W)`` at the image size; ``object_boxes``: ``(B, 4)`` (e.g.
+    ``SynthParts.boxes``). ``boxes``: the crop boxes to score; default
+    :func:`zslib.attention_crop.attention_boxes` of ``attention`` with ``box_options``.
+
+    Returns ``mass_on_object``, ``area_share`` (its chance level: uniform attention), ``lift`` (the mean
+    per-image ratio of the two), ``peak_on_object``, ``box_iou`` and ``box_iou_full_image`` (its chance
+    level: no crop), all floats.
+    """
+    from .attention_crop import attention_boxes
+
+    att, masks = _check_pair(attention, masks)
+    obj = torch.as_tensor(object_boxes, dtype=torch.float64, device=att.device)
+    if obj.shape != (att.shape[0], 4):
+        raise ValueError(f"object_boxes must be ({att.shape[0]}, 4), got {tuple(obj.shape)}")
+    if boxes is None:
+        boxes = attention_boxes(att, **box_options)
+    mass = mass_on_object(att, masks)
+    area = masks.flatten(1).float().mean(1)
+    h, w = att.shape[-2:]
+    full = torch.tensor([[0.0, 0.0, float(w), float(h)]], dtype=torch.float64, device=att.device).expand_as(obj)
+    return {
+        "mass_on_object": float(mass.mean()),
+        "area_share": float(area.mean()),
+        "lift": float((mass / area.clamp_min(1e-12)).mean()),
+        "peak_on_object": float(peak_on_object(att, masks).float().mean()),
+        "box_iou": float(box_iou(boxes, obj).mean()),
+        "box_iou_full_image": float(box_iou(full, obj).mean()),
+    }
