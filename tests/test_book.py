@@ -70,7 +70,8 @@ def test_chapter_follows_the_template(path):
     setup = code[0]
     assert f"git+{repository_url()}" in setup, \
         f"{path.name}: the setup cell must install zslib from {repository_url()} (_config.yml)"
-    assert 'ZS_PROFILE = "quick"  # @param ["quick", "full"]' in setup
+    assert 'ZS_PROFILE = "quick"  # @param ["quick", "real", "full"]' in setup
+    assert 'os.environ.setdefault("ZS_DOWNLOAD", "1")' in setup
     assert "zslib.get_profile()" in setup
     text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
     assert "## Learning goals" in text, f"{path.name}: no '## Learning goals' section"

@@ -367,3 +367,20 @@ def test_objective_method_wraps_a_function():
     assert m.terms("main", nn.Identity(), torch.ones(2, 2), None)["sum"].item() == 4.0
     with pytest.raises(TypeError, match="callable"):
         objective_method(3)
+
+
+def test_the_pretrained_method_evaluates_without_training(tmp_path):
+    from zslib.experiment import load_model, run
+    from zslib.train import embed
+
+    config = Config(method="pretrained", iterations=5, eval_every=5, synth_images_per_class=6, image_size=32,
+                    resize_size=36, embedding_dim=8)
+    r = run(config, results_dir=tmp_path, progress=False)
+    assert r.provenance["train_seconds"] == 0.0 and r.history.losses == []
+    model = load_model(r, device="cpu")
+    from zslib.experiment import build_data
+    from zslib.evaluate import recall_at_k
+    emb, labels = embed(model, build_data(config)["unseen"])
+    assert emb.shape[1] == 128  # the pooled feature of the quick CNN, not the 8-d head
+    assert torch.allclose(emb.norm(dim=1), torch.ones(len(emb)), atol=1e-5)
+    assert recall_at_k(emb, labels, ks=(1,))[1] == pytest.approx(r.metric("R@1"), abs=1e-12)

@@ -123,6 +123,15 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show the full traceback of an error")
 
     sub.add_parser("methods", help="list the methods with their papers, equations and parameters")
+
+    r = sub.add_parser("record", help="copy finished runs of a profile into results/recorded/ (to commit them)",
+                       description="Copy the result files of finished runs of one profile from the results folder "
+                                   "into its recorded/ sub-folder, which is committed to the repository: the "
+                                   "chapters then show these runs in builds that do not train them (e.g. the real "
+                                   "profile's runs in a quick build). Checkpoints are not copied.")
+    r.add_argument("--profile", required=True, choices=[p for p in sorted(PROFILES) if p != "quick"])
+    r.add_argument("--results-dir", help="where results are (default: $ZS_RESULTS or results/)")
+    r.add_argument("--dry-run", action="store_true", help="only list what would be copied")
     return p
 
 
@@ -169,6 +178,11 @@ def _train(args) -> int:
     except (ValueError, TypeError) as err:
         raise UsageError(str(err)) from None
     _check_device(args.device)
+    if config.feature_stages:  # the real profile: build (once) or find the feature cache, and say so
+        from zslib.features import describe
+        from zslib.runner import build_data
+
+        print(describe(build_data(config)["train"].info), flush=True)
     started = time.perf_counter()
     result = run(config, results_dir=args.results_dir, force=args.force, device=args.device,
                  progress=False if args.progress == "none" else args.progress)
@@ -213,6 +227,17 @@ def _evaluate(args) -> int:
     return 0
 
 
+def _record(args) -> int:
+    from zslib.store import record_runs
+
+    copied = record_runs(args.profile, args.results_dir, dry_run=args.dry_run)
+    verb = "would copy" if args.dry_run else "copied"
+    print(f"{verb} {len(copied)} run(s) of the {args.profile} profile to the recorded runs")
+    for path in copied:
+        print(f"  {path}")
+    return 0
+
+
 def _methods(args) -> int:
     from zslib.methods import describe_methods
 
@@ -222,7 +247,7 @@ def _methods(args) -> int:
 
 def main(argv=None) -> int:
     args = _parser().parse_args(argv)
-    command = {"train": _train, "evaluate": _evaluate, "methods": _methods}[args.command]
+    command = {"train": _train, "evaluate": _evaluate, "methods": _methods, "record": _record}[args.command]
     if args.debug:
         return command(args)
     try:

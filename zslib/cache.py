@@ -40,11 +40,18 @@ def cache_dir(path: str | os.PathLike | None = None) -> Path | None:
     return resolve_folder(path, "ZS_CACHE", "data/cache", "~/.cache/zslib")
 
 
-def source_fingerprint(*files: str | os.PathLike) -> str:
-    """16 hex digits of the SHA-256 of the given source files' bytes (pass ``module.__file__``)."""
+def source_fingerprint(*sources) -> str:
+    """16 hex digits of the SHA-256 of source code: files (paths, e.g. ``module.__file__``), or functions,
+    classes and modules (their source, via :func:`inspect.getsource`). Name exactly the code that computes a
+    cached value, so that an edit elsewhere does not throw the cache away while an edit there always does."""
+    import inspect
+
     h = hashlib.sha256()
-    for f in files:
-        h.update(Path(f).read_bytes())
+    for src in sources:
+        if isinstance(src, (str, os.PathLike)):
+            h.update(Path(src).read_bytes())
+        else:
+            h.update(inspect.getsource(src).encode())
     return h.hexdigest()[:16]
 
 

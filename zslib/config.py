@@ -28,7 +28,7 @@ __all__ = ["Config", "config_hash", "PROFILE_FIELDS"]
 #: Config fields whose default is the value of the profile of the same name.
 PROFILE_FIELDS = ("dataset", "image_size", "resize_size", "backbone", "backbone_params", "pretrained",
                   "embedding_dim", "batch_classes", "batch_per_class", "iterations", "eval_every", "lr",
-                  "new_layer_mult", "weight_decay", "num_workers", "amp", "synth_images_per_class")
+                  "new_layer_mult", "weight_decay", "num_workers", "amp", "synth_images_per_class", "feature_stages")
 
 
 def _json_default(obj):
@@ -80,6 +80,7 @@ class Config:
     amp: bool | None = None
     num_workers: int | None = None
     synth_images_per_class: int | None = None
+    feature_stages: list | None = None
     eval_batch_size: int = 256
     name: str = ""
 
@@ -90,6 +91,7 @@ class Config:
         for key in PROFILE_FIELDS:
             if getattr(self, key) is None:
                 object.__setattr__(self, key, getattr(profile, key))
+        object.__setattr__(self, "feature_stages", [str(s) for s in self.feature_stages])
         for key in ("backbone_params", "loss_params", "method_params"):
             value = getattr(self, key)
             if not isinstance(value, Mapping):
@@ -160,7 +162,9 @@ class Config:
 
     def to_profile(self) -> Profile:
         """The profile the data builders see: the named profile with this config's sizes."""
-        return PROFILES[self.profile].replace(**{k: getattr(self, k) for k in PROFILE_FIELDS}, seeds=(self.seed,))
+        values = {k: getattr(self, k) for k in PROFILE_FIELDS}
+        values["feature_stages"] = tuple(values["feature_stages"])
+        return PROFILES[self.profile].replace(**values, seeds=(self.seed,))
 
     @property
     def hash(self) -> str:

@@ -15,11 +15,11 @@ Everything here lives in a module named after its concept; this module gathers t
 from __future__ import annotations
 
 from .config import Config, config_hash
-from .grid import default_workers, run_grid, run_many, run_seeds
+from .grid import MissingRunsError, default_workers, run_grid, run_many, run_seeds
 from .runner import build_data, build_model, evaluate_checkpoint, load_model, run
 from .stats import format_interval, paired, summarize
 from .store import Result, ResultFileError, load_result, load_results, results_dir
 
 __all__ = ["Config", "config_hash", "run", "build_data", "build_model", "load_model", "evaluate_checkpoint",
-           "run_grid", "run_many", "run_seeds", "default_workers", "Result", "ResultFileError", "load_result",
+           "run_grid", "run_many", "run_seeds", "default_workers", "MissingRunsError", "Result", "ResultFileError", "load_result",
            "load_results", "results_dir", "summarize", "paired", "format_interval"]

@@ -21,7 +21,19 @@ from .progress import progress_bar
 from .runner import build_data, run
 from .store import Result, result_path, results_dir
 
-__all__ = ["run_many", "run_grid", "run_seeds", "default_workers"]
+__all__ = ["run_many", "run_grid", "run_seeds", "default_workers", "MissingRunsError"]
+
+
+class MissingRunsError(LookupError):
+    """Runs a chapter wanted to show from the store (``run_grid(..., stored_only=True)``) are not there."""
+
+    def __init__(self, configs, directory):
+        self.configs = list(configs)
+        names = ", ".join(sorted({c.name for c in self.configs})[:6])
+        profiles = sorted({c.profile for c in self.configs})
+        super().__init__(
+            f"{len(self.configs)} run(s) of the {'/'.join(profiles)} profile are not stored in {directory} or its "
+            f"recorded/ folder (e.g. {names}); run this notebook with ZS_PROFILE={profiles[0]} to train them")
 
 
 def run_seeds(config: Config, seeds: Iterable[int] | None = None, *, workers: int | None = 1,
@@ -31,13 +43,15 @@ def run_seeds(config: Config, seeds: Iterable[int] | None = None, *, workers: in
     return run_many([config.replace(seed=int(s)) for s in seeds], workers=workers, **run_kwargs)
 
 
-def run_grid(grid: Mapping, seeds: Iterable[int] | None = None, **run_kwargs) -> dict:
+def run_grid(grid: Mapping, seeds: Iterable[int] | None = None, *, stored_only: bool = False, **run_kwargs) -> dict:
     """Every configuration of ``grid`` (``{key: Config}``) once per seed, all in one :func:`run_many`
     (so the whole grid trains in parallel), returned as ``{key: [Result per seed]}`` in the grid's order.
 
     ``seeds`` defaults to the seeds of each config's profile. A chapter names its configurations by what
     it compares, e.g. ``run_grid({"baseline": c, "cml": c.replace(...)})``, and summarizes each list with
-    :func:`summarize`.
+    :func:`summarize`. With ``stored_only`` nothing is trained: every run must already be stored (in
+    ``results/`` or among the recorded runs of ``results/recorded/``), else :class:`MissingRunsError` lists
+    the missing ones -- how a chapter shows the recorded runs of a profile it is not running.
     """
     jobs = []
     for key, config in grid.items():
@@ -45,6 +59,11 @@ def run_grid(grid: Mapping, seeds: Iterable[int] | None = None, **run_kwargs) ->
             raise TypeError(f"run_grid() needs Config values, got {type(config).__name__} for {key!r}")
         for s in (PROFILES[config.profile].seeds if seeds is None else tuple(seeds)):
             jobs.append((key, config.replace(seed=int(s))))
+    if stored_only:
+        directory = results_dir(run_kwargs.get("results_dir"))
+        missing = [c for _, c in jobs if not result_path(c, directory).exists()]
+        if missing:
+            raise MissingRunsError(missing, directory)
     results = run_many([c for _, c in jobs], **run_kwargs)
     out: dict = {key: [] for key in grid}
     for (key, _), result in zip(jobs, results):

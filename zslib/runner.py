@@ -60,7 +60,8 @@ def build_model(config: Config) -> nn.Module:
 
     net = build_net(config.backbone, config.embedding_dim, pretrained=config.pretrained,
                     weights_path=config.weights_path, normalize=config.normalize, freeze_bn=config.freeze_bn,
-                    dropout=config.dropout, **config.backbone_params)
+                    dropout=config.dropout, feature_stages=config.feature_stages, image_size=config.image_size,
+                    **config.backbone_params)
     return get_method(config.method).attach(net, config.method_params)
 
 
@@ -126,6 +127,15 @@ def run(config: Config, results_dir: str | os.PathLike | None = None, force: boo
     set_seed(config.seed)  # model initialization and class proxies are drawn from the seed
     model = build_model(config)
     method = build_method(config, model, classes)
+    if not method.trains:  # e.g. the pretrained features: evaluate only
+        from .train import History
+
+        history = History()
+        metrics = _final_metrics(config, model.to(device), data, history, device)
+        result = Result(config, metrics, history, provenance(config, device, train_seconds=0.0,
+                                                             wall_seconds=round(time.perf_counter() - started, 3)))
+        result.save(path)
+        return result
     eval_sets = {k: data[k] for k in ("seen", "val", "unseen") if k in data}
     history = train(
         model, method, data["train"], iterations=config.iterations, batch_classes=config.batch_classes,
@@ -159,14 +169,19 @@ def load_model(result: Result, device=None) -> nn.Module:
     """The trained network of a finished run, rebuilt from its config and checkpoint, in eval mode."""
     if not isinstance(result, Result):
         raise TypeError(f"load_model needs a zslib.store.Result, got {type(result).__name__}")
+    if device is None:
+        from .profile import device as default_device
+        device = default_device()
+    from .methods import get_method
+
+    if not get_method(result.config.method).trains:  # nothing was trained: the network as it comes, and its
+        set_seed(result.config.seed)                     # random parts initialized as run() initialized them
+        return build_model(result.config).to(device).eval()
     ckpt = result.checkpoint
     if ckpt is None or not ckpt.is_file():
         raise FileNotFoundError(
             f"the checkpoint of run {result.config.name!r} is missing ({ckpt}); results copied without "
             "their checkpoints/ folder cannot give back the model -- run it again with force=True")
-    if device is None:
-        from .profile import device as default_device
-        device = default_device()
     return _model_from_state(result.config, load_checkpoint(ckpt, map_location="cpu"), device)
 
 

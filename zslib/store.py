@@ -30,7 +30,7 @@ from .profile import repository_root, resolve_folder
 from .train.history import History
 
 __all__ = ["Result", "ResultFileError", "results_dir", "result_path", "load_result", "load_results",
-           "git_commit", "device_name", "provenance"]
+           "record_runs", "git_commit", "device_name", "provenance"]
 
 
 class ResultFileError(ValueError):
@@ -48,9 +48,10 @@ def _slug(text: str) -> str:
 
 
 def result_path(config: Config, directory: Path) -> Path:
-    """Where the result of ``config`` is (or will be) stored in ``directory``."""
+    """Where the result of ``config`` is stored: in ``directory``, else among its recorded runs
+    (``directory/recorded``), else where it will be written (in ``directory``)."""
     h = config_hash(config)
-    found = sorted(directory.glob(f"*-{h}.json"))
+    found = sorted(directory.glob(f"*-{h}.json")) or sorted(directory.glob(f"recorded/*-{h}.json"))
     return found[0] if found else directory / f"{_slug(config.name)}-{h}.json"
 
 
@@ -217,4 +218,25 @@ def load_results(directory: str | os.PathLike | None = None, **match) -> list[Re
         r = load_result(p)
         if all(getattr(r.config, k) == v for k, v in match.items()):
             out.append(r)
+    return out
+
+
+def record_runs(profile: str, directory: str | os.PathLike | None = None, dry_run: bool = False) -> list[Path]:
+    """Copy the complete results of ``profile`` from ``directory`` into ``directory/recorded`` (the folder
+    committed to the repository), unless a run is recorded already; returns the recorded paths. The copy
+    keeps the provenance and drops the checkpoint reference (checkpoints are not committed)."""
+    root = results_dir(directory)
+    recorded = root / "recorded"
+    have = {p.name for p in recorded.glob("*.json")}
+    out = []
+    for path in sorted(root.glob("*.json")):
+        result = load_result(path)
+        if result.config.profile != profile or path.name in have:
+            continue
+        target = recorded / path.name
+        out.append(target)
+        if not dry_run:
+            provenance = {k: v for k, v in result.provenance.items() if k != "checkpoint"}
+            provenance["recorded_from"] = str(path.name)
+            Result(result.config, result.metrics, result.history, provenance).save(target)
     return out

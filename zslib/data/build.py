@@ -4,6 +4,9 @@
   ``profile.image_size`` px with ``profile.synth_images_per_class`` images per class; ``"train"``
   is the seen split and ``"test"`` the unseen split. Images are rendered in memory with their random
   pose already, so no augmentation is added; ``mean``/``std`` (if given) normalize them.
+* real profile (``profile.feature_stages`` not empty): the maps of those stages of the frozen pretrained
+  ``profile.backbone``, read from the feature cache (:mod:`zslib.features`; built on first use), as a
+  :class:`~zslib.features.FeatureDataset` of the split.
 * full profile: the real dataset named by ``profile.dataset`` with
   :func:`~zslib.data.train_transform` (``train=True``) or :func:`~zslib.data.test_transform`, sized
   by ``profile.resize_size`` / ``profile.image_size`` and normalized with the backbone's
@@ -15,7 +18,7 @@ from .datasets import get_dataset_class
 from .synthparts import SynthParts
 from .transforms import IMAGENET_MEAN, IMAGENET_STD, test_transform, train_transform
 
-__all__ = ["build_dataset"]
+__all__ = ["build_dataset", "open_dataset"]
 
 _TO_SYNTH = {"train": "seen", "seen": "seen", "test": "unseen", "unseen": "unseen", "all": "all"}
 _TO_REAL = {"seen": "train", "unseen": "test"}
@@ -47,9 +50,38 @@ def build_dataset(profile=None, split: str = "train", train: bool | None = None,
             transform = v2.Normalize(list(mean), list(std))
         return SynthParts(_TO_SYNTH[split], image_size=profile.image_size,
                           images_per_class=profile.synth_images_per_class, seed=seed, transform=transform)
+    if tuple(getattr(profile, "feature_stages", ()) or ()):
+        return _cached_split(profile, split, root)
     cls = get_dataset_class(profile.dataset)
     mean = IMAGENET_MEAN if mean is None else mean
     std = IMAGENET_STD if std is None else std
     make = train_transform if train else test_transform
     transform = make(profile.image_size, profile.resize_size, mean, std)
-    return cls(root=root, split=_TO_REAL.get(split, split), transform=transform)
+    return open_dataset(cls, root=root, split=_TO_REAL.get(split, split), transform=transform)
+
+
+def open_dataset(cls, **kwargs):
+    """``cls(**kwargs)``; when the dataset is not on disk and downloads are allowed (``ZS_DOWNLOAD=1``, as the
+    chapters' Colab setup cell sets it), download it first (:meth:`download`: checksums, resume, progress)."""
+    from ..profile import downloads_allowed
+    from .errors import MissingDataError
+
+    try:
+        return cls(**kwargs)
+    except MissingDataError:
+        if not downloads_allowed():
+            raise
+    cls.download(kwargs.get("root"))
+    return cls(**kwargs)
+
+
+def _cached_split(profile, split: str, root):
+    from ..features import FeatureDataset, feature_cache, layout
+
+    split = _TO_REAL.get(split, split)
+    if split not in ("train", "test"):
+        raise ValueError(f"a feature cache holds the splits 'train' (seen) and 'test' (unseen), not {split!r}")
+    stages = tuple(profile.feature_stages)
+    arrays, info = feature_cache(profile.dataset, profile.backbone, stages, profile.image_size, profile.resize_size,
+                                 root=root)
+    return FeatureDataset(arrays, split, layout(profile.backbone, stages, profile.image_size), info)

@@ -466,6 +466,17 @@ _RENDERED_MAX = 6
 
 _SPLIT_ALIASES = {"seen": "seen", "train": "seen", "unseen": "unseen", "test": "unseen", "all": "all"}
 
+_FINGERPRINT: list[str] = []
+
+
+def _code_fingerprint() -> str:
+    """A fingerprint of this file's source, read once per process (the code that renders the cached images)."""
+    if not _FINGERPRINT:
+        from ..cache import source_fingerprint
+
+        _FINGERPRINT.append(source_fingerprint(__file__))
+    return _FINGERPRINT[0]
+
 
 class SynthParts(Dataset):
     """The SynthParts image set (see the module docstring for the design).
@@ -608,11 +619,11 @@ class SynthParts(Dataset):
     def _from_disk_or_render(self):
         """The whole split from the on-disk cache (:mod:`zslib.cache`), keyed by the split's arguments
         and a fingerprint of this file, or rendered now and stored there for the next process."""
-        from ..cache import ArrayCache, source_fingerprint
+        from ..cache import ArrayCache
 
         names = ("split", "image_size", "images_per_class", "seed", "num_seen", "num_unseen", "unseen_groups",
                  "design_seed")
-        entry = ArrayCache("synthparts", {**dict(zip(names, self._cache_key)), "code": source_fingerprint(__file__)})
+        entry = ArrayCache("synthparts", {**dict(zip(names, self._cache_key)), "code": _code_fingerprint()})
         stored = entry.load()
         if stored is not None:
             return (torch.from_numpy(stored["images"]), torch.from_numpy(stored["part_map"]),

@@ -95,6 +95,7 @@ class Method(nn.Module):
     equations: ClassVar[str] = ""
     params: ClassVar[Mapping[str, Param]] = {}
     phases: ClassVar[tuple[str, ...]] = ("main",)
+    trains: ClassVar[bool] = True  # False: nothing to train, the runner only evaluates (e.g. "pretrained")
 
     def __init__(self, config=None, model: nn.Module | None = None, num_classes: int | None = None):
         super().__init__()

@@ -29,6 +29,7 @@ from .backbones import (
     SmallCNNBackbone,
 )
 from .bninception import BNInception, BNInceptionBackbone
+from .cached import CachedBackbone
 from .gdfl import GDFLNet
 from .spatial_attention import ATTENTION_FORMS, SpatialAttention
 from .channel_attention import ChannelAttention
@@ -68,7 +69,7 @@ from .weights import (
 
 __all__ = [
     "IMAGENET_MEAN", "IMAGENET_STD", "Backbone", "SmallCNN", "SmallCNNBackbone", "GoogLeNetBackbone",
-    "ResNet50Backbone", "EfficientNetLite0Backbone", "BNInception", "BNInceptionBackbone", "BACKBONES",
+    "ResNet50Backbone", "EfficientNetLite0Backbone", "BNInception", "BNInceptionBackbone", "CachedBackbone", "BACKBONES",
     "EmbeddingHead", "EmbeddingNet", "build_backbone", "build_model", "canonical_backbone",
     "default_weights_path", "normalization", "KNOWN_WEIGHTS", "ChecksumError", "expected_hash_from_filename",
     "load_weights", "read_state_dict", "sha256_of", "verify_checksum", "weights_dir", "download_weights",

