@@ -34,9 +34,10 @@ def build_data(config: Config) -> dict:
 
     profile = config.to_profile()
     mean, std = normalization(config.backbone)
+    pooled_only = _pooled_only(config)
 
     def build(split, train):
-        return build_dataset(profile, split, train=train, mean=mean, std=std)
+        return build_dataset(profile, split, train=train, mean=mean, std=std, pooled_only=pooled_only)
 
     train_set = build("train", True)
     # SynthParts renders its random poses into the images and adds no augmentation: reuse the set
@@ -53,6 +54,13 @@ def build_data(config: Config) -> dict:
     return out
 
 
+def _pooled_only(config: Config) -> bool:
+    """On a cached-feature profile, whether the run reads only the pooled feature (its method reads no maps)."""
+    from .methods import get_method
+
+    return bool(config.feature_stages) and not get_method(config.method).uses_maps
+
+
 def build_model(config: Config) -> nn.Module:
     """The network of ``config``: the profile's backbone and embedding head, extended by the method."""
     from .methods import get_method
@@ -61,7 +69,7 @@ def build_model(config: Config) -> nn.Module:
     net = build_net(config.backbone, config.embedding_dim, pretrained=config.pretrained,
                     weights_path=config.weights_path, normalize=config.normalize, freeze_bn=config.freeze_bn,
                     dropout=config.dropout, feature_stages=config.feature_stages, image_size=config.image_size,
-                    **config.backbone_params)
+                    pooled_only=_pooled_only(config), **config.backbone_params)
     return get_method(config.method).attach(net, config.method_params)
 
 

@@ -18,6 +18,9 @@ name::
 * ``attach(model, params)`` (class method): add networks to the model that evaluation needs too
   (attention modules, several heads); the default returns the model unchanged. Networks only training
   needs (an adversary, a classifier) are attributes of the method instead.
+* ``uses_maps``: whether the method reads the backbone's intermediate maps (attention over them) or only
+  its pooled feature. On the ``real`` profile, whose maps come from a disk cache, a method that does not
+  read maps is fed the cached pooled feature alone, which is 50 times less to read per image.
 * ``phases``: the names of the updates of one step, in order, e.g. ``("embedding", "adversary")``. Each
   phase has its own optimizer, learning-rate schedule and gradient scaler. A min-max game written with
   a gradient reversal layer (:mod:`zslib.models.grl`) is a single phase.
@@ -96,6 +99,7 @@ class Method(nn.Module):
     params: ClassVar[Mapping[str, Param]] = {}
     phases: ClassVar[tuple[str, ...]] = ("main",)
     trains: ClassVar[bool] = True  # False: nothing to train, the runner only evaluates (e.g. "pretrained")
+    uses_maps: ClassVar[bool] = False  # True: reads the backbone's intermediate maps, not only its pooled feature
 
     def __init__(self, config=None, model: nn.Module | None = None, num_classes: int | None = None):
         super().__init__()
