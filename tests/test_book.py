@@ -80,13 +80,8 @@ def test_chapter_follows_the_template(path):
 
 # ---------------------------------------------------------------- the executed build
 
-@pytest.fixture(scope="module")
-def built_book():
-    proc = subprocess.run([sys.executable, str(BUILD_SCRIPT)], cwd=REPO,
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    if proc.returncode != 0:
-        pytest.fail("the book build failed:\n" + proc.stdout[-8000:], pytrace=False)
-    return REPO / "_build" / "html"
+# The fixture ``built_book`` (the build itself, once per test session) is in conftest.py: the browser tests
+# of tests/test_browser.py read the same build.
 
 
 @pytest.mark.book
