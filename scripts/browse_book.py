@@ -293,12 +293,12 @@ def check_page(context, root: Path, html_dir: Path, page: str, screenshot: Path 
                 add("colab", f"Colab link {href} should be {expected}")
 
     for link in links:
-        _check_link(link, path, html_dir, anchor_cache, add)
+        _check_link(link, html_dir, anchor_cache, add)
 
     for m in messages:
         where = (m.location or {}).get("url", "")
-        if where.startswith("file:") and "Failed to load resource" in m.text:
-            continue  # already reported, with the file's name, by the requestfailed handler
+        if where.startswith(("file:", "http:", "https:")) and "Failed to load resource" in m.text:
+            continue  # reported with its address: a file by the requestfailed handler, the network by _serve
         add("console", f"{m.text} ({_show(where, html_dir)})" if where else m.text)
     if screenshot is not None:
         screenshot.parent.mkdir(parents=True, exist_ok=True)
@@ -316,7 +316,7 @@ def _show(url: str, html_dir: Path) -> str:
     return url
 
 
-def _check_link(link: dict, page_path: Path, html_dir: Path, cache: dict, add) -> None:
+def _check_link(link: dict, html_dir: Path, cache: dict, add) -> None:
     url = link["url"]
     if not url.startswith("file:"):
         return  # http(s), mailto, javascript: outside the book; the Colab link is checked on its own
