@@ -30,7 +30,7 @@ from .profile import repository_root, resolve_folder
 from .train.history import History
 
 __all__ = ["Result", "ResultFileError", "results_dir", "result_path", "load_result", "load_results",
-           "record_runs", "git_commit", "device_name", "provenance"]
+           "record_runs", "recorded_runs", "provenance_summary", "git_commit", "device_name", "provenance"]
 
 
 class ResultFileError(ValueError):
@@ -240,3 +240,34 @@ def record_runs(profile: str, directory: str | os.PathLike | None = None, dry_ru
             provenance["recorded_from"] = str(path.name)
             Result(result.config, result.metrics, result.history, provenance).save(target)
     return out
+
+
+# ----------------------------------------------------------------------------------------------------
+# The recorded runs, as the book's "Recorded runs" page lists them
+
+
+def recorded_runs(directory: str | os.PathLike | None = None) -> list[Result]:
+    """The runs committed under ``<results>/recorded/`` (only those: not the runs this checkout made), in
+    file-name order; each file is checked by :func:`load_result`."""
+    return [load_result(p) for p in sorted((results_dir(directory) / "recorded").glob("*.json"))]
+
+
+def provenance_summary(result: Result) -> dict:
+    """What made ``result``, one value per field: its file name; the run's name, profile, dataset,
+    backbone, method, loss and seed (from its config); the device, commit (12 hex digits), date (UTC, to
+    the minute), wall time in seconds, zslib and torch versions (from its provenance; ``None`` where the
+    file does not say)."""
+    c, p = result.config, result.provenance
+    date = p.get("timestamp")
+    if date:
+        try:
+            date = _dt.datetime.fromisoformat(date).astimezone(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+        except (TypeError, ValueError):
+            date = str(date)
+    commit, wall = p.get("git_commit"), p.get("wall_seconds")
+    return {"file": result.path.name if result.path is not None else None, "run": c.name,
+            "profile": c.profile, "dataset": c.dataset, "backbone": c.backbone, "method": c.method,
+            "loss": c.loss, "seed": c.seed, "device": p.get("device"),
+            "commit": commit[:12] if isinstance(commit, str) else None, "date": date or None,
+            "wall seconds": round(float(wall), 1) if isinstance(wall, (int, float)) else None,
+            "zslib": p.get("zslib_version"), "torch": p.get("torch_version")}
