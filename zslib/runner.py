@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import time
+import warnings
 from functools import partial
 from pathlib import Path
 
@@ -19,7 +20,7 @@ import torch
 from torch import nn
 
 from .config import Config
-from .store import Result, load_result, provenance, result_path, results_dir
+from .store import Result, check_writable, load_result, provenance, result_path, results_dir, stale_code_warning
 from .train import default_eval, embed, load_checkpoint, set_seed, train
 
 __all__ = ["build_data", "build_model", "build_method", "run", "load_model", "evaluate_checkpoint"]
@@ -120,7 +121,12 @@ def run(config: Config, results_dir: str | os.PathLike | None = None, force: boo
     directory = _results(results_dir)
     path = result_path(config, directory)
     if path.exists() and not force:
-        return load_result(path)
+        result = load_result(path)
+        stale = stale_code_warning([result]) if path.parent == directory else None  # recorded runs: see the test
+        if stale:
+            warnings.warn(stale, stacklevel=2)
+        return result
+    check_writable(directory)
     if device is None:
         from .profile import device as default_device
         device = default_device()
