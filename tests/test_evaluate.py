@@ -206,6 +206,9 @@ def test_matches_pytorch_metric_learning():
         assert ev.recall_at_k(x, y, 1, backend=backend)[1] == pytest.approx(pml["precision_at_1"], abs=1e-9)
         assert ev.map_at_r(x, y, backend=backend) == pytest.approx(pml["mean_average_precision_at_r"], abs=1e-6)
         assert ev.r_precision(x, y, backend=backend) == pytest.approx(pml["r_precision"], abs=1e-6)
+        one = ev.retrieval_metrics(x, y, backend=backend)  # PML's set from one search
+        assert one == pytest.approx({"R@1": pml["precision_at_1"], "MAP@R": pml["mean_average_precision_at_r"],
+                                     "RP": pml["r_precision"]}, abs=1e-6)
 
 
 def test_knn_accuracy_rule():
