@@ -97,3 +97,5 @@ def test_full_profile_run_all_needs_no_manual_step(tmp_path, monkeypatch):
     assert (tmp_path / "weights" / weights.name).read_bytes() == weights.read_bytes()
     assert len(list((tmp_path / "cache").glob("preresized-*"))) == 2  # the seen and the unseen split
     assert result.checkpoint is not None and result.checkpoint.is_file()
+    prov = result.provenance
+    assert prov["precision"] == "float32" and prov["processes"] == 1 and 0 <= prov["data_wait_share"] < 1

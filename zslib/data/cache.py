@@ -107,7 +107,7 @@ class _Resized(Dataset):
         return len(self.dataset)
 
     def __getitem__(self, i):
-        return np.asarray(self.resize(self.dataset.load_image(i)), dtype=np.uint8)
+        return np.array(self.resize(self.dataset.load_image(i)), dtype=np.uint8)
 
 
 def _key(dataset, size: int) -> dict:
