@@ -147,27 +147,33 @@ def _objective(proxies):
 BATCHES = [[0, 1, 10, 11, 20, 22, 5, 7], [15, 16, 25, 27, 2, 4, 12, 14]]  # 4 classes x 2, in class order
 
 
-def _one_step(steps=1):
+def _one_step(steps=1, device="cpu"):
     """Train from seed 0 for ``steps`` steps; the gradients left by the last step, the BN statistics, history."""
     torch.manual_seed(0)
     model, proxies = ConvBN(), Proxies()
     method = objective_method(_objective(proxies), proxies)
     history = train(model, method, Blobs(), iterations=steps, batch_sampler=FixedBatches(BATCHES), lr=0.01,
-                    device="cpu", progress=False, seed=0)
-    grads = {f"model.{k}": p.grad.clone() for k, p in model.named_parameters()}
-    grads.update({f"method.{k}": p.grad.clone() for k, p in proxies.named_parameters()})
-    stats = {k: v.clone() for k, v in model.state_dict().items() if "running" in k or "num_batches" in k}
-    restored = all(type(m) is not SyncedBatchNorm for m in model.modules())
+                    device=device, amp=False, progress=False, seed=0)
+    grads = {f"model.{k}": p.grad.cpu().clone() for k, p in model.named_parameters()}
+    grads.update({f"method.{k}": p.grad.cpu().clone() for k, p in proxies.named_parameters()})
+    stats = {k: v.cpu().clone() for k, v in model.state_dict().items() if "running" in k or "num_batches" in k}
+    restored = all(type(m) not in (SyncedBatchNorm, nn.SyncBatchNorm) for m in model.modules())
     return {"grads": grads, "stats": stats, "losses": history.losses, "restored": restored}
 
 
-def _step_worker(rank, world_size, port, out, steps):
+def _step_worker(rank, world_size, port, out, steps, device_type="cpu"):
     import torch.distributed as dist
 
     torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world_size)
+    device = "cpu"
+    if device_type == "cuda":
+        torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False
+        device = f"cuda:{rank}"
+        torch.cuda.set_device(device)
+    dist.init_process_group("nccl" if device_type == "cuda" else "gloo", init_method=f"tcp://127.0.0.1:{port}",
+                            rank=rank, world_size=world_size)
     try:
-        torch.save(_one_step(steps), Path(out) / f"rank{rank}.pt")
+        torch.save(_one_step(steps, device), Path(out) / f"rank{rank}.pt")
     finally:
         dist.destroy_process_group()
 
@@ -178,32 +184,42 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def test_two_processes_compute_the_single_process_gradient(tmp_path):
+@pytest.mark.parametrize("device_type", [
+    "cpu",
+    pytest.param("cuda", marks=pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two CUDA GPUs")),
+])
+def test_two_processes_compute_the_single_process_gradient(tmp_path, device_type):
     """Two steps: the losses of both and every parameter's gradient at the second (through BatchNorm, the
     gathered pair loss and the proxies) equal the single-process ones, and so do the BatchNorm running
     statistics. Equal up to float32 rounding: sums taken in another order differ by about 1e-7 of the
     largest gradient. A gradient that missed the factor world_size, or a loss over one share, would be off
     by far more. (The convolution before BatchNorm has no bias: its true gradient would be 0, and the
-    comparison would only see rounding noise.)"""
+    comparison would only see rounding noise.) On two GPUs (NCCL, torch's SyncBatchNorm, float32 without
+    TF32) the same comparison runs where a machine has them."""
     steps = 2
-    # forked, not spawned: the workers inherit this process's imports instead of paying for them again
-    mp.start_processes(_step_worker, args=(2, _free_port(), str(tmp_path), steps), nprocs=2, start_method="fork")
+    # CPU: forked, so the workers inherit this process's imports; CUDA cannot be forked once initialized
+    mp.start_processes(_step_worker, args=(2, _free_port(), str(tmp_path), steps, device_type), nprocs=2,
+                       start_method="fork" if device_type == "cpu" else "spawn")
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
+    tf32 = torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False
     try:
-        want = _one_step(steps)
+        want = _one_step(steps, "cuda:0" if device_type == "cuda" else "cpu")
     finally:
         torch.set_num_threads(threads)
+        torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = tf32
     got = [torch.load(tmp_path / f"rank{r}.pt") for r in range(2)]
+    rtol, atol = (1e-5, 1e-6) if device_type == "cpu" else (1e-4, 1e-5)  # cuDNN picks its algorithms per size
     for g in got:
         assert g["restored"]  # the model's own BatchNorm layers are back after training
         assert set(g["grads"]) == set(want["grads"])
         for name, grad in want["grads"].items():
-            torch.testing.assert_close(g["grads"][name], grad, rtol=1e-5, atol=1e-6, msg=name)
+            torch.testing.assert_close(g["grads"][name], grad, rtol=rtol, atol=atol, msg=name)
         for name, value in want["stats"].items():
-            torch.testing.assert_close(g["stats"][name], value, rtol=1e-5, atol=1e-6, msg=name)
+            torch.testing.assert_close(g["stats"][name], value, rtol=rtol, atol=atol, msg=name)
         for a, b in zip(g["losses"], want["losses"]):
-            assert a.keys() == b.keys() and all(abs(a[k] - b[k]) <= 1e-5 * abs(b[k]) for k in a if k != "step")
+            assert a.keys() == b.keys() and all(abs(a[k] - b[k]) <= rtol * abs(b[k]) for k in a if k != "step")
     for name in want["grads"]:  # and the two processes hold exactly the same gradients
         assert torch.equal(got[0]["grads"][name], got[1]["grads"][name]), name
 
