@@ -1,6 +1,7 @@
 # The two commands of the README:
 #   make book   executes every chapter on the quick profile and writes _build/html
-#   make test   runs the unit tests of zslib and the book build (the integration test)
+#   make test   runs the unit tests of zslib, the book build (the integration test) and the browser tests
+#               of the built pages (these need Chromium and `make mathjax`; without them they skip)
 # Both create the virtual environment .venv on first use, with the exact versions of constraints.txt.
 
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
@@ -10,7 +11,10 @@ STAMP  := $(VENV)/.zslib-installed
 
 export ZS_PROFILE ?= quick
 
-.PHONY: book test test-unit env lock clean
+MATHJAX_VERSION := 3.2.2
+MATHJAX         := .vendor/mathjax
+
+.PHONY: book test test-unit env lock clean mathjax
 
 env: $(STAMP)
 
@@ -29,6 +33,16 @@ test: $(STAMP)
 # Only the fast unit tests (no book build).
 test-unit: $(STAMP)
 	$(BIN)/python -m pytest -m "not book"
+
+# MathJax 3 for the browser tests: the built pages load it from a CDN, the tests answer those requests
+# with this copy (the npm package, fetched with npm into the ignored folder .vendor/).
+mathjax: $(MATHJAX)/es5/tex-mml-chtml.js
+
+$(MATHJAX)/es5/tex-mml-chtml.js:
+	@command -v npm >/dev/null || { echo "make mathjax needs npm (Node.js), e.g. apt-get install npm"; exit 1; }
+	rm -rf $(MATHJAX) .vendor/package && mkdir -p .vendor
+	cd .vendor && npm pack --silent mathjax@$(MATHJAX_VERSION) >/dev/null && tar xzf mathjax-$(MATHJAX_VERSION).tgz \
+	  && rm mathjax-$(MATHJAX_VERSION).tgz && mv package mathjax
 
 # Refresh constraints.txt from the current environment (after changing dependencies).
 lock: $(STAMP)

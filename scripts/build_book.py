@@ -9,8 +9,9 @@ how long it took. What it adds to a plain `jupyter-book build`:
   time). The exit status is non-zero. Chapters that succeeded stay in the execution cache, so the next
   build re-executes only what failed or changed.
 * **A cache that cannot go stale.** The execution cache keys a chapter by its own source; a chapter's
-  output also depends on zslib and on the pinned packages. When their fingerprint changed since the last
-  build, every chapter is executed again (stored runs in results/ are still reused).
+  output also depends on zslib, on the pinned packages and on the recorded runs (results/recorded/, which
+  chapters and the "Recorded runs" page show). When their fingerprint changed since the last build, every
+  chapter is executed again (stored runs in results/ are still reused).
 * **Times that mean something on a shared machine.** A short fixed workload (:data:`CALIBRATION`) is
   timed before and after the build and compared with its time on the reference machine (the speed
   factor), and a monitor samples, every two seconds, how many other programs competed for the CPU. The
@@ -173,10 +174,11 @@ class LoadMonitor(threading.Thread):
 
 
 def fingerprint(root: Path) -> str:
-    """SHA-256 over what a chapter's output depends on besides its own source: zslib's code and the
-    pinned environment."""
+    """SHA-256 over what a chapter's output depends on besides its own source: zslib's code, the pinned
+    environment and the recorded runs."""
     h = hashlib.sha256()
-    files = sorted((root / "zslib").rglob("*.py")) + [root / "constraints.txt", root / "pyproject.toml"]
+    files = (sorted((root / "zslib").rglob("*.py")) + [root / "constraints.txt", root / "pyproject.toml"]
+             + sorted((root / "results" / "recorded").glob("*.json")))
     for f in files:
         if f.is_file():
             h.update(f.relative_to(root).as_posix().encode())
@@ -186,7 +188,8 @@ def fingerprint(root: Path) -> str:
 
 
 def invalidate_if_stale(root: Path) -> bool:
-    """Drop the execution cache when zslib or the environment changed since it was written."""
+    """Drop the execution cache when zslib, the environment or the recorded runs changed since it was
+    written."""
     stamp = root / "_build" / ".zslib_fingerprint"
     cache = root / "_build" / ".jupyter_cache"
     now = fingerprint(root)
@@ -307,8 +310,8 @@ def main(argv=None) -> int:
     (root / "_build").mkdir(exist_ok=True)
 
     if invalidate_if_stale(root):
-        print("zslib or the pinned environment changed since the last build: every chapter is executed again "
-              "(stored runs in results/ are reused).", flush=True)
+        print("zslib, the pinned environment or the recorded runs changed since the last build: every chapter "
+              "is executed again (stored runs in results/ are reused).", flush=True)
     timeout = cell_timeout(root)
     config_path = effective_config(root, timeout)
     calibration = {"before": None if args.no_calibration else calibrate()}

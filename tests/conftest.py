@@ -1,12 +1,19 @@
 """Shared test configuration.
 
-* The integration tests that build the book (marker ``book``) run after every unit test.
+* The integration tests that build the book (marker ``book``) run after every unit test; the book is
+  built once per session (fixture ``built_book``) and read by tests/test_book.py and tests/test_browser.py.
 * The optional real data in ``../shared/data`` (or ``$ZS_SHARED_DATA``) is located by
   ``data_fixtures.shared_data_dir``; tests that need it skip cleanly when it is absent.
 """
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="session")
@@ -25,6 +32,17 @@ def _quick_profile(monkeypatch, _session_cache):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("ZS_CACHE", str(_session_cache))
     monkeypatch.setattr(zslib.profile, "_active", None)
+
+
+@pytest.fixture(scope="session")
+def built_book():
+    """The executed book in ``_build/html``, built once per test session by scripts/build_book.py (the
+    checks of tests/test_book.py and the browser tests of tests/test_browser.py read the same build)."""
+    proc = subprocess.run([sys.executable, str(REPO / "scripts" / "build_book.py")], cwd=REPO,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if proc.returncode != 0:
+        pytest.fail("the book build failed:\n" + proc.stdout[-8000:], pytrace=False)
+    return REPO / "_build" / "html"
 
 
 def pytest_collection_modifyitems(config, items):

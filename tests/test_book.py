@@ -80,13 +80,8 @@ def test_chapter_follows_the_template(path):
 
 # ---------------------------------------------------------------- the executed build
 
-@pytest.fixture(scope="module")
-def built_book():
-    proc = subprocess.run([sys.executable, str(BUILD_SCRIPT)], cwd=REPO,
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    if proc.returncode != 0:
-        pytest.fail("the book build failed:\n" + proc.stdout[-8000:], pytrace=False)
-    return REPO / "_build" / "html"
+# The fixture ``built_book`` (the build itself, once per test session) is in conftest.py: the browser tests
+# of tests/test_browser.py read the same build.
 
 
 @pytest.mark.book
@@ -230,3 +225,22 @@ def test_the_execution_cache_is_dropped_when_zslib_changes(tmp_path):
     assert bb.invalidate_if_stale(tmp_path) is False and cache.exists()
     (tmp_path / "zslib" / "m.py").write_text("x = 2\n")
     assert bb.invalidate_if_stale(tmp_path) is True and not cache.exists()
+
+
+def test_the_execution_cache_is_dropped_when_the_recorded_runs_change(tmp_path):
+    """Chapters and the Recorded runs page show results/recorded/: a new recorded run must be shown."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("build_book", BUILD_SCRIPT)
+    bb = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bb)
+    cache = tmp_path / "_build" / ".jupyter_cache"
+    cache.mkdir(parents=True)
+    assert bb.invalidate_if_stale(tmp_path) is True
+    cache.mkdir()
+    assert bb.invalidate_if_stale(tmp_path) is False
+    (tmp_path / "results" / "recorded").mkdir(parents=True)
+    (tmp_path / "results" / "recorded" / "run-0123.json").write_text("{}")
+    assert bb.invalidate_if_stale(tmp_path) is True and not cache.exists()
+    cache.mkdir()
+    (tmp_path / "results" / "run-4567.json").write_text("{}")  # a run made here, not recorded: no effect
+    assert bb.invalidate_if_stale(tmp_path) is False and cache.exists()

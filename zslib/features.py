@@ -77,8 +77,10 @@ def feature_cache(dataset: str, backbone: str, stages, image_size: int, resize_s
     """The cached maps of every image of ``dataset`` (its train split, then its test split), built if needed.
 
     Returns ``(arrays, info)``: ``arrays["features"]`` (N, F) float16 (a read-only memory map),
-    ``arrays["labels"]`` (N,) and ``arrays["split"]`` (N,) with 0 for train and 1 for test images; ``info``
-    says where the cache is, whether it was built now, and how long that took.
+    ``arrays["pooled"]`` (N, C) float32, the global average of the last stage's cached map (exactly what a
+    model would compute from it, stored so that methods that read only the pooled feature need not read the
+    maps), ``arrays["labels"]`` (N,) and ``arrays["split"]`` (N,) with 0 for train and 1 for test images;
+    ``info`` says where the cache is, whether it was built now, and how long that took.
     """
     from .data import get_dataset_class, test_transform
     from .data.build import open_dataset
@@ -100,6 +102,7 @@ def feature_cache(dataset: str, backbone: str, stages, image_size: int, resize_s
     arrays = entry.load(mmap=True)
     n = len(train) + len(test)
     if arrays is not None:
+        arrays["pooled"] = _pooled(entry, arrays["features"], shapes)
         return arrays, CacheInfo(folder=str(entry.path), built=False, seconds=round(time.perf_counter() - started, 2),
                                  images=n, megabytes=round(arrays["features"].nbytes / 2**20, 1))
 
@@ -117,6 +120,7 @@ def feature_cache(dataset: str, backbone: str, stages, image_size: int, resize_s
     entry.save({"features": features, "labels": labels, "split": split})
     built = time.perf_counter() - started
     arrays = entry.load(mmap=True) if entry.enabled else {"features": features, "labels": labels, "split": split}
+    arrays["pooled"] = _pooled(entry, arrays["features"], shapes)
     return arrays, CacheInfo(folder=str(entry.path), built=True, seconds=round(built, 1), images=n,
                              megabytes=round(features.nbytes / 2**20, 1))
 
@@ -164,6 +168,23 @@ def _extract(net, loader, n: int, width: int, bar) -> np.ndarray:
     return features
 
 
+def _pooled(entry: ArrayCache, features, shapes) -> np.ndarray:
+    """The float32 global average of the last cached map of every row, computed once from the cache (in
+    float32 from the float16 map, as :class:`zslib.models.CachedBackbone` would) and cached beside it."""
+    derived = ArrayCache("pooled", {"of": entry.key, "how": "float32 mean over positions of the last stage"})
+    stored = derived.load()
+    if stored is not None:
+        return stored["pooled"]
+    _, c, h, w = shapes[-1]
+    start = features.shape[1] - c * h * w
+    pooled = np.empty((features.shape[0], c), dtype=np.float32)
+    for i in range(0, features.shape[0], 512):
+        block = torch.from_numpy(np.array(features[i:i + 512, start:], dtype=np.float16)).float()
+        pooled[i:i + 512] = block.reshape(len(block), c, h, w).mean(dim=(2, 3)).numpy()
+    derived.save({"pooled": pooled})
+    return pooled
+
+
 def _code_fingerprint(backbone: str) -> str:
     """The source of everything that computes a cached value: the backbone class (and the base class that
     runs its stages), the image transforms, and this module's extraction code."""
@@ -176,23 +197,25 @@ def _code_fingerprint(backbone: str) -> str:
 
 
 class FeatureDataset(torch.utils.data.Dataset):
-    """One split (``"train"`` or ``"test"``) of a feature cache: ``ds[i] -> (packed maps, label)``.
+    """One split (``"train"`` or ``"test"``) of a feature cache: ``ds[i] -> (packed maps, label)``, or with
+    ``pooled_only`` ``ds[i] -> (pooled feature, label)`` for methods that never look at the maps.
 
     ``tensors()`` gives the whole split at once (a tensor over the memory map: indexing it reads only the
     rows asked for), so the trainer and :func:`zslib.train.embed` use their fast in-memory paths.
     """
 
-    def __init__(self, arrays: dict, split: str, shapes, info: CacheInfo | None = None):
+    def __init__(self, arrays: dict, split: str, shapes, info: CacheInfo | None = None, pooled_only: bool = False):
         if split not in ("train", "test"):
             raise ValueError(f"a feature cache has the splits 'train' and 'test', not {split!r}")
         rows = np.flatnonzero(arrays["split"] == (0 if split == "train" else 1))
         self.rows = rows
         self.split = split
         self.labels = np.asarray(arrays["labels"])[rows]
-        self.layout = list(shapes)
+        self.pooled_only = bool(pooled_only)
+        self.layout = [("pool", shapes[-1][1], 1, 1)] if pooled_only else list(shapes)
         self.info = info
         self.transform = None
-        self._all = arrays["features"]
+        self._all = arrays["pooled"] if pooled_only else arrays["features"]
         contiguous = len(rows) and rows[-1] - rows[0] + 1 == len(rows)
         self._block = self._all[rows[0]:rows[-1] + 1] if contiguous else None
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 from collections.abc import Iterable, Mapping
 
 import torch
@@ -21,7 +22,7 @@ from .config import Config, config_hash
 from .profile import PROFILES
 from .progress import progress_bar
 from .runner import build_data, run
-from .store import Result, result_path, results_dir
+from .store import Result, check_writable, result_path, results_dir, stale_code_warning
 from .train import distributed
 
 __all__ = ["run_many", "run_grid", "run_seeds", "default_workers", "MissingRunsError"]
@@ -154,6 +155,8 @@ def run_many(configs: Iterable[Config], *, workers: int | None = None, progress=
     for i in pending:
         unique.setdefault(config_hash(configs[i]), i)
     todo = list(unique.values())
+    if todo:
+        check_writable(directory)
     from zslib.profile import device as default_device
 
     dev = torch.device(run_kwargs.get("device") or default_device())
@@ -190,7 +193,12 @@ def run_many(configs: Iterable[Config], *, workers: int | None = None, progress=
             bar.close()
     kwargs = {k: v for k, v in run_kwargs.items() if k not in ("force", "max_steps")}
     out = []
-    for i, c in enumerate(configs):  # in the order given; a run trained here is returned as it came back
-        same = unique.get(config_hash(c))
-        out.append(done[same] if same in done else run(c, progress=False, **kwargs))
+    with warnings.catch_warnings():  # one warning for the whole grid, below, not one per stored run
+        warnings.simplefilter("ignore", UserWarning)
+        for i, c in enumerate(configs):  # in the order given; a run trained here is returned as it came back
+            same = unique.get(config_hash(c))
+            out.append(done[same] if same in done else run(c, progress=False, **kwargs))
+    stale = stale_code_warning([r for r in out if r.path is not None and r.path.parent == directory])
+    if stale:
+        warnings.warn(stale, stacklevel=2)
     return out

@@ -116,9 +116,12 @@ PROFILES: dict[str, Profile] = {
         image_cache=True,  # decode each JPEG once: a GPU outruns the decoding of full-size photos
     ),
 }
-# The real recipe, chosen on a class-disjoint validation split of the seen Flowers classes (see the README):
-# a frozen ImageNet EfficientNet-Lite0 at 224 px (ImageNet's resize-256, centre-crop-224), its maps cached
-# once, and a trained embedding head at 5e-4 for 400 steps of 16 classes x 4 images; five seeds.
+# The real recipe: a frozen ImageNet EfficientNet-Lite0 at 224 px (ImageNet's resize-256, centre-crop-224), its
+# maps cached once, and a trained 512-d embedding head, 16 classes x 4 images per batch, five seeds. The learning
+# rate and length were chosen with the triplet loss on a class-disjoint validation split of the seen classes
+# (validation_fraction=0.3, 3 seeds; 2026-11-23): validation R@1 95.3 / 95.1 / 94.9 % at lr 1e-4 for 200 / 400 /
+# 800 steps, 93.9-94.0 % at 5e-4 and 89.6-90.5 % at 2e-3 (the raw pretrained features: 95.5 %). A run trains in
+# about 6 s on one core.
 PROFILES["real"] = Profile(
     name="real",
     dataset="flowers102",
@@ -130,9 +133,9 @@ PROFILES["real"] = Profile(
     embedding_dim=512,
     batch_classes=16,
     batch_per_class=4,
-    iterations=400,
-    eval_every=100,
-    lr=5e-4,
+    iterations=200,
+    eval_every=50,
+    lr=1e-4,
     new_layer_mult=1.0,
     weight_decay=0.0,
     num_workers=0,

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import time
+import warnings
 from functools import partial
 from pathlib import Path
 
@@ -25,7 +26,7 @@ import torch
 from torch import nn
 
 from .config import Config
-from .store import Result, load_result, provenance, result_path, results_dir
+from .store import Result, check_writable, load_result, provenance, result_path, results_dir, stale_code_warning
 from .train import default_eval, distributed, embed, load_checkpoint, set_seed, train
 from .train.precision import Precision
 
@@ -41,9 +42,10 @@ def build_data(config: Config) -> dict:
 
     profile = config.to_profile()
     mean, std = normalization(config.backbone)
+    pooled_only = _pooled_only(config)
 
     def build(split, train):
-        return build_dataset(profile, split, train=train, mean=mean, std=std)
+        return build_dataset(profile, split, train=train, mean=mean, std=std, pooled_only=pooled_only)
 
     train_set = build("train", True)
     # SynthParts renders its random poses into the images and adds no augmentation: reuse the set
@@ -60,6 +62,13 @@ def build_data(config: Config) -> dict:
     return out
 
 
+def _pooled_only(config: Config) -> bool:
+    """On a cached-feature profile, whether the run reads only the pooled feature (its method reads no maps)."""
+    from .methods import get_method
+
+    return bool(config.feature_stages) and not get_method(config.method).uses_maps
+
+
 def build_model(config: Config) -> nn.Module:
     """The network of ``config``: the profile's backbone and embedding head, extended by the method."""
     from .methods import get_method
@@ -68,7 +77,7 @@ def build_model(config: Config) -> nn.Module:
     net = build_net(config.backbone, config.embedding_dim, pretrained=config.pretrained,
                     weights_path=config.weights_path, normalize=config.normalize, freeze_bn=config.freeze_bn,
                     dropout=config.dropout, feature_stages=config.feature_stages, image_size=config.image_size,
-                    **config.backbone_params)
+                    pooled_only=_pooled_only(config), **config.backbone_params)
     return get_method(config.method).attach(net, config.method_params)
 
 
@@ -120,11 +129,13 @@ def run(config: Config, results_dir: str | os.PathLike | None = None, force: boo
     path = result_path(config, directory)
     stored = path.exists() and not force
     if stored and not distributed.launched():
-        return load_result(path)
+        return _reuse(path, directory)
+    if not stored:
+        check_writable(directory)
     device = distributed.setup(device)  # the same device outside torchrun; one GPU per process under it
     rank, world_size = distributed.world()
     if distributed.broadcast_object(stored):  # under torchrun, process 0 decides for all
-        return load_result(path)
+        return _reuse(path, directory)
     ckpt = directory / "checkpoints" / f"{path.stem}.pt"
     with distributed.main_first():
         if force and ckpt.exists() and rank == 0:
@@ -174,6 +185,16 @@ def run(config: Config, results_dir: str | os.PathLike | None = None, force: boo
         processes=world_size, data_wait_share=round(history.data_share, 4)))
     result.save(path)
     distributed.barrier()
+    return result
+
+
+def _reuse(path: Path, directory: Path) -> Result:
+    """The stored result at ``path``, with a warning when zslib's code changed since it was made (recorded runs
+    are checked by tests/test_recorded.py instead)."""
+    result = load_result(path)
+    stale = stale_code_warning([result]) if path.parent == directory else None
+    if stale:
+        warnings.warn(stale, stacklevel=3)
     return result
 
 

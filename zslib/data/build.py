@@ -27,13 +27,14 @@ _TO_REAL = {"seen": "train", "unseen": "test"}
 
 
 def build_dataset(profile=None, split: str = "train", train: bool | None = None, *, root=None,
-                  mean=None, std=None, seed: int = 0):
+                  mean=None, std=None, seed: int = 0, pooled_only: bool = False):
     """The dataset the profile asks for (see the module docstring).
 
     ``split``: ``"train"``/``"test"`` (or ``"seen"``/``"unseen"``; In-Shop also ``"query"``/``"gallery"``).
     ``train``: training-time augmentation; defaults to ``split`` being the training split.
     ``root``: the data root for real datasets (default :func:`~zslib.data.data_root`).
     ``seed``: SynthParts' image seed (the class design never changes).
+    ``pooled_only`` (real profile): the pooled feature of each image instead of its cached maps.
     """
     if profile is None:
         from ..profile import get_profile
@@ -53,7 +54,7 @@ def build_dataset(profile=None, split: str = "train", train: bool | None = None,
         return SynthParts(_TO_SYNTH[split], image_size=profile.image_size,
                           images_per_class=profile.synth_images_per_class, seed=seed, transform=transform)
     if tuple(getattr(profile, "feature_stages", ()) or ()):
-        return _cached_split(profile, split, root)
+        return _cached_split(profile, split, root, pooled_only)
     cls = get_dataset_class(profile.dataset)
     mean = IMAGENET_MEAN if mean is None else mean
     std = IMAGENET_STD if std is None else std
@@ -82,7 +83,7 @@ def open_dataset(cls, **kwargs):
     return cls(**kwargs)
 
 
-def _cached_split(profile, split: str, root):
+def _cached_split(profile, split: str, root, pooled_only: bool):
     from ..features import FeatureDataset, feature_cache, layout
 
     split = _TO_REAL.get(split, split)
@@ -91,4 +92,4 @@ def _cached_split(profile, split: str, root):
     stages = tuple(profile.feature_stages)
     arrays, info = feature_cache(profile.dataset, profile.backbone, stages, profile.image_size, profile.resize_size,
                                  root=root)
-    return FeatureDataset(arrays, split, layout(profile.backbone, stages, profile.image_size), info)
+    return FeatureDataset(arrays, split, layout(profile.backbone, stages, profile.image_size), info, pooled_only)

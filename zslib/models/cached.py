@@ -20,15 +20,23 @@ __all__ = ["CachedBackbone"]
 
 class CachedBackbone(Backbone):
     """The maps of ``stages`` of ``backbone`` (a key of :data:`zslib.models.BACKBONES`) at ``image_size``
-    px, read from packed cache rows ``(B, F)``. ``"pool"`` pools the last cached stage."""
+    px, read from packed cache rows ``(B, F)``. ``"pool"`` pools the last cached stage. With ``pooled_only``
+    the rows hold only that pooled feature (methods that never look at the maps read 50x less)."""
 
-    def __init__(self, backbone: str, stages: Sequence[str], image_size: int, pooling: str = "avg"):
+    def __init__(self, backbone: str, stages: Sequence[str], image_size: int, pooling: str = "avg",
+                 pooled_only: bool = False):
         super().__init__(pooling)
         from ..features import layout
         from .embedding import BACKBONES, canonical_backbone
 
         source = BACKBONES[canonical_backbone(backbone)]
+        self.pooled_only = bool(pooled_only)
         self.layout = layout(backbone, stages, image_size)
+        if self.pooled_only:
+            if pooling != "avg":
+                raise ValueError("the cache pools by averaging; pooling must be 'avg' with pooled_only")
+            self.layout = []
+            self.pooled_width = layout(backbone, stages, image_size)[-1][1]
         self.name = f"{source.name} (cached)"
         self.source = source.name
         self.input_mean, self.input_std = source.input_mean, source.input_std
@@ -37,7 +45,7 @@ class CachedBackbone(Backbone):
         self.roles = {role: tuple(s for s in names if s in self.stage_channels)
                       for role, names in source.roles.items()}
         self.roles = {role: names for role, names in self.roles.items() if names}
-        self.width = sum(c * h * w for _, c, h, w in self.layout)
+        self.width = self.pooled_width if self.pooled_only else sum(c * h * w for _, c, h, w in self.layout)
 
     def _stages(self):
         raise NotImplementedError("a cached backbone has no stages to run; its maps are read with features()")
@@ -60,8 +68,15 @@ class CachedBackbone(Backbone):
             start += size
         return out
 
+    @property
+    def feature_dim(self) -> int:
+        return self.pooled_width if self.pooled_only else self.layout[-1][1]
+
     def features(self, x: torch.Tensor, names: Iterable[str]) -> dict[str, torch.Tensor]:
         names = self._check_names(names, self.stage_names)
+        if self.pooled_only:
+            self._check_input(x)
+            return {"pool": x.float()}
         last = self.layout[-1][0]
         maps = self.maps(x, [n for n in names if n != "pool"] + ([last] if "pool" in names else []))
         if "pool" in names:
@@ -73,11 +88,18 @@ class CachedBackbone(Backbone):
         if start_after is not None:
             raise ValueError(f"{self.name} cannot continue from a modified map: the stages after "
                              f"{start_after!r} are frozen and were computed once, when the cache was built")
+        if self.pooled_only:
+            raise ValueError(f"{self.name} holds only the pooled feature: this method reads no maps")
         until = until or self.layout[-1][0]
         return self.maps(x, [until])[until]
 
     def pooled(self, x: torch.Tensor) -> torch.Tensor:
+        if self.pooled_only:
+            self._check_input(x)
+            return x.float()
         return self.pool(self.run(x))
 
     def extra_repr(self) -> str:
+        if self.pooled_only:
+            return f"pooled {self.pooled_width}"
         return ", ".join(f"{s} {c}x{h}x{w}" for s, c, h, w in self.layout)

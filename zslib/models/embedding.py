@@ -284,6 +284,7 @@ def build_model(
     download: bool | None = None,
     feature_stages=(),
     image_size: int = 224,
+    pooled_only: bool = False,
     **backbone_kwargs,
 ) -> EmbeddingNet:
     """Build an :class:`EmbeddingNet`.
@@ -309,7 +310,8 @@ def build_model(
         feature_stages: for the ``real`` profile: the stages of the frozen pretrained backbone read from a
             feature cache (:mod:`zslib.features`) at ``image_size`` px. The network then starts from those maps
             (:class:`~zslib.models.CachedBackbone`, no backbone weights), and ``pretrained`` only says that
-            the cache was computed by the pretrained network.
+            the cache was computed by the pretrained network; ``pooled_only``: it reads only the cached
+            pooled feature.
         backbone_kwargs: passed to the backbone constructor (e.g. ``widths`` for smallcnn).
     """
     key = canonical_backbone(backbone)
@@ -319,8 +321,8 @@ def build_model(
         if not pretrained or weights_path is not None:
             raise ValueError("cached features come from the published ImageNet weights (pretrained=True); "
                              "a randomly initialized or custom backbone cannot be cached")
-        return EmbeddingNet(CachedBackbone(key, feature_stages, image_size, pooling=pooling), embedding_dim,
-                            normalize=normalize, freeze_bn=freeze_bn, dropout=dropout)
+        return EmbeddingNet(CachedBackbone(key, feature_stages, image_size, pooling=pooling, pooled_only=pooled_only),
+                            embedding_dim, normalize=normalize, freeze_bn=freeze_bn, dropout=dropout)
     path = None  # found (or fetched) before the network is built: a missing file fails at once
     if weights_path is not None:
         path = Path(weights_path).expanduser()

@@ -1,0 +1,33 @@
+"""Fixes to the book's HTML that the browser tests (tests/test_browser.py) found; a local Sphinx
+extension, listed under ``sphinx.local_extensions`` in ``_config.yml``.
+
+* **An inline script written twice.** sphinx-thebe registers its configuration (``const THEBE_JS_URL =
+  ...``) as an inline script after the HTML builder has started. Sphinx 7.4 then adds it to the page
+  twice (once as it is registered, with no file name, and again when writing starts, with an empty file
+  name, which its duplicate check treats as different), and the second copy throws "Identifier
+  'THEBE_JS_URL' has already been declared" on every page. Each page keeps the first of identical scripts.
+"""
+from __future__ import annotations
+
+
+def _script_key(js) -> tuple:
+    attributes = getattr(js, "attributes", {}) or {}
+    return (getattr(js, "filename", js) or "", tuple(sorted((k, str(v)) for k, v in attributes.items())))
+
+
+def drop_duplicate_scripts(app, pagename, templatename, context, doctree) -> None:
+    scripts = context.get("script_files")
+    if not scripts:
+        return
+    seen, kept = set(), []
+    for js in scripts:
+        key = _script_key(js)
+        if key not in seen:
+            seen.add(key)
+            kept.append(js)
+    context["script_files"] = kept
+
+
+def setup(app):
+    app.connect("html-page-context", drop_duplicate_scripts)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

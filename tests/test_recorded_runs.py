@@ -1,0 +1,92 @@
+"""The recorded runs (zslib.store.recorded_runs, provenance_summary) and the book page that lists them
+(book/recorded_runs.ipynb), whose code is run here against folders made by the test."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from zslib.config import Config
+from zslib.store import Result, ResultFileError, provenance_summary, recorded_runs
+from zslib.train.history import History
+
+REPO = Path(__file__).resolve().parents[1]
+PAGE = REPO / "book" / "recorded_runs.ipynb"
+
+
+def _save(folder: Path, name: str, seed: int = 0, r1: float = 0.5) -> Path:
+    config = Config.from_profile("full", method="cml", seed=seed, name=name)
+    provenance = {"complete": True, "git_commit": "0123456789abcdef" * 2 + "01234567", "device": "cuda (NVIDIA H100)",
+                  "timestamp": "2026-11-20T11:15:42+01:00", "wall_seconds": 3600.04, "zslib_version": "0.1.0",
+                  "torch_version": "2.14.1", "seed": seed, "profile": "full"}
+    metrics = {"unseen": {"R@1": r1, "NMI": 0.61}, "seen": {"R@1": 0.93}}
+    return Result(config, metrics, History(), provenance).save(folder / f"{name}-{seed}.json")
+
+
+def test_recorded_runs_lists_only_the_recorded_folder_in_name_order(tmp_path):
+    assert recorded_runs(tmp_path) == []
+    _save(tmp_path, "made-here")  # a run of this checkout, not recorded
+    b = _save(tmp_path / "recorded", "b-run")
+    a = _save(tmp_path / "recorded", "a-run", seed=1)
+    runs = recorded_runs(tmp_path)
+    assert [r.path for r in runs] == [a, b]
+
+
+def test_a_damaged_recorded_file_is_an_error_not_a_missing_run(tmp_path):
+    (tmp_path / "recorded").mkdir()
+    (tmp_path / "recorded" / "broken.json").write_text("{not json")
+    with pytest.raises(ResultFileError, match="broken.json"):
+        recorded_runs(tmp_path)
+
+
+def test_provenance_summary_reads_the_file_as_written(tmp_path):
+    path = _save(tmp_path / "recorded", "cml-cub", seed=3)
+    stored = json.loads(path.read_text())  # the oracle: the JSON itself, not zslib's reading of it
+    row = provenance_summary(recorded_runs(tmp_path)[0])
+    assert row["file"] == path.name and row["run"] == "cml-cub"
+    for key in ("profile", "dataset", "backbone", "method", "loss", "seed"):
+        assert row[key] == stored["config"][key], key
+    assert row["device"] == stored["provenance"]["device"]
+    assert row["commit"] == stored["provenance"]["git_commit"][:12]
+    assert row["date"] == "2026-11-20 10:15 UTC"  # 11:15 at UTC+1
+    assert row["wall seconds"] == 3600.0
+    assert (row["zslib"], row["torch"]) == ("0.1.0", "2.14.1")
+
+
+def test_provenance_summary_says_none_where_the_file_is_silent(tmp_path):
+    r = Result(Config(), {"unseen": {"R@1": 0.2}}, History(), {"complete": True})
+    row = provenance_summary(r)
+    assert row["file"] is None
+    assert all(row[k] is None for k in ("device", "commit", "date", "wall seconds", "zslib", "torch"))
+
+
+def _run_page(monkeypatch, results: Path, capsys) -> str:
+    """Run the page's code cells in this process, with ``results`` as the results folder; return what
+    they print (``display`` prints a DataFrame outside a notebook)."""
+    monkeypatch.setenv("ZS_RESULTS", str(results))
+    namespace: dict = {}
+    for cell in nbformat.read(PAGE, as_version=4).cells:
+        if cell.cell_type == "code":
+            exec(compile(cell.source, f"{PAGE.name}", "exec"), namespace)
+    return capsys.readouterr().out
+
+
+def test_the_page_says_that_no_run_is_recorded_yet(tmp_path, monkeypatch, capsys):
+    out = _run_page(monkeypatch, tmp_path, capsys)
+    assert "No run is recorded yet" in out and "No metrics to show" in out
+
+
+def test_the_page_lists_every_recorded_run_with_its_provenance_and_metrics(tmp_path, monkeypatch, capsys):
+    import pandas as pd
+
+    paths = [_save(tmp_path / "recorded", "cml-cub", seed=s, r1=r1) for s, r1 in ((0, 0.5125), (1, 0.4875))]
+    with pd.option_context("display.width", 1000, "display.max_columns", 100):
+        out = _run_page(monkeypatch, tmp_path, capsys)
+    assert "2 run(s) recorded" in out and "No run" not in out
+    for p in paths:
+        assert out.count(p.name) == 3  # one row in each of the three tables
+    for text in ("cuda (NVIDIA H100)", "0123456789ab", "2026-11-20 10:15 UTC", "3600.0", "cub200",
+                 "0.5125", "0.4875", "0.93"):
+        assert text in out, text
