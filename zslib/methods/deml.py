@@ -98,7 +98,14 @@ def _sigma_or_none(value, name="value"):
 
 
 def _whole(value, name="value"):
+    """A check: a whole number >= 1, returned as an ``int``."""
     return int(finite_number(value, name, low=1, integer=True))
+
+
+# what the catalog (zslib.catalog, read without importing torch) knows of these checks
+_stages_or_none.spec = {"kind": "names", "optional": True}
+_sigma_or_none.spec = {"kind": "optional", "of": number(low=0.0, low_open=True).spec}
+_whole.spec = number(low=1, integer=True).spec
 
 
 @register
