@@ -76,3 +76,31 @@ def test_copies_and_frame():
         reported_table("XII")
     with pytest.raises(KeyError, match="no row"):
         reported_value("II", "Nope", "R@1")
+
+
+def test_deml_tables_are_consistent_with_the_papers_text():
+    """DeML (chen2019deml): the cross-references its text makes between tables hold in the transcription."""
+    from zslib.reported import DEML_TABLES
+
+    assert sorted(DEML_TABLES) == ["1", "2-CARS196", "2-CUB200", "3", "4-CARS196", "4-CUB200"]
+    for key, t in DEML_TABLES.items():
+        assert t["paper"] == "chen2019deml" and "CVPR 2019" in t["citation"]
+        for row in t["rows"]:
+            for col in t["columns"]:
+                v = row[col]
+                assert v is None or (math.isfinite(v) and (-1.0 <= v <= 1.0 if col == "sim" else 0 <= v <= 100))
+    # Sec. 4.1: "56.2% vs. 56.1% on CUB, 77.6% vs. 77.9% on CARS" for U512+L_act vs DeML(1,1)
+    assert reported_value("1", "U512+L_act", "CUB R@1", "chen2019deml") == 56.2
+    assert reported_value("2-cub200", "DeML(1,1)", "H", "chen2019deml") == 56.1
+    assert reported_value("2-cars196", "DeML(1,1)", "H", "chen2019deml") == 77.9
+    # Table 3's baseline is Table 1's U512 and its DeML(3,3) is Table 2's; Table 4's DeML(1,8) is Table 2's
+    assert reported_value("3", "baseline(U512)", "CUB R@1", "chen2019deml") == reported_value(
+        "1", "U512", "CUB R@1", "chen2019deml")
+    assert reported_value("3", "DeML(3,3)", "CARS R@1", "chen2019deml") == reported_value(
+        "2-cars196", "DeML(3,3)", "H", "chen2019deml")
+    for d in ("cub200", "cars196"):
+        assert reported_value(f"4-{d}", "DeML(1,8)", "R@1", "chen2019deml") == reported_value(
+            f"2-{d}", "DeML(1,8)", "H", "chen2019deml")
+    assert reported_table("4-cub200", "chen2019deml")["std"]["DeML(1,8)"]["sim"] == 0.01
+    with pytest.raises(KeyError, match="available"):
+        reported_table("5", "chen2019deml")

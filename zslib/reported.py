@@ -1,4 +1,5 @@
-"""Reported results of the papers, as data (for CML: Chen et al., TNNLS 2022, ``chen2022cml``).
+"""Reported results of the papers, as data (CML: Chen et al., TNNLS 2022, ``chen2022cml``; DeML: Chen and
+Deng, CVPR 2019, ``chen2019deml``).
 
 Each table is a plain dict, ready for a DataFrame::
 
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 import copy
 
-__all__ = ["CML_TABLES", "TABLES", "reported_table", "reported_frame", "reported_value", "parse_cell"]
+__all__ = ["CML_TABLES", "DEML_TABLES", "TABLES", "reported_table", "reported_frame", "reported_value", "parse_cell"]
 
 
 def parse_cell(cell: str):
@@ -34,7 +35,8 @@ def parse_cell(cell: str):
     return float(cell), None
 
 
-def _table(table, dataset, caption, columns, text, notes=()):
+def _table(table, dataset, caption, columns, text, notes=(), paper="chen2022cml",
+           citation="Chen, Deng, Wang and Zhang, TNNLS 2022"):
     rows, stds = [], {}
     for line in text.strip().splitlines():
         parts = [p.strip() for p in line.split("|")]
@@ -46,9 +48,9 @@ def _table(table, dataset, caption, columns, text, notes=()):
             row[col], std[col] = parse_cell(cell)
         rows.append(row)
         stds[method] = std
-    return {"paper": "chen2022cml", "table": table, "dataset": dataset, "caption": caption,
+    return {"paper": paper, "table": table, "dataset": dataset, "caption": caption,
             "columns": list(columns), "rows": rows, "std": stds, "notes": list(notes),
-            "citation": f"Chen, Deng, Wang and Zhang, TNNLS 2022 (chen2022cml), Table {table}"}
+            "citation": f"{citation} ({paper}), Table {table}"}
 
 
 _BASELINES_MAIN = ("Triplet", "N-Pair", "Binomial")
@@ -198,8 +200,89 @@ CML_TABLES["VII"]["lambdas"] = {"CML-e (Tri)": [0, 0.001, 0.01, 0.02, 0.1, 1],
 CML_TABLES["VIII"]["lambdas"] = {m: [0, 0.01, 0.02, 0.03, 0.04, 0.05]
                                  for m in ("CML-d (Tri)", "CML-d (N-Pair)", "CML-d (Binomial)")}
 
+# ----------------------------------------------------------------------------------------------------
+# DeML (Chen and Deng, CVPR 2019, ``chen2019deml``), read from
+# /work/shared/seeds/DeML_hybrid_attention_decoupled_metric_learning.txt. Its tables are single runs (no std).
+
+
+def _deml(table, dataset, caption, columns, text, notes=()):
+    return _table(table, dataset, caption, columns, text, notes, paper="chen2019deml",
+                  citation="Chen and Deng, CVPR 2019")
+
+
+#: DeML's Tables 1-4. Table 2 is split by dataset (``"2-cub200"``, ``"2-cars196"``); its "O" columns are the
+#: object-attention root learners of scales 1-3 ("-" where the model has fewer scales). Table 3 keeps the
+#: CUB and CARS columns. Table 4 is split by dataset too; "sim" is the mean cosine similarity between the
+#: channel-attention learners (its +-std in ``std``).
+DEML_TABLES: dict[str, dict] = {
+    "1": _deml("1", "cub200+cars196", "Effect of the activation decay L_act on the unified metric U_d (d dimensions).",
+               ["CUB R@1", "CARS R@1"], """
+U64 | 50.0 | 65.4
+U64+L_act | 50.9 | 67.1
+U192 | 52.4 | 68.3
+U192+L_act | 54.9 | 74.6
+U384 | 53.0 | 69.1
+U384+L_act | 55.6 | 77.4
+U512 | 52.9 | 68.4
+U512+L_act | 56.2 | 77.6
+"""),
+    "2-CUB200": _deml("2-CUB200", "cub200", "Effect of the attention modules on CUB (R@1): H the holistic "
+                      "embedding, O the object-attention root learners of scales 1-3.",
+                      ["H", "O1", "O2", "O3"], """
+DeML(1,1) | 56.1 | - | - | -
+DeML(1,4) | 56.6 | - | - | -
+DeML(1,8) | 59.0 | - | - | -
+DeML(2,1) | 60.9 | 54 | 58.8 | -
+DeML(2,4) | 61.7 | 54.9 | 59.7 | -
+DeML(3,1) | 64.9 | 54 | 58 | 60.1
+DeML(3,3) | 65.4 | 54.1 | 58.4 | 60.6
+""", notes=["'-': the model has no such scale."]),
+    "2-CARS196": _deml("2-CARS196", "cars196", "Effect of the attention modules on CARS (R@1): H the holistic "
+                       "embedding, O the object-attention root learners of scales 1-3.",
+                       ["H", "O1", "O2", "O3"], """
+DeML(1,1) | 77.9 | - | - | -
+DeML(1,4) | 81.1 | - | - | -
+DeML(1,8) | 82.5 | - | - | -
+DeML(2,1) | 83.4 | 76.9 | 79.2 | -
+DeML(2,4) | 84.8 | 77.7 | 79.9 | -
+DeML(3,1) | 85.6 | 75.4 | 77.5 | 78.9
+DeML(3,3) | 86.3 | 75.3 | 78.9 | 80.4
+""", notes=["'-': the model has no such scale."]),
+    "3": _deml("3", "cub200+cars196", "Retrieval on CUB and CARS against the state of the art (single runs).",
+               ["CUB R@1", "CUB R@2", "CUB R@4", "CUB R@8", "CARS R@1", "CARS R@2", "CARS R@4", "CARS R@8"], """
+Lifted | 47.2 | 58.9 | 70.2 | 80.2 | 49.0 | 60.3 | 72.1 | 81.5
+N-pair | 51.0 | 63.3 | 74.3 | 83.2 | 71.1 | 79.7 | 86.5 | 91.6
+Angular | 53.6 | 65.0 | 75.3 | 83.7 | 71.3 | 80.7 | 87.0 | 91.8
+Proxy NCA | 49.2 | 61.9 | 67.9 | 72.4 | 73.2 | 82.4 | 86.4 | 88.7
+ALMN | 52.4 | 64.8 | 75.4 | 84.3 | 71.6 | 81.3 | 88.2 | 93.4
+ECAML | 55.7 | 66.5 | 76.7 | 85.1 | 84.5 | 90.4 | 93.8 | 96.6
+HDC | 53.6 | 65.7 | 77.0 | 85.6 | 73.7 | 83.2 | 89.5 | 93.8
+BIER | 55.3 | 67.2 | 76.9 | 85.1 | 78.0 | 85.8 | 91.1 | 95.1
+ABE | 58.6 | 69.9 | 79.4 | 87.1 | 82.7 | 88.8 | 93.1 | 96.0
+A-BIER | 57.5 | 68.7 | 78.3 | 86.0 | 82.0 | 89.0 | 93.2 | 96.1
+baseline(U512) | 52.9 | 65.0 | 75.4 | 83.6 | 68.4 | 78.7 | 86.0 | 91.2
+DeML(3,3) | 65.4 | 75.3 | 83.7 | 89.5 | 86.3 | 91.2 | 94.3 | 97.0
+""", notes=["The Stanford Online Products and In-Shop columns of the paper's table are not transcribed."]),
+    "4-CUB200": _deml("4-CUB200", "cub200", "Effect of the adversary loss on CUB; sim: mean cosine similarity "
+                      "between the channel-attention learners.", ["R@1", "R@2", "R@4", "R@8", "sim"], """
+DeML(1,8) | 59.0 | 70.2 | 79.7 | 87.4 | -0.08±0.01
+DeML(1,8) without L_adv | 52.0 | 63.9 | 74.0 | 82.3 | 0.92±0.02
+U64+L_adv | 50.9 | 62.8 | 74.0 | 82.6 | -
+""", notes=["'U64+L_adv' is printed so; with one learner there is no adversary, and its numbers equal Table 1's "
+            "U64+L_act on CUB (50.9): most likely L_act is meant."]),
+    "4-CARS196": _deml("4-CARS196", "cars196", "Effect of the adversary loss on CARS; sim: mean cosine similarity "
+                       "between the channel-attention learners.", ["R@1", "R@2", "R@4", "R@8", "sim"], """
+DeML(1,8) | 82.5 | 89.5 | 93.5 | 96.1 | -0.09±0.01
+DeML(1,8) without L_adv | 68.2 | 78.3 | 85.4 | 90.9 | 0.95±0.01
+U64+L_adv | 67.1 | 77.6 | 85.0 | 90.6 | -
+""", notes=["'U64+L_adv' is printed so; its R@1 equals Table 1's U64+L_act on CARS (67.1): most likely L_act is "
+            "meant."]),
+}
+
+
 #: All reported tables, keyed by ``(paper key, table number)``.
-TABLES: dict[tuple[str, str], dict] = {("chen2022cml", k): v for k, v in CML_TABLES.items()}
+TABLES: dict[tuple[str, str], dict] = {**{("chen2022cml", k): v for k, v in CML_TABLES.items()},
+                                       **{("chen2019deml", k): v for k, v in DEML_TABLES.items()}}
 
 
 def reported_table(table: str, paper: str = "chen2022cml") -> dict:

@@ -32,6 +32,13 @@ Readings we had to choose (each an argument)
   We also divide by ``sqrt(I J)`` so the concatenation has unit length; cosine similarities, and with
   them every retrieval result, are unchanged by that constant.
 
+Two switches take a module out for the ablations (DeML Tables 2 and 4 analogues): ``cam=False`` gives
+the ``J`` branches the unweighted map (GNet then runs once and only the ``J`` learner matrices differ),
+``oam=False`` gives every scale the whole image (no attention, no crop: ``I`` networks side by side).
+With ``scales=1`` the input is handed to the backbone as it is, so a
+:class:`~zslib.models.CachedBackbone` (rows of a feature cache, not images) works too; more scales need
+images to crop.
+
 ``forward(x)`` returns that evaluation embedding ``(B, d)``; :meth:`DeMLNet.forward_train` returns what
 training needs (:class:`DeMLOutput`).
 """
@@ -98,6 +105,8 @@ class DeMLNet(nn.Module):
         box_resolution: the attention map is computed (and thresholded) at most this many pixels on its
             longer side, boxes are scaled to the image (connected regions at full 224 px cost time and
             the map comes from 7 x 7 and 14 x 14 grids anyway).
+        cam: ``False``: no channel attention, the ``J`` learners read the same map.
+        oam: ``False``: no object attention, every scale sees the whole image.
     """
 
     def __init__(self, backbone, embedding_dim: int = 512, scales: int = 1, learners: int = 1, *,
@@ -105,7 +114,7 @@ class DeMLNet(nn.Module):
                  share_scales: bool = False, share_heads: bool = False, oam_steps: int | None = 10,
                  spatial_sigma: float | None = None, oam_rescale: str = "minmax", oam_branches: str = "mean",
                  box_threshold="mean", box_component: str = "largest", box_square: bool = True,
-                 box_min_size: float = 0.25, box_resolution: int = 64):
+                 box_min_size: float = 0.25, box_resolution: int = 64, cam: bool = True, oam: bool = True):
         super().__init__()
         backbone = getattr(backbone, "backbone", backbone)
         if not isinstance(backbone, Backbone):
@@ -132,7 +141,7 @@ class DeMLNet(nn.Module):
             raise ValueError(f"cam_stage {cam_stage!r} is not a stage of {backbone.name}; choose from {stages}")
         late = stages[stages.index(cam_stage) + 1:]
         bad = [s for s in oam_stages if s not in late]
-        if scales > 1 and (bad or not oam_stages):
+        if scales > 1 and oam and (bad or not oam_stages):
             raise ValueError(f"oam_stages {list(oam_stages)} must be GNet stages of {backbone.name}, i.e. after "
                              f"the channel-attention stage {cam_stage!r}: choose from {late}")
         self.embedding_dim, self.num_scales, self.num_learners = embedding_dim, scales, learners
@@ -140,6 +149,7 @@ class DeMLNet(nn.Module):
         self.cam_stage = cam_stage
         self.oam_stages = tuple(sorted(oam_stages, key=stages.index))
         self.share_scales, self.share_heads = bool(share_scales), bool(share_heads)
+        self.use_cam, self.use_oam = bool(cam), bool(oam)
         self.oam_options = {"steps": oam_steps, "spatial_sigma": spatial_sigma, "rescale": oam_rescale}
         self.oam_branches = oam_branches
         self.box_options = {"threshold": box_threshold, "component": box_component, "square": box_square,
@@ -149,7 +159,7 @@ class DeMLNet(nn.Module):
         self.backbones = nn.ModuleList([backbone] + [copy.deepcopy(backbone) for _ in range(copies - 1)])
         channels = backbone.stage_channels[cam_stage]
         self.cams = nn.ModuleList([ChannelAttention(channels, learners, cam_hidden, cam_spatial)
-                                   for _ in range(scales)])
+                                   for _ in range(scales if cam else 0)])
         heads = []
         for _ in range(scales):
             w = torch.empty(1 if share_heads else learners, self.learner_dim, backbone.feature_dim)
@@ -176,9 +186,12 @@ class DeMLNet(nn.Module):
     def _scale(self, i: int, x: torch.Tensor, want_attention: bool):
         bb = self.backbones[0 if self.share_scales else i]
         u = bb.run(x, None, self.cam_stage)  # FNet^i
-        caps = self.cams[i](u)  # (J, B, C, h, w)
-        j, b = caps.shape[:2]
-        h = caps.reshape(j * b, *caps.shape[2:])
+        if self.use_cam:
+            caps = self.cams[i](u)  # (J, B, C, h, w)
+            j, b = caps.shape[:2]
+            h = caps.reshape(j * b, *caps.shape[2:])
+        else:  # the J branches would be identical: run GNet once
+            j, b, h = 1, u.shape[0], u
         maps, start = [], self.cam_stage
         if want_attention:
             for stage in self.oam_stages:
@@ -187,13 +200,13 @@ class DeMLNet(nn.Module):
                 start = stage
         if start != bb.stage_names[-2]:  # the last stage before "pool"
             h = bb.run(h, start, None)  # the rest of GNet^i, shared by the J branches
-        pooled = bb.pool(h).reshape(j, b, -1)
-        emb = torch.einsum("jbc,jdc->jbd", pooled, self.heads[i].expand(j, -1, -1))
+        pooled = bb.pool(h).reshape(j, b, -1).expand(self.num_learners, -1, -1)
+        emb = torch.einsum("jbc,jdc->jbd", pooled, self.heads[i].expand(self.num_learners, -1, -1))
         return emb, maps
 
     @torch.no_grad()
     def _attention(self, maps, height: int, width: int) -> torch.Tensor:
-        j = self.num_learners
+        j = self.num_learners if self.use_cam else 1
         if self.oam_branches == "first":
             maps = [m[: m.shape[0] // j] for m in maps]
         scale = min(1.0, self.box_resolution / max(height, width))
@@ -208,13 +221,16 @@ class DeMLNet(nn.Module):
 
         ``last_attention=True`` also computes the last scale's attention (for pictures; no crop follows).
         """
-        if not torch.is_tensor(x) or x.dim() != 4:
-            raise ValueError(f"DeMLNet expects images (B, 3, H, W), got {tuple(getattr(x, 'shape', ()))}")
-        height, width = x.shape[-2:]
+        crops = self.num_scales > 1 and self.use_oam
+        if crops or last_attention:
+            if not torch.is_tensor(x) or x.dim() != 4:
+                raise ValueError(f"DeMLNet with {self.num_scales} scales and object attention needs images "
+                                 f"(B, 3, H, W) to crop, got {tuple(getattr(x, 'shape', ()))}")
+        height, width = (x.shape[-2:] if torch.is_tensor(x) and x.dim() == 4 else (0, 0))
         out = DeMLOutput(embeddings=None, weights=self.learner_weights(), num_scales=self.num_scales, images=[x])
         per_scale = []
         for i in range(self.num_scales):
-            more = i + 1 < self.num_scales
+            more = i + 1 < self.num_scales and self.use_oam
             emb, maps = self._scale(i, x, more or last_attention)
             per_scale.append(emb)
             if maps:
@@ -224,6 +240,8 @@ class DeMLNet(nn.Module):
                     x, boxes = zoom_to_attention(x.detach(), att, size=(height, width), **self.box_options)
                     out.boxes.append(boxes)
                     out.images.append(x)
+            if i + 1 < self.num_scales and not self.use_oam:
+                out.images.append(x)  # no object attention: the next scale sees the same image
         out.embeddings = torch.cat(per_scale)
         return out
 
