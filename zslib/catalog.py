@@ -43,7 +43,7 @@ def load() -> dict:
 
 def check_param(spec: dict | None, value, name: str):
     """``value`` checked as ``spec`` (a number range, a choice, a boolean) says; the message names ``name``."""
-    if spec is None:
+    if spec is None or (value is None and spec.get("optional")):
         return value
     kind = spec["kind"]
     if kind == "choice":

@@ -45,6 +45,11 @@ def _optional_positive(value, name="value"):
     return None if value is None else finite_number(value, name, low=0.0, low_open=True)
 
 
+# what the command line's catalog (zslib/catalog.py) checks without importing torch: a positive number, or None
+_optional_positive.spec = {"kind": "number", "low": 0.0, "high": None, "low_open": True, "integer": False,
+                           "optional": True}
+
+
 @register
 class JRD(Method):
     name = "jrd"
