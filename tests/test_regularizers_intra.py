@@ -5,12 +5,13 @@ Oracles: a brute-force double loop over same-class pairs, the centroid identity,
 from __future__ import annotations
 
 import itertools
+import math
 
 import numpy as np
 import pytest
 import torch
 
-from zslib.regularizers import intra_class_distance
+from zslib.regularizers import gaussian_intra_class_distance, intra_class_distance
 
 
 def _batch(seed, sizes=(1, 2, 3, 5), d=4):
@@ -87,3 +88,59 @@ def test_bad_input_is_refused_with_a_clear_message():
         intra_class_distance(torch.randn(4, 2), torch.tensor([0, 0, 1]))
     with pytest.raises(TypeError, match="integer"):
         intra_class_distance(torch.randn(2, 2), torch.tensor([0.0, 0.0]))
+
+
+# ------------------------------------------------------------------------------------------------
+# Eq. 4 read as a Gaussian kernel: gaussian_intra_class_distance
+
+
+def _bruteforce_gaussian(x, labels, reduction="mean", sigma2=2.0):
+    x, labels = x.numpy(), labels.numpy()
+    per_class = []
+    for c in np.unique(labels):
+        members = x[labels == c]
+        pairs = list(itertools.combinations(range(len(members)), 2))
+        if pairs:
+            per_class.append(np.mean([1.0 - np.exp(-np.sum((members[i] - members[j]) ** 2) / sigma2)
+                                      for i, j in pairs]))
+    return np.mean(per_class) if reduction == "mean" else np.sum(per_class)
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("reduction", ["mean", "sum"])
+def test_gaussian_form_matches_bruteforce_pairs(seed, reduction):
+    x, y = _batch(seed)
+    x = x / 10.0  # distances of order 1, where the kernel is neither 0 nor 1
+    got = gaussian_intra_class_distance(x, y, reduction=reduction).item()
+    assert got == pytest.approx(_bruteforce_gaussian(x, y, reduction), rel=1e-10)
+    assert gaussian_intra_class_distance(x, y, bandwidth=0.7).item() == pytest.approx(
+        _bruteforce_gaussian(x, y, sigma2=0.7), rel=1e-10)
+
+
+def test_gaussian_form_starts_as_the_squared_form_and_saturates():
+    """1 - exp(-d^2/2) = d^2/2 - ...: on compact classes the two readings of Eq. 4 agree; far apart, the
+    Gaussian one is bounded by 1 and its pull on a pair, d exp(-d^2/2), peaks at d = 1."""
+    x, y = _batch(4)
+    for eps in (1e-3, 1e-4):
+        ratio = gaussian_intra_class_distance(eps * x, y) / intra_class_distance(eps * x, y)
+        assert ratio.item() == pytest.approx(1.0, abs=10 * eps)
+    assert gaussian_intra_class_distance(1e3 * x, y).item() == pytest.approx(1.0, abs=1e-12)
+    pull = []
+    for d in (0.5, 1.0, 2.0):
+        pair = torch.tensor([[0.0], [d]], dtype=torch.float64, requires_grad=True)
+        gaussian_intra_class_distance(pair, torch.tensor([0, 0])).backward()
+        pull.append(pair.grad[1, 0].item())
+        assert pull[-1] == pytest.approx(d * math.exp(-d * d / 2.0), rel=1e-12)
+    assert pull[1] > pull[0] and pull[1] > pull[2]
+
+
+def test_gaussian_form_gradcheck_and_errors():
+    x, y = _batch(1, sizes=(2, 3, 1), d=3)
+    x = (x / 10.0).requires_grad_(True)
+    assert torch.autograd.gradcheck(lambda t: gaussian_intra_class_distance(t, y), (x,))
+    with pytest.raises(ValueError, match="two or more samples"):
+        gaussian_intra_class_distance(torch.randn(3, 2), torch.tensor([0, 1, 2]))
+    with pytest.raises(ValueError, match="bandwidth"):
+        gaussian_intra_class_distance(torch.randn(4, 2), torch.tensor([0, 0, 1, 1]), bandwidth=0.0)
+    with pytest.raises(ValueError, match="reduction"):
+        gaussian_intra_class_distance(torch.randn(4, 2), torch.tensor([0, 0, 1, 1]), reduction="max")

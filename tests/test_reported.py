@@ -104,3 +104,49 @@ def test_deml_tables_are_consistent_with_the_papers_text():
     assert reported_table("4-cub200", "chen2019deml")["std"]["DeML(1,8)"]["sim"] == 0.01
     with pytest.raises(KeyError, match="available"):
         reported_table("5", "chen2019deml")
+
+
+# ---- JRD (chu2020jrd) -------------------------------------------------------------------------------
+
+def test_parse_cell_reads_parenthesized_half_widths():
+    assert parse_cell("50.7(1.1)") == (50.7, 1.1)
+    assert parse_cell("0.9275(0.003)") == (0.9275, 0.003)
+
+
+def test_jrd_tables_well_formed_and_monotone():
+    from zslib.reported import JRD_TABLES, TABLES
+
+    assert sorted(JRD_TABLES) == ["1", "2", "3", "4"]
+    for key, t in JRD_TABLES.items():
+        assert TABLES[("chu2020jrd", key)] is t and t["paper"] == "chu2020jrd" and f"Table {key}" in t["citation"]
+        for row in t["rows"]:
+            assert set(row) == {"method", *t["columns"]}
+            values = [row[c] for c in t["columns"]]
+            assert all(v is None or (isinstance(v, float) and 0.0 <= v <= 100.0) for v in values)
+            if key == "3":  # fractions, as printed
+                assert all(0.0 < v < 1.0 for v in values)
+            for prefix in ("CUB R@", "CARS R@", "SOP R@", "R@"):  # Recall@K can only grow with K
+                series = [row[c] for c in t["columns"] if c.startswith(prefix) and row[c] is not None]
+                assert series == sorted(series), (key, row["method"], prefix)
+    # the tables printing 95% half-widths keep them apart from standard deviations
+    for key in ("2", "3"):
+        t = JRD_TABLES[key]
+        assert all(v is None for s in t["std"].values() for v in s.values())
+        assert all(t["ci95"][r["method"]][c] is not None for r in t["rows"] for c in t["columns"]
+                   if not c.startswith("SOP"))
+    assert "ci95" not in JRD_TABLES["1"] and "ci95" not in JRD_TABLES["4"]
+
+
+def test_jrd_tables_agree_with_each_other():
+    """Same runs, different tables: SOP of JRD in Tables 1 and 2; Table 3's JRD R@1 (fraction, ten-subset
+    protocol) against Table 2's; Table 4's Gaussian R@1 against Table 1's; JRD beats its variants in Table 2."""
+    for col in ("SOP R@1", "SOP R@10", "SOP R@100"):
+        assert reported_value("1", "JRD", col, paper="chu2020jrd") == reported_value("2", "JRD", col, paper="chu2020jrd")
+    t2 = reported_value("2", "JRD", "CUB R@1", paper="chu2020jrd")
+    t3 = reported_value("3", "JRD (alpha 1)", "Recall@1", paper="chu2020jrd")
+    assert abs(100 * t3 - t2) <= reported_table("2", "chu2020jrd")["ci95"]["JRD"]["CUB R@1"]
+    assert reported_value("4", "Gaussian (alpha 1)", "R@1", paper="chu2020jrd") == reported_value("1", "JRD", "CUB R@1", paper="chu2020jrd")
+    for variant in ("MRD", "JRD-C", "JRD-Pooling"):
+        assert reported_value("2", variant, "CUB R@1", paper="chu2020jrd") < t2
+    frame = reported_frame("2", paper="chu2020jrd", with_std=True)
+    assert frame.loc["JRD", "CUB R@1 ci95"] == 1.1 and "chu2020jrd" in frame.attrs["citation"]

@@ -44,7 +44,7 @@ def load() -> dict:
 def check_param(spec: dict | None, value, name: str):
     """``value`` checked as ``spec`` (a number range, a choice, a boolean, a list of names, or ``None`` or one
     of those) says; the message names ``name``."""
-    if spec is None:
+    if spec is None or (value is None and spec.get("optional")):
         return value
     kind = spec["kind"]
     if kind == "optional":  # None, or a value that spec["of"] accepts

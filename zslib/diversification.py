@@ -97,6 +97,8 @@ __all__ = [
     "CLASS_LEVEL_SCALES",
     "JRD_SETTINGS",
     "VARIANTS",
+    "KERNELS",
+    "REGULARIZERS",
     "bandwidth",
     "gaussian_kernel",
     "laplace_kernel",
@@ -519,8 +521,34 @@ VARIANTS: dict[str, tuple[str, str]] = {
 }
 
 
+#: The kernel choices of JRD Sec. 5.1, Fig. 6 and Table 4, by name (see :func:`jrd_representations`).
+KERNELS: tuple[str, ...] = ("gaussian_mixture", "gaussian", "laplace", "polynomial2", "polynomial5", "exponential")
+
+#: The regularizers a layer set can feed (JRD Eq. 10-11, 15, 16), by name.
+REGULARIZERS: dict[str, Callable] = {}  # filled below the definitions: "jrs", "jmmd", "jintra"
+
+
+def _on_unit_rows(x: torch.Tensor, kernel: Kernel) -> torch.Tensor:
+    """``kernel`` applied to the rows of ``x`` scaled to unit length (bounded polynomial / exponential kernels)."""
+    return kernel(F.normalize(x, dim=1))
+
+
+def _layer_kernel(kernel: str, code: str):
+    """The kernel of one layer (``p``, ``e`` or ``c``) for a named choice of :data:`KERNELS`."""
+    if kernel == "gaussian_mixture":
+        return CLASS_LEVEL_SCALES if code == "c" else GAUSSIAN_SCALES
+    if kernel == "gaussian":
+        return (1.0,)
+    if kernel == "laplace":
+        return functools.partial(laplace_kernel, scales=(1.0,))
+    if kernel in ("polynomial2", "polynomial5"):
+        poly = functools.partial(polynomial_kernel, degree=int(kernel[-1]), offset=1.0)
+        return functools.partial(_on_unit_rows, kernel=poly)
+    return functools.partial(_on_unit_rows, kernel=exponential_kernel)
+
+
 def jrd_representations(pooled: torch.Tensor | None, embedding: torch.Tensor, proxies: torch.Tensor | None = None,
-                        variant: str = "jrd") -> Representations:
+                        variant: str = "jrd", kernel: str = "gaussian_mixture") -> Representations:
     r"""The representations and kernels of JRD (Fig. 3, Eq. 9, Sec. 5.1) or one of its Table 2 variants.
 
     * pooling representation :math:`x'`: ``pooled`` as the backbone gives it, Gaussian mixture at
@@ -530,13 +558,33 @@ def jrd_representations(pooled: torch.Tensor | None, embedding: torch.Tensor, pr
       :math:`\tau`.
 
     ``variant`` is a key of :data:`VARIANTS`; ``pooled`` or ``proxies`` may be ``None`` when the variant
-    does not use them. A method's regularizer term is then one line::
+    does not use them. ``kernel`` (a name of :data:`KERNELS`) replaces the kernel of *every* layer:
+
+    * ``"gaussian_mixture"``: the kernels above (Sec. 5.1; the released code);
+    * ``"gaussian"``: one Gaussian at :math:`\tau` per layer (Fig. 6's :math:`(K, K') = (1, 1)`; Table 4's
+      first row is named so, but it reports the R@1 of Table 1's JRD, 67.9, which used the mixture);
+    * ``"laplace"``: :math:`\exp(-\|x - x'\|_1/\sigma)`, :math:`\sigma` the batch's mean L1 distance
+      (:func:`laplace_kernel`; Table 4 row 2);
+    * ``"polynomial2"``, ``"polynomial5"``: :math:`(x^\top x' + 1)^p` (Table 4 rows 3-4);
+    * ``"exponential"``: :math:`\exp(x^\top x')`, whose mean embedding is the moment-generating function
+      (Table 4 row 5).
+
+    The paper does not say how it kept the last three finite on unnormalized layers: on the pooled
+    features of a CNN (norms of tens) :math:`(x^\top x' + 1)^5` and :math:`e^{x^\top x'}` overflow float32.
+    We apply them to each layer's rows scaled to unit length, which bounds a layer's kernel by
+    :math:`2^p` or :math:`e` (the embedding is unit-norm already). Their products over layers are still up
+    to :math:`2^{3p}` or :math:`e^3`, far above the Gaussian's 1, consistent with the much smaller weights
+    the paper found for them (Table 4: :math:`\alpha = 10^{-3}` against 1).
+
+    A method's regularizer term is then one line::
 
         r = jrd_representations(pooled, emb, loss_fn.weight, "jrd")
         term = jrs_regularizer(r.layers, labels, r.kernels, r.combine, alpha=1.0)
     """
     if variant not in VARIANTS:
         raise ValueError(f"variant must be one of {sorted(VARIANTS)}, got {variant!r}")
+    if kernel not in KERNELS:
+        raise ValueError(f"kernel must be one of {list(KERNELS)}, got {kernel!r}")
     which, combine = VARIANTS[variant]
     embedding = checks.features(embedding, "embedding")
     layers, kernels = [], []
@@ -545,13 +593,14 @@ def jrd_representations(pooled: torch.Tensor | None, embedding: torch.Tensor, pr
             if pooled is None:
                 raise ValueError(f"variant {variant!r} uses the pooling representation; pass the pooled features")
             layers.append(checks.features(pooled, "pooled"))
-            kernels.append(GAUSSIAN_SCALES)
         elif code == "e":
             layers.append(F.normalize(embedding, dim=1))
-            kernels.append(GAUSSIAN_SCALES)
         else:
             if proxies is None:
                 raise ValueError(f"variant {variant!r} uses the class-level representation; pass the class proxies")
             layers.append(class_level_representation(embedding, proxies))
-            kernels.append(CLASS_LEVEL_SCALES)
+        kernels.append(_layer_kernel(kernel, code))
     return Representations(layers, kernels, combine)
+
+
+REGULARIZERS.update({"jrs": jrs_regularizer, "jmmd": jmmd_regularizer, "jintra": jintra_regularizer})
