@@ -123,3 +123,12 @@ def test_gradient_reversal_is_identity_forward_and_minus_lambda_backward():
     assert torch.allclose(x.grad, -2.0 * w)
     with pytest.raises(ValueError):
         GradientReversal(-1.0)
+
+
+def test_a_whole_number_check_refuses_infinity_and_nan_with_a_value_error():
+    from zslib.checks import finite_number
+
+    for bad in (float("inf"), float("-inf"), float("nan")):
+        with pytest.raises(ValueError, match="finite"):
+            finite_number(bad, "steps", low=1, integer=True)
+    assert finite_number(3.0, "steps", integer=True) == 3

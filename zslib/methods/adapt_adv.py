@@ -80,6 +80,10 @@ def _optional_rate(value, name="classifier_lr"):
     return None if value is None else number(low=0.0, low_open=True)(value, name)
 
 
+_layer_names.spec = {"kind": "names", "optional": True}  # as zslib.catalog checks it without importing torch
+_optional_rate.spec = {"kind": "optional", "of": number(low=0.0, low_open=True).spec}
+
+
 @register
 class AdaptAdv(Method):
     name = "adapt_adv"
