@@ -150,3 +150,25 @@ def test_jrd_tables_agree_with_each_other():
         assert reported_value("2", variant, "CUB R@1", paper="chu2020jrd") < t2
     frame = reported_frame("2", paper="chu2020jrd", with_std=True)
     assert frame.loc["JRD", "CUB R@1 ci95"] == 1.1 and "chu2020jrd" in frame.attrs["citation"]
+
+
+def test_adapt_adv_flowers_tables_agree_with_each_other():
+    """Adapt-Adv's Table 6 repeats Table 5's triplet Base and Adapt-Adv rows (same runs), in another column order."""
+    from zslib.reported import ADAPT_ADV_TABLES
+
+    assert sorted(ADAPT_ADV_TABLES) == ["5", "6"]
+    for key, t in ADAPT_ADV_TABLES.items():
+        assert t["paper"] == "alkaabi2022adaptadv" and t["dataset"] == "flowers102" and f"Table {key}" in t["citation"]
+        for row in t["rows"]:
+            assert all(isinstance(row[c], float) and 0.0 < row[c] < 100.0 for c in t["columns"])
+            recalls = [row[c] for c in ("R@1", "R@2", "R@4", "R@8")]
+            assert recalls == sorted(recalls)
+    for name in ("Triplet / Base", "Triplet / Adapt-Adv"):
+        for col in ("NMI", "R@1", "R@2", "R@4", "R@8", "kNN-Acc"):
+            assert reported_value("5", name, col, paper="alkaabi2022adaptadv") == \
+                reported_value("6", name, col, paper="alkaabi2022adaptadv")
+    frame = reported_frame("5", paper="alkaabi2022adaptadv")
+    # the paper's claim: Adapt-Adv beats Base for all three losses on every column
+    for loss in ("Triplet", "Angular", "Proxy-NCA"):
+        assert (frame.loc[f"{loss} / Adapt-Adv"] > frame.loc[f"{loss} / Base"]).all()
+    assert reported_value("6", "Triplet / Adapt-Adv", "R@1", paper="alkaabi2022adaptadv") == 89.32

@@ -42,19 +42,21 @@ def load() -> dict:
 
 
 def check_param(spec: dict | None, value, name: str):
-    """``value`` checked as ``spec`` (a number range, a choice, a boolean, a list of names, or ``None`` or one
-    of those) says; the message names ``name``."""
+    """``value`` checked as ``spec`` (a number range, a choice, a boolean, a list of names, or null and an inner
+    spec) says; the message names ``name``."""
     if spec is None or (value is None and spec.get("optional")):
         return value
     kind = spec["kind"]
-    if kind == "optional":  # None, or a value that spec["of"] accepts
+    if kind == "optional":  # null, or a value of the inner spec
         return value if value is None else check_param(spec["of"], value, name)
-    if kind == "names":  # None (when optional), one name, or a non-empty list of names
+    if kind == "names":  # null (when optional), a name, or a list of distinct names
         if value is None and spec.get("optional"):
             return value
         names = [value] if isinstance(value, str) else value
         if not isinstance(names, (list, tuple)) or not names or not all(isinstance(v, str) for v in names):
-            raise ValueError(f"{name} must be a name or a list of names, got {value!r}")
+            raise ValueError(f"{name} must be {'null or ' if spec.get('optional') else ''}a list of names, got {value!r}")
+        if len(set(names)) != len(names):
+            raise ValueError(f"{name} must name distinct items, got {value!r}")
         return value
     if kind == "choice":
         if value not in spec["options"]:

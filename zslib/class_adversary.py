@@ -218,5 +218,20 @@ class EpochLambda:
         self._sum, self._count = 0.0, 0
         return self.value
 
+    def state_dict(self) -> dict:
+        """Everything :meth:`load_state_dict` needs to continue exactly: plain numbers and lists, so a
+        checkpoint read with ``torch.load(weights_only=True)`` holds it (Adapt-Adv's method stores it there)."""
+        return {"lambda0": self.lambda0, "l_thresh": self.l_thresh, "loss": self.loss, "value": self.value,
+                "sum": self._sum, "count": self._count, "history": [list(h) for h in self.history]}
+
+    def load_state_dict(self, state: dict) -> None:
+        """Continue from :meth:`state_dict` of a schedule with the same ``lambda0`` and ``l_thresh``."""
+        if (state["lambda0"], state["l_thresh"]) != (self.lambda0, self.l_thresh):
+            raise ValueError(f"the saved schedule has lambda0={state['lambda0']}, l_thresh={state['l_thresh']}; this one "
+                             f"has lambda0={self.lambda0}, l_thresh={self.l_thresh}")
+        self.loss, self.value = float(state["loss"]), float(state["value"])
+        self._sum, self._count = float(state["sum"]), int(state["count"])
+        self.history = [(float(a), float(b)) for a, b in state["history"]]
+
     def __repr__(self) -> str:
         return f"EpochLambda(value={self.value:.4f}, loss={self.loss:.4f}, lambda0={self.lambda0}, l_thresh={self.l_thresh})"

@@ -1,5 +1,6 @@
 """Reported results of the papers, as data (CML: Chen et al., TNNLS 2022, ``chen2022cml``; DeML: Chen and
-Deng, CVPR 2019, ``chen2019deml``; JRD: Chu et al., ICML 2020, ``chu2020jrd``).
+Deng, CVPR 2019, ``chen2019deml``; JRD: Chu et al., ICML 2020, ``chu2020jrd``; Adapt-Adv: Al-Kaabi et al.,
+Applied Intelligence 2022, ``alkaabi2022adaptadv``).
 
 Each table is a plain dict, ready for a DataFrame::
 
@@ -23,8 +24,8 @@ from __future__ import annotations
 
 import copy
 
-__all__ = ["CML_TABLES", "DEML_TABLES", "JRD_TABLES", "TABLES", "reported_table", "reported_frame",
-           "reported_value", "parse_cell"]
+__all__ = ["CML_TABLES", "DEML_TABLES", "JRD_TABLES", "ADAPT_ADV_TABLES", "TABLES", "reported_table",
+           "reported_frame", "reported_value", "parse_cell"]
 
 
 def parse_cell(cell: str):
@@ -342,6 +343,40 @@ JRD_TABLES["4"]["alphas"] = {"Gaussian (alpha 1)": 1.0, "Laplace (alpha 1)": 1.0
 TABLES: dict[tuple[str, str], dict] = {("chen2022cml", k): v for k, v in CML_TABLES.items()}
 TABLES.update({("chen2019deml", k): v for k, v in DEML_TABLES.items()})
 TABLES.update({("chu2020jrd", k): v for k, v in JRD_TABLES.items()})
+
+_ADAPT_ADV = dict(paper="alkaabi2022adaptadv", citation="Al-Kaabi, Monsefi and Zabihzadeh, Applied Intelligence 2022")
+_ADAPT_ADV_NOTE = ("Means of five runs (Sec. 5.4); the paper prints no spread. GoogLeNet (Inception) backbone pretrained on "
+                   "ImageNet; Flowers-102 classes 1-51 train, 52-102 evaluation (its Table 1), as zslib's real profile.")
+
+#: Adapt-Adv's Flowers-102 tables (Al-Kaabi et al. 2022, ``alkaabi2022adaptadv``), read from
+#: ``/work/shared/seeds/AdaptAdv_general_discriminative_feature_class_adversarial.txt``. Rows are
+#: ``"<loss> / <extension>"``; "Energy" is CML's energy confusion (ECAML) added to the loss.
+ADAPT_ADV_TABLES: dict[str, dict] = {
+    "5": _table("5", "flowers102", "Information retrieval in a zero-shot setting on Oxford 102 Flowers (unseen classes).",
+                ["R@1", "R@2", "R@4", "R@8", "kNN-Acc", "NMI"], """
+Triplet / Base | 81.55 | 88.89 | 93.59 | 96.58 | 82.22 | 70.16
+Triplet / Energy | 78.24 | 86.28 | 92.02 | 96.05 | 80.24 | 68.42
+Triplet / Adapt-Adv | 89.32 | 94.26 | 96.48 | 97.84 | 90.39 | 76.59
+Angular / Base | 84.89 | 90.89 | 94.63 | 97.12 | 86.17 | 72.39
+Angular / Energy | 85.21 | 90.81 | 94.31 | 96.8 | 85.93 | 71.39
+Angular / Adapt-Adv | 89.64 | 93.94 | 96.56 | 98.16 | 90.31 | 76.05
+Proxy-NCA / Base | 86.3 | 91.24 | 95.33 | 97.38 | 88.38 | 73.79
+Proxy-NCA / Energy | 87.42 | 92.26 | 95.59 | 97.68 | 88.44 | 75.42
+Proxy-NCA / Proxy-Syn | 87.76 | 93.38 | 95.91 | 97.7 | 88.54 | 74.27
+Proxy-NCA / Adapt-Adv | 91.67 | 95.27 | 97.62 | 98.69 | 92.42 | 80.46
+""", notes=[_ADAPT_ADV_NOTE], **_ADAPT_ADV),
+    "6": _table("6", "flowers102", "Ablation of general discriminative feature learning (GDFL) and the class adversarial "
+                "module, triplet loss, Oxford 102 Flowers (unseen classes).",
+                ["NMI", "R@1", "R@2", "R@4", "R@8", "kNN-Acc"], """
+Triplet / Base | 70.16 | 81.55 | 88.89 | 93.59 | 96.58 | 82.22
+Triplet / +GDFL | 73.66 | 86.41 | 91.86 | 95.09 | 97.6 | 88.12
+Triplet / +Adv | 72.73 | 84.54 | 90.68 | 94.71 | 97.36 | 86.03
+Triplet / Adapt-Adv | 76.59 | 89.32 | 94.26 | 96.48 | 97.84 | 90.39
+""", notes=[_ADAPT_ADV_NOTE, "The paper's row names are Base, Tri+GDFL, Tri+Adv and Adapt-Adv."], **_ADAPT_ADV),
+}
+
+#: All reported tables, keyed by ``(paper key, table number)``.
+TABLES.update({("alkaabi2022adaptadv", k): v for k, v in ADAPT_ADV_TABLES.items()})
 
 
 def reported_table(table: str, paper: str = "chen2022cml") -> dict:

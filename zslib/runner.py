@@ -66,7 +66,7 @@ def _pooled_only(config: Config) -> bool:
     """On a cached-feature profile, whether the run reads only the pooled feature (its method reads no maps)."""
     from .methods import get_method
 
-    return bool(config.feature_stages) and not get_method(config.method).uses_maps
+    return bool(config.feature_stages) and not get_method(config.method).reads_maps(config.method_params)
 
 
 def build_model(config: Config) -> nn.Module:

@@ -19,7 +19,7 @@ name::
   (attention modules, several heads); the default returns the model unchanged. Networks only training
   needs (an adversary, a classifier) are attributes of the method instead.
 * ``uses_maps``: whether the method reads the backbone's intermediate maps (attention over them) or only
-  its pooled feature. On the ``real`` profile, whose maps come from a disk cache, a method that does not
+  its pooled feature (``reads_maps(params)`` when it depends on the method's parameters). On the ``real`` profile, whose maps come from a disk cache, a method that does not
   read maps is fed the cached pooled feature alone, which is 50 times less to read per image.
 * ``phases``: the names of the updates of one step, in order, e.g. ``("embedding", "adversary")``. Each
   phase has its own optimizer, learning-rate schedule and gradient scaler. A min-max game written with
@@ -140,6 +140,13 @@ class Method(nn.Module):
         for key, spec in cls.params.items():
             lines.append(f"    {key} = {spec.default!r}: {spec.doc}")
         return "\n".join(lines)
+
+    @classmethod
+    def reads_maps(cls, params: Mapping | None = None) -> bool:
+        """Whether a run with these method parameters reads the backbone's intermediate maps (default:
+        :attr:`uses_maps`). A method whose parameters switch its attention on and off overrides it, so
+        that its runs without attention read only the pooled feature on the cached profile."""
+        return cls.uses_maps
 
     # ----- the network ----------------------------------------------------------------------------------
     @classmethod

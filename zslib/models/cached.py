@@ -84,7 +84,12 @@ class CachedBackbone(Backbone):
         return {n: maps[n] for n in names}
 
     def run(self, x: torch.Tensor, start_after: str | None = None, until: str | None = None) -> torch.Tensor:
-        """The cached map ``until`` (default: the last). Nothing runs between cached stages."""
+        """The cached map ``until`` (default: the last). Nothing runs between cached stages; continuing
+        from the last stage (``start_after`` = the last, ``until`` None or the last) runs nothing and returns
+        ``x``, the map given."""
+        last = self.layout[-1][0] if self.layout else None
+        if start_after is not None and start_after == last and until in (None, last):
+            return x
         if start_after is not None:
             raise ValueError(f"{self.name} cannot continue from a modified map: the stages after "
                              f"{start_after!r} are frozen and were computed once, when the cache was built")

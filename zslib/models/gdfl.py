@@ -22,6 +22,11 @@ Readings of the paper taken here:
 * ``f``, not the embedding, is what the class-adversarial classifier reads (Sec. 3.4:
   :math:`h(\theta_c; f_i)` with :math:`f_i = f(\theta_f; x_i)`); :meth:`GDFLNet.extract` returns it and
   :meth:`GDFLNet.embed_features` embeds it, so a method computes ``f`` once for both.
+* On the ``real`` profile the backbone is a :class:`~zslib.models.CachedBackbone`: the maps come from a
+  feature cache by name, and the attention modules and the head are all that trains (:math:`\theta_f` is the
+  attention). A tap (``forward_tapped``, Grad-CAM) there changes the tapped map where the attention and,
+  for the last map, ``u`` read it, but cannot reach the maps after it: they were computed once, by the
+  frozen network, when the cache was built.
 * The attention modules are new layers: :meth:`param_groups` (inherited) puts them with the head at the
   faster learning rate (the paper gives only the backbone's 1e-4 and the embedding layer's 1e-3).
 """
@@ -33,6 +38,7 @@ import torch
 from torch import nn
 
 from .backbones import Backbone
+from .cached import CachedBackbone
 from .embedding import EmbeddingHead, EmbeddingNet
 from .spatial_attention import SpatialAttention
 
@@ -106,6 +112,14 @@ class GDFLNet(EmbeddingNet):
         unknown = [n for n in taps if n not in order]
         if unknown:
             raise ValueError(f"unknown stage(s) {unknown} to tap; choose from {order}")
+        if not taps:  # one pass, by name: also how a cached backbone (the real profile) serves its maps
+            maps = self.backbone.features(x, [*self.layers, "pool"])
+            return {name: maps[name] for name in self.layers}, maps["pool"]
+        if isinstance(self.backbone, CachedBackbone):  # nothing runs between cached maps
+            wanted = sorted(set(self.layers) | set(taps) | {order[-1]}, key=order.index)
+            maps = self.backbone.features(x, wanted)
+            maps = {name: taps[name](m) if name in taps else m for name, m in maps.items()}
+            return {name: maps[name] for name in self.layers}, self.backbone.pool(maps[order[-1]])
         maps, previous = {}, None
         for name in sorted(set(self.layers) | set(taps), key=order.index):
             x = self.backbone.run(x, start_after=previous, until=name)
