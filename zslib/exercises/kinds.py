@@ -222,8 +222,10 @@ class ChoiceExercise(_Base):
             raise TypeError(f"check({self.name!r}, ...) needs the chapter's {', '.join(missing)}=... as keyword "
                             "argument(s)")
         text = str(answer).strip().lower()
-        if text not in self.options:
-            return Outcome(self.name, False, f"{self.header()}: answer one of {', '.join(map(repr, self.options))}; "
+        # no fixed options: the keys of the chapter's table (e.g. the losses it compared)
+        options = self.options or tuple(str(k).lower() for k in context.get("table", {}))
+        if text not in options:
+            return Outcome(self.name, False, f"{self.header()}: answer one of {', '.join(map(repr, options))}; "
                                              f"got {answer!r}.")
         truth = self.decide(**{k: context[k] for k in self.context})
         if text != truth:
