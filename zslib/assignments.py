@@ -81,7 +81,7 @@ def solution_text(text: str) -> list[str]:
         elif inside and s and not s.startswith("#"):
             lines.append(s)
         elif s.endswith(LINE) and "=" in s:
-            lines.append(s.split("=", 1)[1].rsplit("#", 1)[0].strip())
+            lines.append(s[: -len(LINE)].strip())  # the whole assignment, e.g. prediction = "seen"
     return lines
 
 

@@ -33,6 +33,9 @@ class Outcome:
     def __str__(self) -> str:
         return self.message
 
+    def _ipython_display_(self) -> None:
+        """Shown as nothing in a notebook: :func:`zslib.exercises.check` has printed the message already."""
+
 
 @dataclass(frozen=True)
 class Case:
