@@ -1,6 +1,8 @@
 """The assignment pack: solutions hidden in the book, stripped from the student version, and an autograder
 that gives a solved notebook full marks and an unsolved one zero."""
+import html as html_text
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -108,3 +110,51 @@ def test_the_cli_writes_a_pack_of_every_chapter(tmp_path):
     bad = subprocess.run([sys.executable, "-m", "zslib", "grade", str(tmp_path / "missing.ipynb")],
                          capture_output=True, text=True)
     assert bad.returncode == 2 and "no such notebook" in bad.stderr
+
+
+_SOLUTION_CELL = re.compile(r'<div class="cell tag_solution[^"]*">\s*<details class="[^"]*"(?P<attrs>[^>]*)>(?P<body>.*?)</details>',
+                            re.S)
+
+
+def _check_solutions_collapsed(html: str, sources: list[str]) -> int:
+    """Every solution's first line sits inside a closed <details> of a solution cell, nowhere else."""
+    hidden = [m for m in _SOLUTION_CELL.finditer(html)]
+    assert all("open" not in m.group("attrs") for m in hidden), "a solution cell is rendered open"
+    inside = " ".join(m.group("body") for m in hidden)
+    outside = _SOLUTION_CELL.sub("", html)
+    plain = lambda s: html_text.unescape(re.sub(r"<[^>]+>", "", s))  # noqa: E731  (code is split into spans)
+    for src in sources:
+        marker = solution_text(src)[0]
+        assert marker in plain(inside), f"solution not inside a collapsed cell: {marker!r}"
+        assert marker not in plain(outside), f"solution text visible outside the collapsed cell: {marker!r}"
+    return len(hidden)
+
+
+@pytest.mark.book
+def test_a_solution_cell_renders_collapsed_in_jupyter_book(tmp_path):
+    """A tiny book with the tags the chapters use: the solution is inside a closed <details> (collapsed
+    without JavaScript), and its text appears nowhere else on the page."""
+    import shutil
+
+    jb = shutil.which("jupyter-book") or str(Path(sys.executable).parent / "jupyter-book")
+    if not Path(jb).exists():
+        pytest.skip("jupyter-book is not installed")
+    nb = json.loads(json.dumps(TINY))
+    nb["cells"][3]["source"] = "print(floor())"  # no check calls: the tiny book needs no zslib kernel state
+    nb["cells"][4]["source"] = "print(answer)"
+    (tmp_path / "tiny.ipynb").write_text(json.dumps(nb))
+    (tmp_path / "_config.yml").write_text("title: t\nexecute:\n  execute_notebooks: force\n")
+    (tmp_path / "_toc.yml").write_text("format: jb-book\nroot: tiny\n")
+    subprocess.run([jb, "build", str(tmp_path)], check=True, capture_output=True, timeout=600)
+    html = (tmp_path / "_build" / "html" / "tiny.html").read_text()
+    assert _check_solutions_collapsed(html, ["".join(TINY["cells"][2]["source"])]) == 1
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_the_built_pages_show_no_solution_unless_opened(path):
+    page = Path(__file__).resolve().parent.parent / "_build" / "html" / "book" / f"{path.stem}.html"
+    if not page.exists():
+        pytest.skip("the book is not built (make book)")
+    nb = json.loads(path.read_text())
+    sources = ["".join(c["source"]) for c in nb["cells"] if SOLUTION_TAG in c.get("metadata", {}).get("tags", [])]
+    assert _check_solutions_collapsed(page.read_text(), sources) == len(sources)
