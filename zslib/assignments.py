@@ -24,7 +24,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["SOLUTION_TAG", "HIDE_TAG", "strip_solutions", "solution_text", "build_pack", "grade", "Score",
+__all__ = ["SOLUTION_TAG", "HIDE_TAG", "strip_solutions", "solution_text", "exercise_names", "build_pack", "grade", "Score",
            "BOOK_DIR", "chapters_with_exercises"]
 
 SOLUTION_TAG = "solution"
