@@ -152,7 +152,8 @@ def _readme(rubric: dict, titles: dict, times: dict) -> str:
              "of it passed. A cell that raises does not stop the notebook. `--json` prints the score as JSON "
              "for a spreadsheet. The checks compare against zslib's own functions on inputs the student does "
              "not choose, so a notebook that prints the right words without computing them does not pass; a "
-             "check also refuses the zslib function itself as an answer. Read the notebooks for the derivation "
+             "check also refuses the zslib function itself as an answer (a wrapper that calls it is not detected: "
+             "skim the submitted code). Read the notebooks for the derivation "
              "and the written answers: the grader scores only what a check can test.", "",
              "Experiment questions (a predicted sign or ordering) are decided by the numbers the student's own "
              "run printed, so every student is graded against their own run.", "",
