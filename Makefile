@@ -14,7 +14,7 @@ export ZS_PROFILE ?= quick
 MATHJAX_VERSION := 3.2.2
 MATHJAX         := .vendor/mathjax
 
-.PHONY: book test test-unit env lock clean mathjax
+.PHONY: book test test-unit env lock clean mathjax assignments
 
 env: $(STAMP)
 
@@ -29,6 +29,11 @@ book: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
+
+# The assignment pack (student notebooks without solutions, instructor notebooks, rubric, teacher's README).
+ASSIGNMENTS ?= _build/assignments
+assignments: $(STAMP)
+	$(BIN)/python -m zslib assignments --out $(ASSIGNMENTS)
 
 # Only the fast unit tests (no book build).
 test-unit: $(STAMP)

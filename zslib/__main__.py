@@ -9,6 +9,8 @@ Examples::
     python -m zslib evaluate --checkpoint results/checkpoints/<run>.pt --split train
     python -m zslib train --method cml --method-param lambda1=0.02 --method-param lambda2=0.01
     python -m zslib methods                                          # the methods and their parameters
+    python -m zslib assignments --out pack                           # student/instructor notebooks, rubric
+    python -m zslib grade pack/student/cml.ipynb --rubric pack/rubric.json
 
 Defaults come from the profile (``--profile``, else ``$ZS_PROFILE``, else quick). A bad argument or a
 known failure (missing data, a damaged file) is reported in one line with exit status 2; ``--debug``
@@ -132,6 +134,19 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--profile", required=True, choices=[p for p in sorted(PROFILES) if p != "quick"])
     r.add_argument("--results-dir", help="where results are (default: $ZS_RESULTS or results/)")
     r.add_argument("--dry-run", action="store_true", help="only list what would be copied")
+
+    a = sub.add_parser("assignments", help="write the assignment pack (student and instructor notebooks, rubric)",
+                       description="Generate the assignment pack from the book's chapters: student notebooks "
+                                   "without solutions, instructor notebooks with them, rubric.json and a README "
+                                   "for the teacher (see zslib.assignments).")
+    a.add_argument("--out", required=True, help="folder to write the pack into (created if missing)")
+    a.add_argument("--chapter", action="append", help="only this chapter (a notebook stem; repeatable)")
+
+    g = sub.add_parser("grade", help="score a submitted notebook by executing its exercise checks")
+    g.add_argument("notebook", help="the submitted .ipynb")
+    g.add_argument("--rubric", help="the pack's rubric.json (default: the exercises the notebook records)")
+    g.add_argument("--timeout", type=int, default=1800, help="seconds per cell (default 1800)")
+    g.add_argument("--json", action="store_true", help="print the score as JSON")
     return p
 
 
@@ -260,6 +275,32 @@ def _record(args) -> int:
     return 0
 
 
+def _assignments(args) -> int:
+    from zslib.assignments import build_pack
+
+    out = build_pack(args.out, chapters=args.chapter)
+    print(f"assignment pack written to {out} (student/, instructor/, rubric.json, README.md)")
+    return 0
+
+
+def _grade(args) -> int:
+    from pathlib import Path
+
+    if not Path(args.notebook).is_file():
+        raise UsageError(f"no such notebook: {args.notebook}")
+    if args.timeout < 1:
+        raise UsageError("--timeout must be at least 1 second")
+    from zslib.assignments import grade
+
+    score = grade(args.notebook, rubric=args.rubric, timeout=args.timeout)
+    if args.json:
+        print(json.dumps({"notebook": score.notebook, "points": score.points, "total": score.total,
+                          "exercises": score.exercises}, indent=1))
+    else:
+        print(score.report())
+    return 0
+
+
 def _methods(args) -> int:
     from zslib.methods import describe_methods
 
@@ -269,7 +310,8 @@ def _methods(args) -> int:
 
 def main(argv=None) -> int:
     args = _parser().parse_args(argv)
-    command = {"train": _train, "evaluate": _evaluate, "methods": _methods, "record": _record}[args.command]
+    command = {"train": _train, "evaluate": _evaluate, "methods": _methods, "record": _record,
+               "assignments": _assignments, "grade": _grade}[args.command]
     if args.debug:
         return command(args)
     try:
