@@ -38,4 +38,4 @@ def describe_methods() -> str:
 
 
 # The methods register themselves on import.
-from . import baseline, cml, jrd, pretrained  # noqa: E402,F401
+from . import baseline, cml, jrd, nca, pretrained, zsml  # noqa: E402,F401
