@@ -1,40 +1,52 @@
-"""Benchmark: the SOP retrieval row of ``zslib.evaluate`` against a bare faiss search and PML.
+"""Benchmark: retrieval metrics of ``zslib.evaluate`` against a bare faiss search and PML.
 
 Stanford Online Products' test split is 60,502 images of 11,316 classes (about 5.3 images per class,
 at least 2). This script builds random embeddings of that shape (512-d, float32, a weak class
-structure so recall is neither 0 nor 1) and times, each in its own subprocess so that peak memory
-does not mix:
+structure so recall is neither 0 nor 1) and times, each in a process of its own (forked after the
+imports, so start-up costs nothing) so that neither peak memory nor warm caches mix:
 
-* ``floor``      -- a bare ``faiss.IndexFlatIP`` built on the embeddings and searched for k = 1000
-                    (what any exact R@1000 needs at least); no labels, no metric;
-* ``ours``       -- ``zslib.evaluate.evaluate(x, y, "sop")``: R@1, R@10, R@100, R@1000, exact,
-                    leave-one-out, ties by index (on the CPU this is the chunked faiss path);
-* ``ours-torch`` -- the same row through ``recall_at_k(..., backend="torch")`` (the path used on
-                    CUDA: chunked matrix products and rank counting, no top-k);
-* ``ours-pmlset``-- our R@1, MAP@R and R-Precision (the metrics PML's calculator computes;
-                    three separate calls, so three searches);
-* ``pml``        -- pytorch-metric-learning's ``AccuracyCalculator`` (precision_at_1,
-                    mean_average_precision_at_r, r_precision; k = "max_bin_count"), under a time limit.
+* ``floor``          -- a bare ``faiss.IndexFlatIP`` built on the embeddings and searched for
+                        k = 1000 (what any exact R@1000 needs at least); no labels, no metric;
+* ``ours``           -- ``evaluate(x, y, "sop")``: R@1, R@10, R@100, R@1000, exact, leave-one-out,
+                        ties by index (``backend="auto"``: for a Recall@K this deep, the torch
+                        path's rank count, on the CPU as on CUDA);
+* ``ours-faiss``     -- the same row with ``backend="faiss"`` (a chunked k = 1002 faiss search);
+* ``ours-pml``       -- ``retrieval_metrics(x, y, ("R@1", "MAP@R", "RP"))``: the metrics PML's
+                        calculator reports, from one call and one search (``"auto"``: faiss on
+                        the CPU, k = the largest class size);
+* ``ours-pml-torch`` -- the same with ``backend="torch"`` (the path used on CUDA);
+* ``pml``            -- pytorch-metric-learning's ``AccuracyCalculator`` (precision_at_1,
+                        mean_average_precision_at_r, r_precision; k = "max_bin_count"), under a
+                        time limit.
+
+Two tables: the SOP size (60,502 x 512; all contenders, about ten minutes on 2 cores) and a quick
+one at 20,000 x 512 (floor, ours, ours-pml and pml: about a minute on 2 cores). The machine may be
+shared, so with ``--repeat R`` the contenders run in rounds (floor, ours, ..., then again), and
+every ratio is taken within a round, against that round's floor (or PML), then the median over
+rounds is reported.
 
 Peak memory is the growth of the process's peak resident set (``VmHWM`` in /proc/self/status)
 over its resident set once the data are in memory, so it also sees faiss's C++ allocations.
 
-    python benchmarks/bench_eval.py                 # full SOP size (minutes on 2 cores)
-    python benchmarks/bench_eval.py --n 5000 --dim 64   # smoke run
+    python benchmarks/bench_eval.py                    # SOP table, then the 20,000 x 512 table
+    python benchmarks/bench_eval.py --quick            # the 20,000 x 512 table only
+    python benchmarks/bench_eval.py --n 5000 --dim 64  # one table of any size (smoke run)
 """
 from __future__ import annotations
 
 import argparse
-import json
+import multiprocessing as mp
 import os
-import subprocess
-import sys
+import statistics
 import time
 
 import numpy as np
 
 SOP_N, SOP_CLASSES = 60502, 11316
-CONTENDERS = ("floor", "ours", "ours-torch", "ours-pmlset", "pml")
+QUICK_N = 20000
+CONTENDERS = ("floor", "ours", "ours-faiss", "ours-pml", "ours-pml-torch", "pml")
+QUICK_CONTENDERS = ("floor", "ours", "ours-pml", "pml")  # the done-when ratios, quickly
+PML_SET = ("R@1", "MAP@R", "RP")  # precision_at_1, mean_average_precision_at_r, r_precision
 
 
 def make_data(n: int, dim: int, n_classes: int, seed: int = 0):
@@ -70,112 +82,139 @@ def _reset_peak() -> bool:
         return False
 
 
-def worker(name: str, args) -> dict:
-    import faiss  # noqa: F401  (import cost outside the timing, for every contender alike)
+def worker(name: str, x: np.ndarray, y: np.ndarray) -> dict:
+    """Time one contender on ``(x, y)``; runs in a child process of its own (see :func:`_run_one`)."""
+    import faiss
     import torch
 
     from zslib import evaluate as ev
 
-    x, y = make_data(args.n, args.dim, args.classes, args.seed)
+    if name == "pml":
+        from pytorch_metric_learning.utils.accuracy_calculator import AccuracyCalculator
+    n = len(y)
     _reset_peak()
     base = _status_kb("VmRSS")
     t0 = time.perf_counter()
-    out: dict = {}
     if name == "floor":
         index = faiss.IndexFlatIP(x.shape[1])
         index.add(x)
-        D, I = index.search(x, min(1000, args.n))
-        elapsed = time.perf_counter() - t0
-        # cross-check (untimed): recall from the floor's own neighbours, self dropped
-        keep = I != np.arange(args.n)[:, None]
-        rec = {}
-        for k in (1, 10, 100):
-            hits = np.zeros(args.n, dtype=bool)
-            for a in range(0, args.n, 8192):
-                Ia, ka = I[a:a + 8192], keep[a:a + 8192]
-                cols = np.cumsum(ka, axis=1) <= k
-                hits[a:a + 8192] = ((y[Ia] == y[a:a + 8192, None]) & ka & cols).any(1)
-            rec[f"R@{k}"] = float(hits.mean())
-        out["check"] = rec
-    elif name == "ours":
-        out["row"] = ev.evaluate(x, y, "sop")
-        elapsed = time.perf_counter() - t0
-    elif name == "ours-torch":
-        out["row"] = {f"R@{k}": v for k, v in
-                      ev.recall_at_k(x, y, (1, 10, 100, 1000), backend="torch").items()}
-        elapsed = time.perf_counter() - t0
-    elif name == "ours-pmlset":
-        out["row"] = {"P@1": ev.recall_at_k(x, y, 1)[1], "MAP@R": ev.map_at_r(x, y),
-                      "RP": ev.r_precision(x, y)}
-        elapsed = time.perf_counter() - t0
-    elif name == "pml":
-        from pytorch_metric_learning.utils.accuracy_calculator import AccuracyCalculator
-
+        _, I = index.search(x, min(1000, n))
+    elif name in ("ours", "ours-faiss"):
+        row = ev.evaluate(x, y, "sop", backend="faiss" if name == "ours-faiss" else "auto")
+    elif name in ("ours-pml", "ours-pml-torch"):
+        row = ev.retrieval_metrics(x, y, PML_SET, backend="torch" if name == "ours-pml-torch" else "auto")
+    else:
         calc = AccuracyCalculator(include=("precision_at_1", "mean_average_precision_at_r", "r_precision"),
                                   k="max_bin_count", device=torch.device("cpu"))
         res = calc.get_accuracy(torch.from_numpy(x), torch.from_numpy(y))
-        elapsed = time.perf_counter() - t0
-        out["row"] = {"P@1": res["precision_at_1"], "MAP@R": res["mean_average_precision_at_r"],
-                      "RP": res["r_precision"]}
-    else:
-        raise SystemExit(f"unknown contender {name}")
-    out["seconds"] = elapsed
-    out["peak_extra_mb"] = (_status_kb("VmHWM") - base) / 1024
-    out["threads"] = torch.get_num_threads()
+        row = {"R@1": res["precision_at_1"], "MAP@R": res["mean_average_precision_at_r"], "RP": res["r_precision"]}
+    out = {"seconds": time.perf_counter() - t0, "peak_extra_mb": (_status_kb("VmHWM") - base) / 1024,
+           "threads": torch.get_num_threads()}
+    if name == "floor":  # cross-check (untimed): recall from its first 101 neighbours, self dropped
+        top = I[:, :101]
+        keep = top != np.arange(n)[:, None]
+        match = (y[top] == y[:, None]) & keep
+        rank = np.cumsum(keep, axis=1)  # 1-based position among the neighbours other than self
+        row = {f"R@{k}": round(float((match & (rank <= k)).any(1).mean()), 4) for k in (1, 10, 100)}
+    out["row"] = {k: float(v) for k, v in row.items()}
     return out
+
+
+def _child(name, x, y, conn) -> None:
+    try:
+        conn.send(worker(name, x, y))
+    except BaseException as err:  # report, do not hang the parent
+        conn.send({"error": f"{type(err).__name__}: {err}"})
+    conn.close()
+
+
+def _run_one(name: str, x: np.ndarray, y: np.ndarray, limit: float | None) -> dict:
+    """Run one contender in a forked child: its own process (own peak memory, its own threads), but
+    the parent's imports and data are inherited, so no contender pays seconds of start-up."""
+    ctx = mp.get_context("fork")
+    recv, send = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_child, args=(name, x, y, send))
+    proc.start()
+    send.close()
+    try:
+        if not recv.poll(limit):
+            proc.kill()
+            proc.join()
+            return {"error": f"stopped after the {limit:.0f} s time limit"}
+        return recv.recv()
+    except EOFError:  # the child died without a word
+        proc.join()
+        why = "killed (out of memory?)" if proc.exitcode in (-9, 137) else "no result"
+        return {"error": f"exit {proc.exitcode}: {why}"}
+    finally:
+        proc.join()
+
+
+def _fmt_row(row: dict) -> str:
+    return ", ".join(f"{k} {100 * v:.2f}" for k, v in row.items())
+
+
+def table(n: int, args) -> None:
+    names = args.only.split(",") if args.only else list(QUICK_CONTENDERS if n == QUICK_N else CONTENDERS)
+    classes = args.classes or max(1, round(n * SOP_CLASSES / SOP_N))
+    print(f"\n## {n} x {args.dim} float32 embeddings, {classes} classes ({n / classes:.2f} per class), "
+          f"{os.cpu_count()} CPUs, {args.repeat} round(s)", flush=True)
+    unknown = sorted(set(names) - set(CONTENDERS))
+    if unknown:
+        raise SystemExit(f"unknown contender(s) {', '.join(unknown)}; use {', '.join(CONTENDERS)}")
+    t_start = time.perf_counter()
+    x, y = make_data(n, args.dim, classes, args.seed)
+    runs: dict[str, list[dict]] = {name: [] for name in names}
+    for rnd in range(args.repeat):
+        for name in names:
+            r = _run_one(name, x, y, args.pml_timeout if name == "pml" else None)
+            runs[name].append(r)
+            if "error" in r:
+                print(f"  round {rnd + 1} {name:15s} {r['error']}", flush=True)
+            else:
+                print(f"  round {rnd + 1} {name:15s} {r['seconds']:7.1f} s  peak +{r['peak_extra_mb']:6.0f} MB  "
+                      f"{_fmt_row(r['row'])}", flush=True)
+
+    def ratios(name, ref):  # within each round, then the median
+        vals = [a["seconds"] / b["seconds"] for a, b in zip(runs.get(name, []), runs.get(ref, []))
+                if "seconds" in a and "seconds" in b]
+        return f"{statistics.median(vals):.2f}" if vals else "-"
+
+    print("\n| contender | seconds | x floor | x pml | peak extra memory (MB) | metrics (%) |")
+    print("|---|---:|---:|---:|---:|---|")
+    for name in names:
+        ok = [r for r in runs[name] if "seconds" in r]
+        if not ok:
+            print(f"| {name} | {runs[name][-1]['error']} | | | | |")
+            continue
+        sec = statistics.median(r["seconds"] for r in ok)
+        mem = max(r["peak_extra_mb"] for r in ok)
+        pml = ratios(name, "pml") if name in ("ours-pml", "ours-pml-torch", "pml") else ""
+        print(f"| {name} | {sec:.1f} | {ratios(name, 'floor')} | {pml} | {mem:.0f} | {_fmt_row(ok[-1]['row'])} |")
+    print(f"\n(table took {time.perf_counter() - t_start:.0f} s of wall time)", flush=True)
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--n", type=int, default=SOP_N, help="embeddings (default: SOP test size 60502)")
+    ap.add_argument("--n", type=int, default=None,
+                    help="one table of this many embeddings (default: SOP's 60502, then 20000)")
+    ap.add_argument("--quick", action="store_true", help="only the 20,000 x 512 table")
     ap.add_argument("--dim", type=int, default=512)
     ap.add_argument("--classes", type=int, default=None, help="default: n * 11316 / 60502")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--only", default=",".join(CONTENDERS), help="comma-separated contenders")
+    ap.add_argument("--repeat", type=int, default=1, help="rounds of all contenders (median reported)")
+    ap.add_argument("--only", default=None, help="comma-separated contenders (default: all of "
+                    f"{', '.join(CONTENDERS)}; for the 20,000 table {', '.join(QUICK_CONTENDERS)})")
     ap.add_argument("--pml-timeout", type=float, default=900, help="seconds before PML is stopped")
-    ap.add_argument("--worker", help=argparse.SUPPRESS)
     args = ap.parse_args()
-    if args.classes is None:
-        args.classes = max(1, round(args.n * SOP_CLASSES / SOP_N))
-    if args.worker:
-        print("RESULT " + json.dumps(worker(args.worker, args)))
-        return
+    # imported once here, inherited by every forked contender (none of them runs a thread before)
+    import faiss  # noqa: F401
+    import torch  # noqa: F401
 
-    print(f"# {args.n} x {args.dim} float32 embeddings, {args.classes} classes "
-          f"({args.n / args.classes:.2f} per class), {os.cpu_count()} CPUs")
-    results = {}
-    for name in args.only.split(","):
-        cmd = [sys.executable, __file__, "--worker", name, "--n", str(args.n), "--dim", str(args.dim),
-               "--classes", str(args.classes), "--seed", str(args.seed)]
-        limit = args.pml_timeout if name == "pml" else None
-        try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=limit)
-        except subprocess.TimeoutExpired:
-            results[name] = {"error": f"stopped after the {limit:.0f} s time limit"}
-            print(f"{name:12s} stopped after {limit:.0f} s", flush=True)
-            continue
-        lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
-        if proc.returncode or not lines:
-            why = "killed (out of memory?)" if proc.returncode in (-9, 137) else proc.stderr.strip()[-400:]
-            results[name] = {"error": f"exit {proc.returncode}: {why}"}
-            print(f"{name:12s} failed: {results[name]['error']}", flush=True)
-            continue
-        results[name] = json.loads(lines[-1][7:])
-        r = results[name]
-        print(f"{name:12s} {r['seconds']:8.1f} s  peak +{r['peak_extra_mb']:7.0f} MB  "
-              f"{r.get('row') or r.get('check')}", flush=True)
-
-    floor = results.get("floor", {}).get("seconds")
-    print("\n| contender | seconds | x floor | peak extra memory (MB) |")
-    print("|---|---:|---:|---:|")
-    for name, r in results.items():
-        if "error" in r:
-            print(f"| {name} | {r['error']} | | |")
-            continue
-        ratio = f"{r['seconds'] / floor:.2f}" if floor else "-"
-        print(f"| {name} | {r['seconds']:.1f} | {ratio} | {r['peak_extra_mb']:.0f} |")
-    if "ours" in results and "pml" in results and "seconds" in results["pml"]:
-        print(f"\nours / pml time: {results['ours']['seconds'] / results['pml']['seconds']:.2f}")
+    import zslib.evaluate  # noqa: F401
+    sizes = [args.n] if args.n else [QUICK_N] if args.quick else [SOP_N, QUICK_N]
+    for n in sizes:
+        table(n, args)
 
 
 if __name__ == "__main__":

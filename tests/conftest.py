@@ -28,7 +28,7 @@ def _quick_profile(monkeypatch, _session_cache):
     import zslib.profile
 
     monkeypatch.setenv("ZS_PROFILE", "quick")
-    for name in ("ZS_DOWNLOAD", "ZS_WEIGHTS_MIRROR"):  # tests never download: no caller's switch leaks in
+    for name in ("ZS_DOWNLOAD", "ZS_WEIGHTS_MIRROR", "ZS_DATA_MIRROR"):  # tests never download: no caller's switch leaks in
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("ZS_CACHE", str(_session_cache))
     monkeypatch.setattr(zslib.profile, "_active", None)

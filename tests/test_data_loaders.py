@@ -487,20 +487,23 @@ def test_train_transform_crops_and_flips():
 
 # ------------------------------------------------------------------------------------------- cache
 def test_pre_resized_cache(tmp_path):
+    """The cache stores torchvision's Resize of each image (the oracle) and reads it back as the source does.
+    (The transparency of the cache, bitwise, is checked in tests/test_image_cache.py.)"""
+    from torchvision.transforms import v2
+
     build_cub(tmp_path)
     ds = CUB200(tmp_path, "test")
     cache = zd.cached(ds, 12, cache_dir=tmp_path / "cache", progress=False)
-    assert len(cache) == len(ds) and cache.labels.tolist() == ds.labels.tolist()
+    assert isinstance(cache, zd.PreResizedCache)
+    assert len(cache) == len(ds) and cache.labels.tolist() == ds.labels.tolist() and cache.split == "test"
     for i in range(len(ds)):
-        want = torch.from_numpy(zd.cache.resize_center_square(ds.load_image(i), 12)).permute(2, 0, 1)
+        want = torch.from_numpy(np.array(v2.Resize(12)(ds.load_image(i)))).permute(2, 0, 1)
         img, y = cache[i]
-        torch.testing.assert_close(img, want.float() / 255)
-        assert y == ds.labels[i]
+        assert torch.equal(img, want) and y == ds.labels[i]
     again = zd.cached(ds, 12, cache_dir=tmp_path / "cache", transform=zd.test_transform(8, 12, None, None))
     assert again[0][0].shape == (3, 8, 8)
-    (again.path / "meta.json").write_text('{"size": 12, "count": 99}')
-    with pytest.raises(CorruptFileError, match="build it again"):
-        zd.PreResizedCache(again.path)
+    with pytest.raises(TypeError, match="load_image"):
+        zd.cached(torch.utils.data.TensorDataset(torch.zeros(2, 3, 4, 4)), 12)
 
 
 # ------------------------------------------------------------------------------------------- build
@@ -512,7 +515,9 @@ def test_build_dataset_quick_and_full(tmp_path):
     build_cub(tmp_path)
     full = zslib.PROFILES["full"].replace(image_size=16, resize_size=20)
     ds = zd.build_dataset(full, "test", False, root=tmp_path)
-    assert isinstance(ds, CUB200) and ds.split == "test"
+    # the full profile reads its images through the pre-resized image cache (tests/test_image_cache.py)
+    assert isinstance(ds, zd.PreResizedCache) and isinstance(ds.source, CUB200) and ds.split == "test"
+    assert isinstance(zd.build_dataset(full.replace(image_cache=False), "test", False, root=tmp_path), CUB200)
     x, _ = ds[0]
     assert x.shape == (3, 16, 16) and x.dtype == torch.float32
     with pytest.raises(MissingDataError):

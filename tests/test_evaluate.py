@@ -206,6 +206,9 @@ def test_matches_pytorch_metric_learning():
         assert ev.recall_at_k(x, y, 1, backend=backend)[1] == pytest.approx(pml["precision_at_1"], abs=1e-9)
         assert ev.map_at_r(x, y, backend=backend) == pytest.approx(pml["mean_average_precision_at_r"], abs=1e-6)
         assert ev.r_precision(x, y, backend=backend) == pytest.approx(pml["r_precision"], abs=1e-6)
+        one = ev.retrieval_metrics(x, y, backend=backend)  # PML's set from one search
+        assert one == pytest.approx({"R@1": pml["precision_at_1"], "MAP@R": pml["mean_average_precision_at_r"],
+                                     "RP": pml["r_precision"]}, abs=1e-6)
 
 
 def test_knn_accuracy_rule():
@@ -363,7 +366,7 @@ def test_bad_input_errors():
         ev.recall_at_k(x, y[:9])
     with pytest.raises(ValueError, match="empty"):
         ev.recall_at_k(np.zeros((0, 4)), [])
-    with pytest.raises(ValueError, match="2-D"):
+    with pytest.raises(ValueError, match="shape \\(n, d\\)"):
         ev.knn(np.zeros(4), k=1)
     with pytest.raises(ValueError, match="max\\(ks\\) = 10 .* 9 gallery items"):
         ev.recall_at_k(x, y, (1, 10))
@@ -406,3 +409,115 @@ def test_singleton_classes_are_left_out_with_a_warning():
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no warning when every class has two samples
         ev.recall_at_k(x, y, (1, 4))
+
+
+# ------------------------------------------------------------------------------------------
+# one search for several metrics
+# ------------------------------------------------------------------------------------------
+def _separate(g, gl, ks, backend, metric="cosine", **kw):
+    """The row from the separate functions (one search each)."""
+    kw = dict(metric=metric, backend=backend, **kw)
+    row = {f"R@{k}": v for k, v in ev.recall_at_k(g, gl, ks, **kw).items()}
+    row["MAP@R"] = ev.map_at_r(g, gl, **kw)
+    row["RP"] = ev.r_precision(g, gl, **kw)
+    row["kNN"] = ev.knn_accuracy(g, gl, **kw)
+    return row
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("metric", ["cosine", "euclidean"])
+@pytest.mark.parametrize("split", [False, True])
+def test_one_search_equals_separate_calls_exactly(backend, metric, split):
+    x, y = tie_data(metric, n=170, n_classes=14, seed=7)
+    if split:  # In-Shop style: separate queries (some scaled copies of gallery items) and gallery
+        q, ql, g, gl = x[:60], y[:60], x[60:], y[60:]
+        kw = dict(query_embeddings=q, query_labels=ql)
+    else:
+        q, ql, g, gl, kw = x, y, x, y, {}
+    ks = (1, 2, 4, 8, 70, 100)  # 70 and 100 > 64: the torch path counts ranks for those queries
+    names = [f"R@{k}" for k in ks] + ["MAP@R", "RP", "kNN"]
+    one = ev.retrieval_metrics(g, gl, names, metric=metric, backend=backend, chunk_size=16, **kw)
+    assert list(one) == names
+    assert one == _separate(g, gl, ks, backend, metric, **kw)  # exactly, not approximately
+    rec, ap, rp, kacc = oracle_metrics(q, ql, g, gl, metric, not split, ks)
+    assert one == pytest.approx({**{f"R@{k}": rec[k] for k in ks}, "MAP@R": ap, "RP": rp, "kNN": kacc},
+                                abs=1e-12)
+    # the data exercise the torch path's second stage: queries whose first hit lies deeper than
+    # the top-R that MAP@R needs, and ties between the scores
+    orders, keys = oracle_order(q, g, metric, not split)
+    r_max = max(int((gl[o] == ql[i]).sum()) for i, o in enumerate(orders))
+    deep = sum(int(np.argmax(gl[o] == ql[i])) >= r_max for i, o in enumerate(orders))
+    assert deep >= 3
+    # any subset and order gives the same values
+    sub = ev.retrieval_metrics(g, gl, ["RP", "R@100", "R@1"], metric=metric, backend=backend, **kw)
+    assert sub == {k: one[k] for k in ("RP", "R@100", "R@1")}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_one_search_mask_route_and_knn_rule(backend, monkeypatch):
+    # one class larger than the padded-table limit: the torch path's label-mask route
+    x, y = tie_data("cosine", n=160, n_classes=8, seed=2)
+    y[:90] = 0
+    monkeypatch.setattr(ev, "_GATHER_LIMIT", 40)
+    names = ["R@1", "R@65", "R@120", "MAP@R", "RP", "kNN"]
+    one = ev.retrieval_metrics(x, y, names, backend=backend, chunk_size=23, knn_k=7, knn_min_agree=2)
+    assert one == {**{f"R@{k}": v for k, v in ev.recall_at_k(x, y, (1, 65, 120), backend=backend).items()},
+                   "MAP@R": ev.map_at_r(x, y, backend=backend), "RP": ev.r_precision(x, y, backend=backend),
+                   "kNN": ev.knn_accuracy(x, y, k=7, min_agree=2, backend=backend)}
+
+
+def test_backends_agree_exactly():
+    x, y = tie_data("euclidean", n=200, n_classes=15, seed=8)
+    names = ["R@1", "R@10", "R@100", "MAP@R", "RP", "kNN"]
+    rows = [ev.retrieval_metrics(x, y, names, metric="euclidean", backend=b) for b in BACKENDS]
+    assert rows[0] == rows[1]
+
+
+def _count_searches(monkeypatch):
+    """Wrap the two back ends' search entry points; returns the list of calls."""
+    calls = []
+    faiss_chunks, scores = ev._faiss_knn_chunks, ev._scores
+
+    def counted_faiss(*a, **k):
+        calls.append("faiss")
+        return faiss_chunks(*a, **k)
+
+    def counted_scores(*a, **k):
+        calls.append("torch")
+        return scores(*a, **k)
+
+    monkeypatch.setattr(ev, "_faiss_knn_chunks", counted_faiss)
+    monkeypatch.setattr(ev, "_scores", counted_scores)
+    return calls
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_evaluate_searches_once(backend, monkeypatch):
+    rng = np.random.default_rng(9)
+    y = np.repeat(np.arange(12), 10)
+    x = (rng.standard_normal((12, 16))[y] + rng.standard_normal((120, 16))).astype(np.float32)
+    calls = _count_searches(monkeypatch)
+    row = ev.evaluate(x, y, "flowers102", extra=("MAP@R", "RP", "R@100"), backend=backend)
+    assert calls == ["faiss"] if backend == "faiss" else calls == ["torch"]  # one chunk, one product
+    calls.clear()
+    ev.retrieval_metrics(x, y, ("R@1", "R@100", "MAP@R", "RP", "kNN"), backend=backend, chunk_size=50)
+    assert calls == (["faiss"] if backend == "faiss" else ["torch"] * 3)  # 120 queries in chunks of 50
+    monkeypatch.undo()
+    assert row["kNN"] == ev.knn_accuracy(x, y, backend=backend)
+    assert row["MAP@R"] == ev.map_at_r(x, y, backend=backend)
+    assert row["R@100"] == ev.recall_at_k(x, y, 100, backend=backend)[100]
+
+
+def test_retrieval_metrics_errors():
+    x, y = tie_data("cosine", n=30, n_classes=5)
+    with pytest.raises(ValueError, match="unknown retrieval metric 'NMI'"):
+        ev.retrieval_metrics(x, y, ("R@1", "NMI"))
+    with pytest.raises(ValueError, match="unknown retrieval metric 'R@0'"):
+        ev.retrieval_metrics(x, y, ("R@0",))
+    with pytest.raises(ValueError, match="empty"):
+        ev.retrieval_metrics(x, y, ())
+    with pytest.raises(ValueError, match="the largest K = 30 .* 29 gallery items"):
+        ev.retrieval_metrics(x, y, ("R@30",))
+    with pytest.raises(ValueError, match="min_agree"):
+        ev.retrieval_metrics(x, y, ("kNN",), knn_k=3, knn_min_agree=4)
+    assert ev.retrieval_metrics(x, y, "MAP@R") == {"MAP@R": ev.map_at_r(x, y)}

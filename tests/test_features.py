@@ -83,11 +83,22 @@ def test_cached_backbone_unpacks_the_maps_and_a_real_run_trains(tmp_path, monkey
 
     config = Config(profile="real", image_size=SIZE, resize_size=RESIZE, iterations=3, eval_every=3,
                     batch_classes=2, batch_per_class=2, embedding_dim=16, seed=0)
+    # the baseline reads no maps: it gets the pooled feature only, the same numbers as pooling the maps
+    pooled = build_data(config)["unseen"].tensors()[0]
+    assert pooled.shape[1] == 1280
+    pooled_model = build_model(config)
+    with pytest.raises(ValueError, match="unknown feature map"):
+        pooled_model.backbone.features(pooled[:2], ["block4"])
+    # a method that reads the maps gets all cached stages
+    from zslib.methods import get_method
+    monkeypatch.setattr(get_method(config.method), "uses_maps", True)
     data = build_data(config)
     assert isinstance(data["train"], FeatureDataset) and isinstance(data["unseen"], FeatureDataset)
     rows, labels = data["unseen"].tensors()
     assert torch.equal(rows[1], data["unseen"][1][0]) and labels.tolist() == list(data["unseen"].labels)
     model = build_model(config)
+    assert torch.allclose(model.backbone.features(rows[:4], ["pool"])["pool"],
+                          pooled_model.backbone.features(pooled[:4], ["pool"])["pool"], atol=1e-5)
     assert sum(p.numel() for p in model.backbone.parameters()) == 0  # nothing below the cache trains
     maps = model.backbone.features(rows[:2], ["block4", "head", "pool"])
     assert maps["block4"].shape[1:] == (112, 4, 4) and maps["head"].shape[1:] == (1280, 2, 2)

@@ -141,6 +141,21 @@ def _print_metrics(title, metrics):
         print(f"  {key:>8s}  {value:.4f}")
 
 
+def _quick_device_check(name):
+    """Refuse a CUDA device on a machine with no NVIDIA driver before anything slow is imported."""
+    if name is None:
+        return
+    text = str(name).strip().lower()
+    kind, _, index = text.partition(":")
+    if kind not in ("cpu", "cuda", "mps") or (index and not index.isdigit()):
+        raise UsageError(f"--device {name!r} is not a device; use cpu, cuda or cuda:N")
+    from pathlib import Path
+
+    if kind == "cuda" and not Path("/dev/nvidiactl").exists() and not Path("/proc/driver/nvidia").exists():
+        raise UsageError(f"--device {name!r}: this machine has no NVIDIA GPU driver, so CUDA is not available; "
+                         "use --device cpu")
+
+
 def _check_device(name):
     if name is None:
         return None
@@ -159,8 +174,6 @@ def _check_device(name):
 
 
 def _train(args) -> int:
-    from zslib.experiment import Config, run
-
     overrides = {}
     for key in ("name", "dataset", "backbone", "pretrained", "weights_path", "embedding_dim", "image_size",
                 "resize_size", "loss", "method", "iterations", "batch_classes", "batch_per_class", "lr",
@@ -173,6 +186,15 @@ def _train(args) -> int:
     overrides["method_params"] = _key_values(args.method_param, "--method-param")
     if args.schedule is not None:
         overrides["schedule"] = _schedule(args.schedule)
+    from zslib.catalog import check_train_arguments  # plain Python: answers a bad argument at once
+
+    try:
+        check_train_arguments({**overrides, "profile": args.profile})
+    except ValueError as err:
+        raise UsageError(str(err)) from None
+    _quick_device_check(args.device)
+    from zslib.experiment import Config, run
+
     try:
         config = Config.from_profile(args.profile, **overrides)
     except (ValueError, TypeError) as err:

@@ -116,25 +116,50 @@ class ArrayCache:
         write (read-only disk, disk full) only warns: a cache is an optimization, never a requirement."""
         if self.path is None:
             return None
-        tmp = self.path.with_name(f".{self.path.name}.tmp-{uuid.uuid4().hex[:8]}")
+        tmp = None
         try:
-            tmp.mkdir(parents=True)
-            meta = {"name": self.name, "key": self.key, "arrays": {}}
+            tmp = self.scratch()
             for name, arr in arrays.items():
-                arr = np.ascontiguousarray(arr)
-                np.save(tmp / f"{name}.npy", arr, allow_pickle=False)
-                meta["arrays"][name] = {"shape": list(arr.shape), "dtype": str(arr.dtype), "sha256": _sha256(arr)}
-            (tmp / "meta.json").write_text(json.dumps(meta, indent=1))
-            try:
-                tmp.rename(self.path)
-            except OSError:  # another process saved the same entry first: keep theirs
-                if not self.exists():
-                    raise
-            _VERIFIED.add(str(self.path))
-            return self.path
+                np.save(tmp / f"{name}.npy", np.ascontiguousarray(arr), allow_pickle=False)
+            return self.adopt(tmp)
         except OSError as err:
             warnings.warn(f"could not write the {self.name} cache to {self.path} ({err}); continuing without it. "
                           "Set ZS_CACHE to a writable folder (or ZS_CACHE=off).", stacklevel=2)
             return None
         finally:
-            shutil.rmtree(tmp, ignore_errors=True)
+            if tmp is not None:
+                shutil.rmtree(tmp, ignore_errors=True)
+
+    def scratch(self) -> Path | None:
+        """A new empty folder beside the entry (on the same disk; ``None`` when caching is off), for arrays too
+        large to build in memory: write them there as ``<name>.npy`` files (e.g. through
+        ``np.lib.format.open_memmap``), then :meth:`adopt` the folder. Raises ``OSError`` if it cannot be made."""
+        if self.path is None:
+            return None
+        tmp = self.path.with_name(f".{self.path.name}.tmp-{uuid.uuid4().hex[:8]}")
+        tmp.mkdir(parents=True)
+        return tmp
+
+    def adopt(self, folder: str | os.PathLike) -> Path:
+        """Make the ``.npy`` files of ``folder`` (a :meth:`scratch` folder) this entry: checksum each array,
+        write ``meta.json`` and rename the folder into place, so the entry appears complete or not at all.
+        If another process saved the same entry first, theirs is kept. The folder is gone afterwards either
+        way; an ``OSError`` (disk full, ...) propagates to the caller."""
+        folder = Path(folder)
+        try:
+            meta = {"name": self.name, "key": self.key, "arrays": {}}
+            for f in sorted(folder.glob("*.npy")):
+                big = f.stat().st_size > 1 << 26  # read large arrays as memory maps to checksum them
+                arr = np.load(f, mmap_mode="r" if big else None, allow_pickle=False)
+                meta["arrays"][f.stem] = {"shape": list(arr.shape), "dtype": str(arr.dtype), "sha256": _sha256(arr)}
+                del arr
+            (folder / "meta.json").write_text(json.dumps(meta, indent=1))
+            try:
+                folder.rename(self.path)
+            except OSError:  # another process saved the same entry first: keep theirs
+                if not self.exists():
+                    raise
+            _VERIFIED.add(str(self.path))
+            return self.path
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)

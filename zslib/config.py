@@ -6,8 +6,9 @@ profile is the only source of defaults, so ``Config()`` is the quick profile's r
 a method of :data:`zslib.methods.METHODS` and ``method_params`` its hyperparameters, completed with the
 method's defaults and checked when the config is made (an unknown key lists the accepted ones).
 
-:func:`config_hash` names a run: 12 hex digits of the SHA-256 of every field but ``name``. Two configs
-with the same hash are the same experiment; a stored result is found by it.
+:func:`config_hash` names a run: 12 hex digits of the SHA-256 of every field but those of :data:`NOT_HASHED`
+(``name``, a label, and ``image_cache``, which changes how fast images are read but never their values).
+Two configs with the same hash are the same experiment; a stored result is found by it.
 """
 from __future__ import annotations
 
@@ -23,12 +24,17 @@ import numpy as np
 from .checks import finite_number
 from .profile import PROFILES, Profile, get_profile
 
-__all__ = ["Config", "config_hash", "PROFILE_FIELDS"]
+__all__ = ["Config", "config_hash", "PROFILE_FIELDS", "NOT_HASHED"]
 
 #: Config fields whose default is the value of the profile of the same name.
 PROFILE_FIELDS = ("dataset", "image_size", "resize_size", "backbone", "backbone_params", "pretrained",
                   "embedding_dim", "batch_classes", "batch_per_class", "iterations", "eval_every", "lr",
-                  "new_layer_mult", "weight_decay", "num_workers", "amp", "synth_images_per_class", "feature_stages")
+                  "new_layer_mult", "weight_decay", "num_workers", "amp", "synth_images_per_class", "feature_stages",
+                  "image_cache")
+
+#: Config fields that change how fast a run goes, never its numbers: left out of :func:`config_hash`.
+#: ``image_cache`` gives bitwise the same images as decoding the files (see :mod:`zslib.data.cache`).
+NOT_HASHED = ("name", "image_cache")
 
 
 def _json_default(obj):
@@ -47,7 +53,8 @@ class Config:
     alone). ``validation_fraction`` > 0 holds out that share of the *training classes* as a class-disjoint
     validation set on which hyperparameters should be chosen (Musgrave et al. 2020). ``objective_lr``: the
     learning rate of the method's own parameters (class proxies, adversaries); default ``new_layer_mult * lr``.
-    ``name`` is a label only: it is not part of :func:`config_hash`.
+    ``image_cache``: read real datasets through the pre-resized image cache (:func:`zslib.data.cached`; default
+    from the profile: on in ``full``). ``name`` is a label only. Neither is part of :func:`config_hash`.
     """
 
     profile: str = "quick"
@@ -81,6 +88,7 @@ class Config:
     num_workers: int | None = None
     synth_images_per_class: int | None = None
     feature_stages: list | None = None
+    image_cache: bool | None = None
     eval_batch_size: int = 256
     name: str = ""
 
@@ -106,6 +114,8 @@ class Config:
         finite_number(self.weight_decay, "Config.weight_decay", low=0.0)
         if self.objective_lr is not None:
             finite_number(self.objective_lr, "Config.objective_lr", low=0.0, low_open=True)
+        if not isinstance(self.image_cache, bool):
+            raise TypeError(f"Config.image_cache must be true or false, got {self.image_cache!r}")
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"Config.dropout must be in [0, 1), got {self.dropout!r}")
         if not 0.0 <= self.validation_fraction < 1.0:
@@ -172,8 +182,9 @@ class Config:
 
 
 def config_hash(config: Config) -> str:
-    """12 hex digits of the SHA-256 of the config's canonical JSON (``name`` excluded)."""
+    """12 hex digits of the SHA-256 of the config's canonical JSON (the fields of :data:`NOT_HASHED` excluded)."""
     d = config.as_dict()
-    d.pop("name")
+    for key in NOT_HASHED:
+        d.pop(key)
     text = json.dumps(d, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:12]

@@ -13,15 +13,24 @@ The metrics of the five papers, computed one way for the whole book:
   Sec. 5);
 * :func:`mean_pairwise_cosine`: the mean cosine similarity between the sub-embeddings (learners)
   of one feature, DeML (Chen & Deng 2019) Table 4's "sim";
+* :func:`retrieval_metrics`: several retrieval metrics from one neighbour search;
 * :func:`evaluate`: the book's standard row for a dataset (see :data:`STANDARD_ROWS`).
 
 Search
 ------
 :func:`knn` is an exact k-nearest-neighbour search with two back ends: a chunked torch path (CPU
 or CUDA) and a faiss ``IndexFlat`` path. Both process the queries in chunks, so memory stays at
-``chunk x gallery`` similarities and never reaches a full ``n x n`` matrix. Recall@K on the torch
-path does not even need the top K: it counts, for each query, the gallery items that score above
-its best same-class item, which gives the rank of the first correct neighbour for every K at once.
+``chunk x gallery`` similarities and never reaches a full ``n x n`` matrix.
+
+**One search per evaluation.** :func:`retrieval_metrics` and :func:`evaluate` search the
+neighbours once, as deep as the deepest requested metric needs -- the largest K of Recall@K, the
+largest R of MAP@R and R-Precision (they only look at a query's first R neighbours), the k of the
+kNN vote -- and read every metric from that one result, chunk by chunk. Each value equals what
+the separate function (:func:`recall_at_k`, :func:`map_at_r`, ...) returns, exactly.
+
+On the torch path a deep Recall@K (``max(ks) > 64``, e.g. SOP's R@1000) does not take a top-K:
+for each query whose top-R holds no same-label item it counts the gallery items that score above
+its best same-label item, which gives the rank of the first correct neighbour for every K at once.
 
 Metric ``"cosine"`` L2-normalizes both sides and ranks by inner product (the papers' protocol);
 ``"euclidean"`` ranks by L2 distance; ``"dot"`` by raw inner product. All arithmetic is float32.
@@ -52,6 +61,8 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
+from . import checks
+
 __all__ = [
     "METRICS",
     "STANDARD_ROWS",
@@ -61,6 +72,7 @@ __all__ = [
     "map_at_r",
     "r_precision",
     "knn_accuracy",
+    "retrieval_metrics",
     "kmeans",
     "nmi",
     "pairwise_f1",
@@ -105,34 +117,9 @@ class Neighbors(NamedTuple):
 # --------------------------------------------------------------------------------------------
 # input checking
 # --------------------------------------------------------------------------------------------
-def _as_matrix(x, name: str) -> torch.Tensor:
-    """A 2-D float32 tensor (kept on its device), or a clear ``ValueError``/``TypeError``."""
-    if x is None:
-        raise TypeError(f"{name} is None; pass an (n, d) array or tensor of embeddings.")
-    if isinstance(x, torch.Tensor):
-        t = x.detach()
-    else:
-        try:
-            t = torch.from_numpy(np.ascontiguousarray(np.asarray(x)))
-        except TypeError as err:
-            raise TypeError(f"{name} must be numeric (an (n, d) array or tensor); {err}") from None
-    if t.dtype == torch.bool or t.is_complex():
-        raise TypeError(f"{name} has dtype {t.dtype}; pass real-valued embeddings.")
-    if t.ndim != 2:
-        raise ValueError(f"{name} must be 2-D (n_samples, dim); got shape {tuple(t.shape)}.")
-    if t.shape[0] == 0:
-        raise ValueError(f"{name} is empty (0 samples); there is nothing to evaluate.")
-    if t.shape[1] == 0:
-        raise ValueError(f"{name} has dimension 0; embeddings need at least one coordinate.")
-    t = t.to(torch.float32).contiguous()
-    finite = torch.isfinite(t).all(dim=1)
-    if not bool(finite.all()):
-        bad = (~finite).nonzero().flatten()
-        raise ValueError(
-            f"{name} has NaN or infinite values in {bad.numel()} row(s) (first: row {int(bad[0])}); "
-            "check the model output (e.g. a diverged loss) before evaluating."
-        )
-    return t
+def _matrix(x, name: str) -> torch.Tensor:
+    """An ``(n, d)`` float32 tensor on its own device, detached, contiguous, finite (zslib.checks)."""
+    return checks.features(x, name, float32=True, detach=True).contiguous()
 
 
 def _encode_labels(*arrays):
@@ -198,7 +185,7 @@ class _Problem:
 
     def __init__(self, embeddings, labels, query_embeddings, query_labels, metric, device):
         self.metric = _check_metric(metric)
-        gallery = _as_matrix(embeddings, "embeddings")
+        gallery = _matrix(embeddings, "embeddings")
         if (query_embeddings is None) != (query_labels is None):
             raise ValueError("pass both query_embeddings and query_labels, or neither.")
         self.loo = query_embeddings is None
@@ -206,12 +193,8 @@ class _Problem:
             (gl,) = _encode_labels(labels)
             query, ql = gallery, gl
         else:
-            query = _as_matrix(query_embeddings, "query_embeddings")
-            if query.shape[1] != gallery.shape[1]:
-                raise ValueError(
-                    f"query_embeddings have dimension {query.shape[1]} but embeddings (the gallery) "
-                    f"have {gallery.shape[1]}."
-                )
+            query = _matrix(query_embeddings, "query_embeddings")
+            checks.same_dimension(query, gallery, ("query_embeddings", "embeddings (the gallery)"))
             gl, ql = _encode_labels(labels, query_labels)
             if len(ql) != query.shape[0]:
                 raise ValueError(
@@ -277,9 +260,20 @@ def _auto_chunk(n_gallery: int, chunk_size: int | None) -> int:
     return max(1, _CHUNK_ELEMENTS // max(n_gallery, 1))
 
 
-def _scores(qc: torch.Tensor, g: torch.Tensor, gsq, metric: str) -> torch.Tensor:
-    """Ranking keys, larger = nearer: q.g for cosine/dot, 2 q.g - |g|^2 for euclidean."""
-    s = qc @ g.T
+def _scores(qc: torch.Tensor, g: torch.Tensor, gsq, metric: str, out: torch.Tensor | None = None) -> torch.Tensor:
+    """Ranking keys, larger = nearer: q.g for cosine/dot, 2 q.g - |g|^2 for euclidean.
+
+    ``out`` (optional, at least ``len(qc)`` rows) is reused across chunks: no fresh 128 MiB of pages
+    per chunk. On the CPU the product goes through NumPy's BLAS (OpenBLAS): as fast as torch's MKL on
+    one thread of this project's 2-core AMD machine, and 1.2x to 1.7x faster than it with two threads
+    when other jobs share the cores; the scores are the same float32 inner products.
+    """
+    s = None if out is None else out[:qc.shape[0]]
+    if qc.device.type == "cpu":
+        s_np = np.matmul(qc.numpy(), g.numpy().T, out=None if s is None else s.numpy())
+        s = torch.from_numpy(s_np) if s is None else s
+    else:
+        s = torch.mm(qc, g.T, out=s) if s is not None else qc @ g.T
     if metric == "euclidean":
         s.mul_(2).sub_(gsq)
     return s
@@ -396,13 +390,16 @@ def _faiss_knn_chunks(query, gallery, k, metric, exclude_self, chunk_size):
         yield start, vals, I
 
 
-def _pick_backend(backend: str, device: torch.device) -> str:
+def _pick_backend(backend: str, device: torch.device, deep: bool = False) -> str:
+    """``"auto"``: torch on CUDA, and on the CPU for a ``deep`` Recall@K (``max(ks) > 64``: counting
+    ranks beats faiss's top-K there, 0.55x to 0.8x the time of a k = 1000 faiss search in
+    ``benchmarks/bench_eval.py``); otherwise faiss on the CPU when it is installed."""
     if backend not in ("auto", "torch", "faiss"):
         raise ValueError(f"backend must be 'auto', 'torch' or 'faiss'; got {backend!r}.")
     if backend == "faiss" and device.type != "cpu":
         raise ValueError("backend='faiss' runs on the CPU here; use backend='torch' for CUDA.")
     if backend == "auto":
-        if device.type != "cpu":
+        if device.type != "cpu" or deep:
             return "torch"
         try:
             import faiss  # noqa: F401
@@ -410,14 +407,6 @@ def _pick_backend(backend: str, device: torch.device) -> str:
             return "torch"
         return "faiss"
     return backend
-
-
-def _knn_chunks(p: _Problem, k: int, backend: str, chunk_size):
-    """Yield (start, values, indices) for consecutive chunks of queries."""
-    be = _pick_backend(backend, p.device)
-    if be == "faiss":
-        return _faiss_knn_chunks(p.query, p.gallery, k, p.metric, p.loo, chunk_size)
-    return _torch_knn_chunks(p.query, p.gallery, k, p.metric, p.loo, p.device, chunk_size)
 
 
 def knn(query, gallery=None, k: int = 1, metric: str = "cosine", *, exclude_self: bool | None = None,
@@ -443,15 +432,14 @@ def knn(query, gallery=None, k: int = 1, metric: str = "cosine", *, exclude_self
         distances, ``(n_q, k)``. Ties are ordered by gallery index (see the module docstring).
     """
     metric = _check_metric(metric)
-    q = _as_matrix(query, "query")
+    q = _matrix(query, "query")
     if exclude_self is None:
         exclude_self = gallery is None
     if gallery is None:
         g = q
     else:
-        g = _as_matrix(gallery, "gallery")
-        if g.shape[1] != q.shape[1]:
-            raise ValueError(f"query has dimension {q.shape[1]} but gallery has {g.shape[1]}.")
+        g = _matrix(gallery, "gallery")
+        checks.same_dimension(q, g, ("query", "gallery"))
         if exclude_self and g.shape[0] != q.shape[0]:
             raise ValueError(
                 "exclude_self=True with a separate gallery needs as many gallery rows as queries "
@@ -478,22 +466,78 @@ def knn(query, gallery=None, k: int = 1, metric: str = "cosine", *, exclude_self
 
 
 # --------------------------------------------------------------------------------------------
-# retrieval metrics
+# retrieval metrics: one search, every metric
 # --------------------------------------------------------------------------------------------
-def _match_chunks(p: _Problem, k: int, backend: str, chunk_size):
-    """Yield (start, match) with match[i, j] = neighbour j of query start+i shares its label."""
-    gl = torch.from_numpy(p.gl)
-    ql = torch.from_numpy(p.ql)
-    for start, _, idx in _knn_chunks(p, k, backend, chunk_size):
-        yield start, gl[idx] == ql[start:start + idx.shape[0], None]
+class _Want(NamedTuple):
+    """What one search has to deliver. ``ks``: Recall@K cut-offs (empty: none); ``map_rp``: MAP@R
+    and R-Precision; ``knn``: ``(k, min_agree)`` of kNN accuracy, or ``None``."""
+
+    ks: tuple[int, ...] = ()
+    map_rp: bool = False
+    knn: tuple[int, int] | None = None
 
 
-def _first_hit_topk(p: _Problem, kmax: int, backend: str, chunk_size) -> np.ndarray:
-    out = np.empty(len(p.ql), dtype=np.int64)
-    for start, m in _match_chunks(p, kmax, backend, chunk_size):
-        first = torch.where(m.any(1), m.to(torch.uint8).argmax(1), torch.full((m.shape[0],), kmax))
-        out[start:start + m.shape[0]] = first.numpy()
+class _Depth(NamedTuple):
+    kmax: int  # largest Recall@K cut-off (0: no Recall@K)
+    r_max: int  # largest R of an answerable query (0: no MAP@R / R-Precision)
+    k_knn: int  # k of the kNN vote (0: none)
+    min_agree: int
+
+
+def _per_query(p: _Problem, want: _Want, valid: np.ndarray, backend: str, chunk_size) -> dict:
+    """One exact neighbour search; per query, what every requested metric needs.
+
+    Returns numpy arrays over the queries: ``"first"`` (rank of the first same-label neighbour,
+    0-based, capped at ``max(ks)``), ``"ap"`` and ``"rp"`` (MAP@R's average precision and
+    R-Precision), ``"knn"`` (kNN vote correct). Rows of queries that cannot be answered are
+    meaningless; callers average over ``valid``.
+
+    The search goes as deep as the deepest metric: ``max(ks)``, the largest R of an answerable
+    query (MAP@R and R-Precision only look at the first R neighbours), the k of the kNN vote.
+    """
+    kmax = max(want.ks, default=0)
+    r_max = int(p.n_pos[valid].max()) if want.map_rp else 0
+    k_knn = want.knn[0] if want.knn else 0
+    nq = len(p.ql)
+    out: dict[str, np.ndarray] = {}
+    if want.ks:
+        out["first"] = np.full(nq, kmax, dtype=np.int64)
+    if want.map_rp:
+        out["ap"], out["rp"] = np.zeros(nq), np.zeros(nq)
+    if want.knn:
+        out["knn"] = np.zeros(nq, dtype=bool)
+    r_all = torch.from_numpy(np.maximum(p.n_pos, 1))  # R >= 1, so unanswerable rows stay finite
+    depth = _Depth(kmax, r_max, k_knn, want.knn[1] if want.knn else 0)
+    if _pick_backend(backend, p.device, deep=kmax > _TOPK_LIMIT) == "faiss":
+        gl, ql = torch.from_numpy(p.gl), torch.from_numpy(p.ql)
+        k = max(kmax, r_max, k_knn)
+        for start, _, idx in _faiss_knn_chunks(p.query, p.gallery, k, p.metric, p.loo, chunk_size):
+            m = gl[idx] == ql[start:start + idx.shape[0], None]
+            _from_matches(m, start, r_all, depth, out)
+    else:
+        _torch_search(p, depth, r_all, chunk_size, out)
     return out
+
+
+def _from_matches(m: torch.Tensor, start: int, r_all: torch.Tensor, d: _Depth, out: dict) -> None:
+    """Fill ``out`` for queries ``start, start + 1, ...`` from ``m[i, j]`` = "neighbour j of query i
+    shares its label" (neighbours best first, ties by gallery index, at least as many columns as the
+    metrics need; Recall@K rows without a match are left to the caller when ``m`` is too short)."""
+    m = m.cpu()
+    sl = slice(start, start + m.shape[0])
+    if "first" in out:
+        width = m.shape[1]
+        first = torch.where(m.any(1), m.to(torch.uint8).argmax(1), torch.full((m.shape[0],), width))
+        out["first"][sl] = first.clamp_(max=d.kmax).numpy()
+    if "ap" in out:
+        r = r_all[sl]
+        pos = torch.arange(1, d.r_max + 1)
+        mr = m[:, :d.r_max] & (pos[None, :] <= r[:, None])  # only the first R neighbours count
+        hits = mr.cumsum(1)
+        out["ap"][sl] = ((hits.double() / pos * mr).sum(1) / r).numpy()
+        out["rp"][sl] = (hits[:, -1].double() / r).numpy()
+    if "knn" in out:
+        out["knn"][sl] = (m[:, :d.k_knn].sum(1) >= d.min_agree).numpy()
 
 
 def _positive_table(p: _Problem):
@@ -516,60 +560,170 @@ def _positive_table(p: _Problem):
     return table
 
 
-def _first_hit_rank(p: _Problem, kmax: int, chunk_size, force_mask: bool = False) -> np.ndarray:
-    """Rank of each query's first same-label neighbour (capped at ``kmax``), by counting.
+def _torch_search(p: _Problem, d: _Depth, r_all: torch.Tensor, chunk_size, out: dict) -> None:
+    """The torch back end of :func:`_per_query`: one matrix product per chunk of queries, then
 
-    For query q with best positive score s*: rank = #{gallery items scoring above s*} +
-    #{other-label items scoring exactly s* with a smaller index than the first such positive}.
-    Two elementwise passes per chunk, no top-k and no sort.
+    * a top-k of depth ``k0`` = what MAP@R, R-Precision, kNN and a small ``max(ks)`` need;
+    * for Recall@K deeper than that, the rank of the first same-label item by counting, only for the
+      queries whose top ``k0`` holds no same-label item (all of them when ``k0 = 0``).
     """
     dev = p.device
     g = p.gallery.to(dev)
     gsq = (g * g).sum(1) if p.metric == "euclidean" else None
     gl = torch.from_numpy(p.gl).to(dev)
-    table = None if force_mask else _positive_table(p)
-    if table is not None:
-        table_t = torch.from_numpy(table)
-    out = np.empty(len(p.ql), dtype=np.int64)
+    ql = torch.from_numpy(p.ql).to(dev)
+    k0 = max(d.r_max, d.k_knn, d.kmax if d.kmax <= _TOPK_LIMIT else 0)
+    count = d.kmax > k0
+    table = None
+    if count:
+        table = _positive_table(p)
+        table = None if table is None else torch.from_numpy(table).to(dev)
     c = _auto_chunk(g.shape[0], chunk_size)
+    buf = torch.empty(min(c, p.query.shape[0]), g.shape[0], device=dev)
     for start in range(0, p.query.shape[0], c):
         qc = g[start:start + c] if p.loo else p.query[start:start + c].to(dev)
         rows = qc.shape[0]
-        s = _scores(qc, g, gsq, p.metric)
+        s = _scores(qc, g, gsq, p.metric, buf)
         if p.loo:
             _mask_self(s, start)
-        qlab = torch.from_numpy(p.ql[start:start + rows]).to(dev)
-        if table is not None:
-            t = table_t[start:start + rows].to(dev)
-            pk_all = s.gather(1, t.clamp(min=0)).masked_fill_(t < 0, -math.inf)
-            best = pk_all.amax(1)
-            at_best = (pk_all == best[:, None]) & (t >= 0)
-            e_pos = at_best.sum(1)
-            first_pos = torch.where(at_best, t, torch.iinfo(torch.int64).max).amin(1)
-        else:
-            mask = gl[None, :] == qlab[:, None]
-            if p.loo:
-                r = torch.arange(rows, device=dev)
-                mask[r, r + start] = False
-            best = torch.where(mask, s, -math.inf).amax(1)
-            at_best = mask & (s == best[:, None])
-            e_pos = at_best.sum(1)
-            first_pos = at_best.to(torch.uint8).argmax(1)
-            del mask, at_best
-        bcol = best[:, None]
-        n_gt = torch.gt(s, bcol).sum(1, dtype=torch.int64)
-        n_eq = torch.eq(s, bcol).sum(1, dtype=torch.int64)
-        rank = n_gt
-        fix = (n_eq > e_pos) & torch.isfinite(best)
-        if bool(fix.any()):  # other-label items tied with the best positive: count those before it
-            for i in fix.nonzero().flatten().tolist():
-                j = int(first_pos[i])
-                before = (s[i, :j] == best[i]) & (gl[:j] != qlab[i])
-                rank[i] += int(before.sum())
-        rank = torch.where(torch.isfinite(best), rank, torch.full_like(rank, kmax)).clamp_(max=kmax)
-        out[start:start + rows] = rank.cpu().numpy()
+        left = None  # queries (rows of the chunk) still without a first hit: all of them
+        if k0:
+            _, idx = _topk_block(s, k0)
+            m = gl[idx] == ql[start:start + rows, None]
+            _from_matches(m, start, r_all, d, out)
+            if count:
+                left = (~m.any(1)).nonzero().flatten()
+                if left.numel() == 0:
+                    continue
+        if count:
+            sub = s if left is None else s[left]
+            qi = torch.arange(start, start + rows, device=dev)
+            qi = qi if left is None else qi[left]
+            rank = _first_rank(sub, qi, gl, ql, table, d.kmax).cpu().numpy()
+            if left is None:
+                out["first"][start:start + rows] = rank
+            else:
+                out["first"][start + left.cpu().numpy()] = rank
         del s
-    return out
+
+
+def _count_gt_eq(s: torch.Tensor, best: torch.Tensor):
+    """Per row ``i`` of ``s``: how many entries are above ``best[i]``, and how many equal it (int64)."""
+    if s.device.type != "cpu":
+        return torch.gt(s, best[:, None]).sum(1), torch.eq(s, best[:, None]).sum(1)
+    # On the CPU, row by row in NumPy: count_nonzero over one flat row is a vectorized popcount,
+    # several times faster than a sum over an axis of a 2-D boolean array (torch's or NumPy's).
+    a, b = s.numpy(), best.numpy()
+    gt, eq = np.empty(len(a), dtype=np.int64), np.empty(len(a), dtype=np.int64)
+    hit = np.empty(a.shape[1], dtype=bool)
+    for i in range(len(a)):
+        gt[i] = np.count_nonzero(np.greater(a[i], b[i], out=hit))
+        eq[i] = np.count_nonzero(np.equal(a[i], b[i], out=hit))
+    return torch.from_numpy(gt), torch.from_numpy(eq)
+
+
+def _first_rank(s: torch.Tensor, qi: torch.Tensor, gl: torch.Tensor, ql: torch.Tensor, table, kmax: int):
+    """Rank (0-based, capped at ``kmax``) of the first same-label gallery item for the queries ``qi``
+    whose scores are the rows of ``s`` (the query itself already at -inf in leave-one-out).
+
+    For a query with best same-label score ``b``, first reached at gallery index ``j``: rank =
+    #{items scoring above b} + #{other-label items scoring exactly b with index below j}. Counting,
+    no top-k and no sort.
+    """
+    qlab = ql[qi]
+    if table is not None:
+        t = table[qi]
+        pk = s.gather(1, t.clamp(min=0)).masked_fill_(t < 0, -math.inf)
+        best = pk.amax(1)
+        at_best = (pk == best[:, None]) & (t >= 0)
+        e_pos = at_best.sum(1)
+        first_pos = torch.where(at_best, t, torch.iinfo(torch.int64).max).amin(1)
+    else:  # a class too large for the padded table: a label mask
+        best = torch.full((s.shape[0],), -math.inf, device=s.device)
+        e_pos = torch.zeros(s.shape[0], dtype=torch.int64, device=s.device)
+        first_pos = torch.zeros(s.shape[0], dtype=torch.int64, device=s.device)
+        for a in range(0, s.shape[0], 256):  # bounded temporaries
+            mask = gl[None, :] == qlab[a:a + 256, None]  # self is at -inf in s: it never counts
+            sa = s[a:a + 256]
+            b = torch.where(mask, sa, -math.inf).amax(1)
+            at = mask & (sa == b[:, None])
+            best[a:a + 256], e_pos[a:a + 256], first_pos[a:a + 256] = b, at.sum(1), at.to(torch.uint8).argmax(1)
+    bcol = best[:, None]
+    rank, n_eq = _count_gt_eq(s, best)
+    found = torch.isfinite(best)
+    fix = ((n_eq > e_pos) & found).nonzero().flatten()
+    cols = torch.arange(s.shape[1], device=s.device)
+    for a in range(0, fix.numel(), 256):  # other-label items tied with the best: those before it
+        r = fix[a:a + 256]
+        before = (s[r] == bcol[r]) & (gl[None, :] != qlab[r, None]) & (cols[None, :] < first_pos[r, None])
+        rank[r] += before.sum(1)
+    return torch.where(found, rank, torch.full_like(rank, kmax)).clamp_(max=kmax)
+
+
+_RETRIEVAL_HELP = "use 'R@K' (K a positive integer), 'MAP@R', 'RP' or 'kNN'"
+
+
+def retrieval_metrics(embeddings, labels, metrics: Iterable[str] = ("R@1", "MAP@R", "RP"),
+                      metric: str = "cosine", query_embeddings=None, query_labels=None, device=None,
+                      chunk_size: int | None = None, *, backend: str = "auto", knn_k: int = 5,
+                      knn_min_agree: int | None = None) -> dict[str, float]:
+    """Several retrieval metrics from ONE exact neighbour search.
+
+    ``metrics`` names any of ``"R@K"`` (:func:`recall_at_k` at K), ``"MAP@R"`` (:func:`map_at_r`),
+    ``"RP"`` (:func:`r_precision`) and ``"kNN"`` (:func:`knn_accuracy` with ``knn_k`` and
+    ``knn_min_agree``). The default is the set of pytorch-metric-learning's ``AccuracyCalculator``
+    (``"R@1"`` is its precision_at_1). The neighbours are searched once, as deep as the deepest
+    metric needs (the largest K, the largest R, ``knn_k``), and every metric is read from that one
+    result; each value equals the one the separate function returns, exactly.
+
+    Returns ``{name: fraction in [0, 1]}`` in the order of ``metrics``. Queries, gallery, metric,
+    ties and queries without a same-label gallery item: as in the module docstring.
+    """
+    names = [metrics] if isinstance(metrics, str) else list(metrics)
+    if not names:
+        raise ValueError(f"metrics is empty; {_RETRIEVAL_HELP}.")
+    ks, map_rp, knn_ = [], False, None
+    for name in names:
+        if isinstance(name, str) and name.startswith("R@") and name[2:].isdigit() and int(name[2:]) >= 1:
+            ks.append(int(name[2:]))
+        elif name in ("MAP@R", "RP"):
+            map_rp = True
+        elif name == "kNN":
+            knn_ = _knn_rule(knn_k, knn_min_agree)
+        else:
+            raise ValueError(f"unknown retrieval metric {name!r}; {_RETRIEVAL_HELP}.")
+    p = _Problem(embeddings, labels, query_embeddings, query_labels, metric, device)
+    if ks:
+        p.check_k(max(ks), "the largest K")
+    if knn_:
+        p.check_k(knn_[0], "knn_k")
+    return _retrieval_row(p, names, _Want(tuple(sorted(set(ks))), map_rp, knn_), p.valid(), backend,
+                          chunk_size)
+
+
+def _retrieval_row(p: _Problem, names, want: _Want, valid, backend, chunk_size) -> dict[str, float]:
+    per = _per_query(p, want, valid, backend, chunk_size)
+    row = {}
+    for name in names:
+        if name.startswith("R@"):
+            row[name] = float(np.mean(per["first"][valid] < int(name[2:])))
+        elif name == "MAP@R":
+            row[name] = float(per["ap"][valid].mean())
+        elif name == "RP":
+            row[name] = float(per["rp"][valid].mean())
+        else:
+            row[name] = float(per["knn"][valid].mean())
+    return row
+
+
+def _knn_rule(k, min_agree) -> tuple[int, int]:
+    k = int(k)
+    if k < 1:
+        raise ValueError(f"k must be >= 1; got {k}.")
+    min_agree = k // 2 + 1 if min_agree is None else int(min_agree)
+    if not 1 <= min_agree <= k:
+        raise ValueError(f"min_agree must be between 1 and k = {k}; got {min_agree}.")
+    return k, min_agree
 
 
 def recall_at_k(embeddings, labels, ks: Sequence[int] | int = (1, 2, 4, 8), metric: str = "cosine",
@@ -583,41 +737,17 @@ def recall_at_k(embeddings, labels, ks: Sequence[int] | int = (1, 2, 4, 8), metr
 
     Backends: ``"faiss"`` takes a ``k = max(ks)`` exact faiss search, chunked over the queries;
     ``"torch"`` (CPU or CUDA) takes a top-k for ``max(ks) <= 64`` and otherwise counts, per query,
-    the items scoring above its best relative (no top-k). ``"auto"``: faiss on the CPU when it is
-    installed, torch otherwise. Same answer, same ties.
+    the items scoring above its best relative (no top-k). ``"auto"``: torch on CUDA and, on the
+    CPU, for ``max(ks) > 64`` (counting is the faster search there); faiss on the CPU otherwise
+    when it is installed. Same answer, same ties. Several metrics at once:
+    :func:`retrieval_metrics` (one search).
     """
     p = _Problem(embeddings, labels, query_embeddings, query_labels, metric, device)
     ks = _ks(ks)
     p.check_k(max(ks), "max(ks)")
-    return _recall(p, ks, p.valid(), backend, chunk_size)
-
-
-def _recall(p: _Problem, ks, valid, backend, chunk_size) -> dict[int, float]:
-    kmax = max(ks)
-    be = _pick_backend(backend, p.device)
-    if be == "faiss" or kmax <= _TOPK_LIMIT:
-        first = _first_hit_topk(p, kmax, be, chunk_size)
-    else:
-        first = _first_hit_rank(p, kmax, chunk_size)
-    first = first[valid]
+    valid = p.valid()
+    first = _per_query(p, _Want(ks=tuple(sorted(set(ks)))), valid, backend, chunk_size)["first"][valid]
     return {k: float(np.mean(first < k)) for k in ks}
-
-
-def _map_rp(p: _Problem, backend: str, chunk_size, valid=None):
-    valid = p.valid() if valid is None else valid
-    r_all = p.n_pos
-    k = int(r_all[valid].max())
-    ap = np.zeros(len(r_all))
-    rp = np.zeros(len(r_all))
-    for start, m in _match_chunks(p, k, backend, chunk_size):
-        r = torch.from_numpy(r_all[start:start + m.shape[0]]).clamp(min=1)
-        pos = torch.arange(1, k + 1)
-        m = m & (pos[None, :] <= r[:, None])  # only the first R neighbours count
-        hits = m.cumsum(1)
-        prec = hits.double() / pos
-        ap[start:start + m.shape[0]] = ((prec * m).sum(1) / r).numpy()
-        rp[start:start + m.shape[0]] = (hits[:, -1].double() / r).numpy()
-    return float(ap[valid].mean()), float(rp[valid].mean())
 
 
 def map_at_r(embeddings, labels, metric: str = "cosine", query_embeddings=None, query_labels=None,
@@ -629,7 +759,7 @@ def map_at_r(embeddings, labels, metric: str = "cosine", query_embeddings=None, 
     Averaged over the queries (those with R >= 1).
     """
     p = _Problem(embeddings, labels, query_embeddings, query_labels, metric, device)
-    return _map_rp(p, backend, chunk_size)[0]
+    return _retrieval_row(p, ["MAP@R"], _Want(map_rp=True), p.valid(), backend, chunk_size)["MAP@R"]
 
 
 def r_precision(embeddings, labels, metric: str = "cosine", query_embeddings=None, query_labels=None,
@@ -637,14 +767,7 @@ def r_precision(embeddings, labels, metric: str = "cosine", query_embeddings=Non
     """R-Precision (Musgrave et al. 2020): the fraction of correct items among a query's first R
     neighbours, R = number of same-label gallery items; averaged over queries with R >= 1."""
     p = _Problem(embeddings, labels, query_embeddings, query_labels, metric, device)
-    return _map_rp(p, backend, chunk_size)[1]
-
-
-def _knn_correct(p: _Problem, k: int, min_agree: int, backend, chunk_size) -> np.ndarray:
-    out = np.empty(len(p.ql), dtype=bool)
-    for start, m in _match_chunks(p, k, backend, chunk_size):
-        out[start:start + m.shape[0]] = (m[:, :k].sum(1) >= min_agree).numpy()
-    return out
+    return _retrieval_row(p, ["RP"], _Want(map_rp=True), p.valid(), backend, chunk_size)["RP"]
 
 
 def knn_accuracy(embeddings, labels, k: int = 5, min_agree: int | None = None, metric: str = "cosine",
@@ -657,15 +780,9 @@ def knn_accuracy(embeddings, labels, k: int = 5, min_agree: int | None = None, m
     ``k // 2 + 1``). Averaged over queries with at least one same-label gallery item.
     """
     p = _Problem(embeddings, labels, query_embeddings, query_labels, metric, device)
-    k = int(k)
-    if k < 1:
-        raise ValueError(f"k must be >= 1; got {k}.")
-    min_agree = k // 2 + 1 if min_agree is None else int(min_agree)
-    if not 1 <= min_agree <= k:
-        raise ValueError(f"min_agree must be between 1 and k = {k}; got {min_agree}.")
-    p.check_k(k)
-    valid = p.valid()
-    return float(_knn_correct(p, k, min_agree, backend, chunk_size)[valid].mean())
+    rule = _knn_rule(k, min_agree)
+    p.check_k(rule[0])
+    return _retrieval_row(p, ["kNN"], _Want(knn=rule), p.valid(), backend, chunk_size)["kNN"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -680,7 +797,7 @@ def kmeans(embeddings, n_clusters: int, metric: str = "cosine", seed: int = 0, n
     from sklearn.cluster import KMeans
 
     metric = _check_metric(metric)
-    x = _prepare(_as_matrix(embeddings, "embeddings"), metric, "embeddings").cpu().numpy()
+    x = _prepare(_matrix(embeddings, "embeddings"), metric, "embeddings").cpu().numpy()
     n_clusters = int(n_clusters)
     if not 1 <= n_clusters <= x.shape[0]:
         raise ValueError(f"n_clusters must be between 1 and the {x.shape[0]} samples; got {n_clusters}.")
@@ -709,7 +826,7 @@ def _assignments(embeddings, labels, assignments, n_clusters, metric, seed):
     if embeddings is None:
         raise ValueError("pass embeddings (to run k-means) or precomputed assignments.")
     (y,) = _encode_labels(labels)
-    if len(y) != _as_matrix(embeddings, "embeddings").shape[0]:
+    if len(y) != _matrix(embeddings, "embeddings").shape[0]:
         raise ValueError(f"labels has {len(y)} entries but embeddings has {len(embeddings)} rows.")
     k = len(np.unique(y)) if n_clusters is None else int(n_clusters)
     return kmeans(embeddings, k, metric=metric, seed=seed)
@@ -859,7 +976,7 @@ def evaluate(embeddings, labels, dataset: str = "cub200", query_embeddings=None,
         raise ValueError("In-Shop is evaluated with separate queries: pass query_embeddings and query_labels.")
     cols = list(STANDARD_ROWS[key])
     for e in extra:
-        if not (e.startswith("R@") and e[2:].isdigit()) and e not in _EXTRA_KEYS:
+        if not (e.startswith("R@") and e[2:].isdigit() and int(e[2:]) >= 1) and e not in _EXTRA_KEYS:
             raise ValueError(f"unknown extra metric {e!r}; use 'R@K', 'MAP@R', 'RP', 'kNN', 'NMI', 'F1', "
                              "'ACC' or 'Purity'.")
         if e not in cols:
@@ -870,17 +987,10 @@ def evaluate(embeddings, labels, dataset: str = "cub200", query_embeddings=None,
     need_k = max(ks + ([5] if "kNN" in cols else []), default=0)
     if need_k:
         p.check_k(need_k, "the largest K of the row")
-    valid = p.valid() if (ks or "kNN" in cols or "MAP@R" in cols or "RP" in cols) else None
-    if ks:
-        row.update({f"R@{k}": v for k, v in _recall(p, ks, valid, backend, chunk_size).items()})
-    if "kNN" in cols:
-        row["kNN"] = float(_knn_correct(p, 5, 3, backend, chunk_size)[valid].mean())
-    if "MAP@R" in cols or "RP" in cols:
-        m, r = _map_rp(p, backend, chunk_size, valid)
-        if "MAP@R" in cols:
-            row["MAP@R"] = m
-        if "RP" in cols:
-            row["RP"] = r
+    retrieval = [c for c in cols if c.startswith("R@") or c in ("kNN", "MAP@R", "RP")]
+    if retrieval:  # one neighbour search for all of them
+        want = _Want(tuple(sorted(set(ks))), "MAP@R" in cols or "RP" in cols, (5, 3) if "kNN" in cols else None)
+        row.update(_retrieval_row(p, retrieval, want, p.valid(), backend, chunk_size))
     cluster_cols = [c for c in cols if c in ("NMI", "F1", "ACC", "Purity")]
     if cluster_cols:
         n_classes = len(np.unique(p.gl))

@@ -5,12 +5,15 @@ of the grid trained in one :func:`run_many`. On the CPU the missing runs are tra
 worker processes, one per core, each with one torch thread (the small networks of the quick profile gain
 little from a second thread, while a second process doubles the throughput); on a GPU one after another.
 ``ZS_WORKERS`` overrides the number of workers. Stored results are loaded, not repeated, and an
-interrupted grid resumes where it stopped (every run writes its own result and checkpoint).
+interrupted grid resumes where it stopped (every run writes its own result and checkpoint). Under
+``torchrun`` the runs are trained one after another, each by all the processes together
+(:mod:`zslib.train.distributed`).
 """
 from __future__ import annotations
 
 import json
 import os
+import warnings
 from collections.abc import Iterable, Mapping
 
 import torch
@@ -19,7 +22,8 @@ from .config import Config, config_hash
 from .profile import PROFILES
 from .progress import progress_bar
 from .runner import build_data, run
-from .store import Result, result_path, results_dir
+from .store import Result, check_writable, result_path, results_dir, stale_code_warning
+from .train import distributed
 
 __all__ = ["run_many", "run_grid", "run_seeds", "default_workers", "MissingRunsError"]
 
@@ -74,8 +78,10 @@ def run_grid(grid: Mapping, seeds: Iterable[int] | None = None, *, stored_only: 
 def default_workers(device=None) -> int:
     """How many runs :func:`run_many` trains at once by default: one per CPU core on the CPU (each run
     with one thread: the small networks of the quick profile gain little from a second thread, while a
-    second process doubles the throughput), one on a GPU (runs would only compete for it).
-    ``$ZS_WORKERS`` overrides it."""
+    second process doubles the throughput), one on a GPU (runs would only compete for it) and under
+    ``torchrun`` (all its processes train each run together). ``$ZS_WORKERS`` overrides it."""
+    if distributed.launched():
+        return 1
     env = os.environ.get("ZS_WORKERS", "").strip()
     if env:
         if not env.isdigit() or int(env) < 1:
@@ -141,21 +147,27 @@ def run_many(configs: Iterable[Config], *, workers: int | None = None, progress=
     run_kwargs["results_dir"] = directory
     pending = [i for i, c in enumerate(configs)
                if run_kwargs.get("force") or not result_path(c, directory).exists()]
+    if distributed.launched():  # every process trains the same runs, in the same order: process 0's list
+        run_kwargs["device"] = distributed.setup(run_kwargs.get("device"))
+        pending = distributed.broadcast_object(pending)
     # two equal configs in one grid train once
     unique: dict[str, int] = {}
     for i in pending:
         unique.setdefault(config_hash(configs[i]), i)
     todo = list(unique.values())
+    if todo:
+        check_writable(directory)
     from zslib.profile import device as default_device
 
     dev = torch.device(run_kwargs.get("device") or default_device())
     workers = default_workers(dev) if workers is None else int(workers)
-    if dev.type != "cpu" or "fork" not in mp.get_all_start_methods():
+    if dev.type != "cpu" or "fork" not in mp.get_all_start_methods() or distributed.launched():
         workers = 1  # runs on a GPU would only compete for it; without fork the pool cannot share the jobs
     workers = max(1, min(workers, len(todo)))
 
     done: dict[int, Result] = {}
-    bar = progress_bar(progress if len(todo) > 1 else False, len(todo), 0, desc="runs")
+    main = distributed.world()[0] == 0
+    bar = progress_bar(progress if len(todo) > 1 and main else False, len(todo), 0, desc="runs")
     try:
         if workers == 1:
             each = progress if len(todo) == 1 else False  # one run: its own bar; a grid: the bar over runs
@@ -181,7 +193,12 @@ def run_many(configs: Iterable[Config], *, workers: int | None = None, progress=
             bar.close()
     kwargs = {k: v for k, v in run_kwargs.items() if k not in ("force", "max_steps")}
     out = []
-    for i, c in enumerate(configs):  # in the order given; a run trained here is returned as it came back
-        same = unique.get(config_hash(c))
-        out.append(done[same] if same in done else run(c, progress=False, **kwargs))
+    with warnings.catch_warnings():  # one warning for the whole grid, below, not one per stored run
+        warnings.simplefilter("ignore", UserWarning)
+        for i, c in enumerate(configs):  # in the order given; a run trained here is returned as it came back
+            same = unique.get(config_hash(c))
+            out.append(done[same] if same in done else run(c, progress=False, **kwargs))
+    stale = stale_code_warning([r for r in out if r.path is not None and r.path.parent == directory])
+    if stale:
+        warnings.warn(stale, stacklevel=2)
     return out

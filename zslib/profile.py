@@ -51,6 +51,7 @@ class Profile:
     seeds: tuple[int, ...]  # seeds for repeated runs (confidence intervals)
     synth_images_per_class: int  # SynthParts images generated per class
     feature_stages: tuple[str, ...] = ()  # stages read from the feature cache (real profile); () = run on images
+    image_cache: bool = False  # real datasets read through the pre-resized image cache (zslib.data.cached)
 
     @property
     def batch_size(self) -> int:
@@ -112,6 +113,7 @@ PROFILES: dict[str, Profile] = {
         amp=True,
         seeds=(0,),
         synth_images_per_class=100,
+        image_cache=True,  # decode each JPEG once: a GPU outruns the decoding of full-size photos
     ),
 }
 # The real recipe: a frozen ImageNet EfficientNet-Lite0 at 224 px (ImageNet's resize-256, centre-crop-224), its

@@ -6,11 +6,18 @@ which builds the metric loss) -- trains with :func:`zslib.train.train`, evaluate
 validation) classes once with :func:`zslib.evaluate.evaluate`, and stores everything with its provenance
 (:mod:`zslib.store`). A run whose result exists is loaded, not repeated; an interrupted one resumes from
 its checkpoint in ``<results>/checkpoints/``.
+
+Under ``torchrun --nproc_per_node=N`` (for example ``torchrun --nproc_per_node=2 -m zslib train ...``) every
+process calls :func:`run`; it joins the process group (:func:`zslib.train.distributed.setup`), lets process 0
+download and cache the data and weights before the others read them, trains with
+:mod:`zslib.train.distributed`, and process 0 alone evaluates and writes the result, which the other
+processes then read back: every process returns the same :class:`~zslib.store.Result`.
 """
 from __future__ import annotations
 
 import os
 import time
+import warnings
 from functools import partial
 from pathlib import Path
 
@@ -19,8 +26,9 @@ import torch
 from torch import nn
 
 from .config import Config
-from .store import Result, load_result, provenance, result_path, results_dir
-from .train import default_eval, embed, load_checkpoint, set_seed, train
+from .store import Result, check_writable, load_result, provenance, result_path, results_dir, stale_code_warning
+from .train import default_eval, distributed, embed, load_checkpoint, set_seed, train
+from .train.precision import Precision
 
 __all__ = ["build_data", "build_model", "build_method", "run", "load_model", "evaluate_checkpoint"]
 
@@ -123,31 +131,40 @@ def run(config: Config, results_dir: str | os.PathLike | None = None, force: boo
 
     A stored result with the same :func:`~zslib.config.config_hash` is returned as is unless ``force``. An
     interrupted run resumes from its checkpoint. ``max_steps`` trains only that far (no result is written:
-    call again to continue).
+    call again to continue). Under ``torchrun`` see the module docstring.
     """
     if not isinstance(config, Config):
         raise TypeError(f"run() needs a zslib.config.Config, got {type(config).__name__}")
     directory = _results(results_dir)
     path = result_path(config, directory)
-    if path.exists() and not force:
-        return load_result(path)
-    if device is None:
-        from .profile import device as default_device
-        device = default_device()
-    device = torch.device(device)
+    stored = path.exists() and not force
+    if stored and not distributed.launched():
+        return _reuse(path, directory)
+    if not stored:
+        check_writable(directory)
+    device = distributed.setup(device)  # the same device outside torchrun; one GPU per process under it
+    rank, world_size = distributed.world()
+    if distributed.broadcast_object(stored):  # under torchrun, process 0 decides for all
+        return _reuse(path, directory)
     ckpt = directory / "checkpoints" / f"{path.stem}.pt"
-    if force and ckpt.exists():
-        ckpt.unlink()
+    with distributed.main_first():
+        if force and ckpt.exists() and rank == 0:
+            ckpt.unlink()
 
     started = time.perf_counter()
-    data = build_data(config)
+    with distributed.main_first():  # process 0 downloads and caches; the others then find the files
+        data = build_data(config)
     classes = np.unique(np.asarray(data["train"].labels))
     set_seed(config.seed)  # model initialization and class proxies are drawn from the seed
-    model = build_model(config)
+    with distributed.main_first():
+        model = build_model(config)
     method = build_method(config, model, classes)
     if not method.trains:  # e.g. the pretrained features: evaluate only
         from .train import History
 
+        if rank != 0:
+            distributed.barrier()
+            return load_result(path)
         history = History()
         model.to(device)
         method.to(device)
@@ -156,6 +173,7 @@ def run(config: Config, results_dir: str | os.PathLike | None = None, force: boo
         result = Result(config, metrics, history, provenance(config, device, train_seconds=0.0,
                                                              wall_seconds=round(time.perf_counter() - started, 3)))
         result.save(path)
+        distributed.barrier()
         return result
     eval_sets = {k: data[k] for k in ("seen", "val", "unseen") if k in data}
     history = train(
@@ -170,11 +188,26 @@ def run(config: Config, results_dir: str | os.PathLike | None = None, force: boo
     done = bool(history.losses) and history.losses[-1]["step"] >= config.iterations
     if not done:
         return Result(config, {"seen": history.last("seen")}, history, {"complete": False}, None)
+    if rank != 0:  # process 0 evaluates and writes the result; the others read it
+        distributed.barrier()
+        return load_result(path)
     metrics = _final_metrics(config, model, data, history, device, method)
     result = Result(config, metrics, history, provenance(
         config, device, train_seconds=round(history.elapsed, 3), wall_seconds=round(time.perf_counter() - started, 3),
-        checkpoint=os.path.relpath(ckpt, path.parent)))
+        checkpoint=os.path.relpath(ckpt, path.parent), precision=Precision(device, config.amp).name,
+        processes=world_size, data_wait_share=round(history.data_share, 4)))
     result.save(path)
+    distributed.barrier()
+    return result
+
+
+def _reuse(path: Path, directory: Path) -> Result:
+    """The stored result at ``path``, with a warning when zslib's code changed since it was made (recorded runs
+    are checked by tests/test_recorded.py instead)."""
+    result = load_result(path)
+    stale = stale_code_warning([result]) if path.parent == directory else None
+    if stale:
+        warnings.warn(stale, stacklevel=3)
     return result
 
 

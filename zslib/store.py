@@ -29,13 +29,61 @@ from .config import Config, config_hash
 from .profile import repository_root, resolve_folder
 from .train.history import History
 
-__all__ = ["Result", "ResultFileError", "results_dir", "result_path", "load_result", "load_results",
+__all__ = ["Result", "ResultFileError", "ResultsNotWritableError", "results_dir", "result_path", "load_result",
+           "load_results", "check_writable", "code_fingerprint", "stale_code_warning",
            "record_runs", "recorded_runs", "provenance_summary", "git_commit", "device_name", "provenance"]
 
 
 class ResultFileError(ValueError):
     """A result file that cannot be used as one (damaged, foreign, or with invalid values)."""
 
+
+class ResultsNotWritableError(OSError):
+    """The results folder (or its checkpoints) cannot be written: found before any work is done."""
+
+
+def check_writable(directory: Path) -> None:
+    """Make sure results and checkpoints can be written to ``directory`` (create it, write and remove a
+    file in it and in ``checkpoints/``), so that a run never trains for nothing."""
+    for folder in (directory, directory / "checkpoints"):
+        probe = folder / f".write-test-{os.getpid()}"
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            probe.write_bytes(b"ok")
+            probe.unlink()
+        except OSError as err:
+            raise ResultsNotWritableError(
+                f"cannot write results to {folder} ({err.strerror or err}); set ZS_RESULTS to a writable folder "
+                "(or pass results_dir=) before training") from None
+
+
+_FINGERPRINT: list[str] = []
+
+
+def code_fingerprint() -> str:
+    """16 hex digits over zslib's source files as imported in this process: what a stored result depends on
+    besides its config. Recorded in every result's provenance and compared when a result is reused."""
+    if not _FINGERPRINT:
+        from .cache import source_fingerprint
+
+        root = Path(__file__).resolve().parent
+        _FINGERPRINT.append(source_fingerprint(*sorted(root.rglob("*.py"))))
+    return _FINGERPRINT[0]
+
+
+def stale_code_warning(results) -> str | None:
+    """A warning naming the stored results that were computed by other zslib code than this process runs
+    (another code fingerprint), or ``None``. Their numbers may not be what this code would produce."""
+    now = code_fingerprint()
+    stale = [r for r in results if r.provenance.get("code_fingerprint") not in (None, now)]
+    if not stale:
+        return None
+    names = ", ".join(sorted({r.config.name for r in stale})[:5])
+    commits = sorted({str(r.provenance.get("git_commit"))[:12] for r in stale})
+    return (f"{len(stale)} stored result(s) were computed by other zslib code than this (e.g. {names}; commit(s) "
+            f"{', '.join(commits)}). Their numbers may differ from what this code produces: delete them from the "
+            "results folder (or pass force=True) to recompute; a recorded run that no longer reproduces is caught "
+            "by tests/test_recorded.py.")
 
 def results_dir(path: str | os.PathLike | None = None) -> Path:
     """The results folder: ``path`` if given, else ``$ZS_RESULTS``, else ``results/`` of the source
@@ -96,6 +144,7 @@ def provenance(config: Config, device: torch.device, **extra) -> dict:
         "device": device_name(device),
         "torch_threads": torch.get_num_threads(),  # CPU float sums, hence bitwise results, depend on it
         "seed": config.seed,
+        "code_fingerprint": code_fingerprint(),
         "timestamp": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         **extra,
     }
@@ -171,15 +220,20 @@ def _json_default(obj):
     raise TypeError(f"{type(obj).__name__} is not JSON serializable")
 
 
+_WHAT_TO_DO = "delete it (the run is trained again), or restore it from version control if it was recorded"
+
+
 def _check_metrics(metrics, path) -> dict:
     if not isinstance(metrics, Mapping) or not metrics:
-        raise ResultFileError(f"{path}: 'metrics' must be a non-empty object of splits, got {type(metrics).__name__}")
+        raise ResultFileError(f"{path}: 'metrics' must be a non-empty object of splits, got {type(metrics).__name__}; "
+                              + _WHAT_TO_DO)
     for split, row in metrics.items():
         if not isinstance(row, Mapping):
-            raise ResultFileError(f"{path}: metrics of split {split!r} must be an object, got {type(row).__name__}")
+            raise ResultFileError(f"{path}: metrics of split {split!r} must be an object, got {type(row).__name__}; "
+                                  + _WHAT_TO_DO)
         for name, value in row.items():
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-                raise ResultFileError(f"{path}: metric {split}/{name} is {value!r}, not a finite number")
+                raise ResultFileError(f"{path}: metric {split}/{name} is {value!r}, not a finite number; " + _WHAT_TO_DO)
     return {str(s): {str(k): float(v) for k, v in row.items()} for s, row in metrics.items()}
 
 
@@ -187,7 +241,7 @@ def load_result(path: str | os.PathLike) -> Result:
     """Read and check a result JSON written by :func:`zslib.runner.run`. A file that is not valid JSON, not a
     zslib result, or holds invalid values raises :class:`ResultFileError` naming it and what to do."""
     path = Path(path)
-    what_to_do = "delete it (the run is trained again), or restore it from version control if it was recorded"
+    what_to_do = _WHAT_TO_DO
     try:
         d = json.loads(path.read_text())
     except FileNotFoundError:

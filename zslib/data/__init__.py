@@ -9,11 +9,13 @@ Public names (used by the book and by the other zslib modules):
 * :class:`CUB200`, :class:`Cars196`, :class:`SOP`, :class:`InShop`, :class:`Flowers102` - the real
   datasets with the papers' zero-shot splits; each has ``download(root)`` (or a message saying where
   to get the files). Nothing downloads implicitly.
-* :class:`ClassBalancedSampler` - P classes x K images per batch, deterministic, exactly resumable.
+* :class:`ClassBalancedSampler` - P classes x K images per batch, deterministic, exactly resumable;
+  :func:`split_batch` - one process's share of a batch when several train together.
 * :func:`split_classes`, :class:`LabeledSubset` - a class-disjoint validation split and its views.
 * :func:`train_transform`, :func:`test_transform` - resize / crop / flip / normalize.
 * :func:`build_dataset` - the dataset a profile asks for.
-* :class:`PreResizedCache`, :func:`cached` - decode once, keep a small uint8 copy.
+* :class:`PreResizedCache`, :func:`cached` - decode every image once, keep its resized pixels (the same
+  tensors as decoding each time, faster).
 """
 from __future__ import annotations
 
@@ -24,7 +26,7 @@ from .download import download_url, extract_archive, verify_checksum
 from .errors import (ChecksumError, CorruptFileError, CountMismatchError, DataError, ManualDownloadError,
                      MissingDataError)
 from .root import data_root
-from .sampler import ClassBalancedSampler
+from .sampler import ClassBalancedSampler, split_batch
 from .splits import LabeledSubset, labels_of, split_classes
 from .synthparts import (ATTRIBUTE_NAMES, PART_NAMES, SHORTCUT_ATTRIBUTES, ProbeResult, SynthParts,
                          design_classes, shortcut_probe)
@@ -34,7 +36,7 @@ __all__ = [
     "data_root", "SynthParts", "shortcut_probe", "ProbeResult", "design_classes", "PART_NAMES",
     "ATTRIBUTE_NAMES", "SHORTCUT_ATTRIBUTES", "CUB200", "Cars196", "SOP", "InShop", "Flowers102",
     "RealImageDataset", "DATASETS", "get_dataset_class", "download", "download_url", "extract_archive",
-    "verify_checksum", "ClassBalancedSampler", "split_classes", "LabeledSubset", "labels_of", "train_transform", "test_transform", "IMAGENET_MEAN",
+    "verify_checksum", "ClassBalancedSampler", "split_batch", "split_classes", "LabeledSubset", "labels_of", "train_transform", "test_transform", "IMAGENET_MEAN",
     "IMAGENET_STD", "build_dataset", "PreResizedCache", "cached", "DataError", "MissingDataError",
     "ChecksumError", "CorruptFileError", "CountMismatchError", "ManualDownloadError",
 ]

@@ -10,7 +10,9 @@
 * full profile: the real dataset named by ``profile.dataset`` with
   :func:`~zslib.data.train_transform` (``train=True``) or :func:`~zslib.data.test_transform`, sized
   by ``profile.resize_size`` / ``profile.image_size`` and normalized with the backbone's
-  ``mean``/``std`` (ImageNet statistics when not given).
+  ``mean``/``std`` (ImageNet statistics when not given). With ``profile.image_cache`` (on in the full
+  profile) the images are read through the pre-resized image cache (:func:`~zslib.data.cached`, built on
+  first use), which gives the same tensors without decoding a JPEG per image and step.
 """
 from __future__ import annotations
 
@@ -58,7 +60,12 @@ def build_dataset(profile=None, split: str = "train", train: bool | None = None,
     std = IMAGENET_STD if std is None else std
     make = train_transform if train else test_transform
     transform = make(profile.image_size, profile.resize_size, mean, std)
-    return open_dataset(cls, root=root, split=_TO_REAL.get(split, split), transform=transform)
+    dataset = open_dataset(cls, root=root, split=_TO_REAL.get(split, split), transform=transform)
+    if getattr(profile, "image_cache", False):
+        from .cache import cached
+
+        return cached(dataset, profile.resize_size)
+    return dataset
 
 
 def open_dataset(cls, **kwargs):

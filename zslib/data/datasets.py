@@ -47,7 +47,7 @@ import numpy as np
 from torch.utils.data import Dataset
 
 from ..checks import class_id_array
-from .download import download_url, extract_archive
+from .download import download_url, extract_archive, mirrored
 from .errors import CorruptFileError, CountMismatchError, ManualDownloadError, MissingDataError
 from .root import data_root
 
@@ -429,7 +429,7 @@ class CUB200(RealImageDataset):
     def download(cls, root=None) -> Path:
         """Download (resumable, MD5-checked) and unpack ``CUB_200_2011.tgz`` into ``<root>/cub200``."""
         folder = data_root(root) / cls.name
-        archive = download_url(cls.url, folder / "CUB_200_2011.tgz", md5=cls.md5)
+        archive = download_url(mirrored(cls.url), folder / "CUB_200_2011.tgz", md5=cls.md5)
         if not (folder / "CUB_200_2011" / "images.txt").is_file():
             extract_archive(archive, folder)
         return folder / "CUB_200_2011"
@@ -659,7 +659,7 @@ class SOP(RealImageDataset):
     def download(cls, root=None) -> Path:
         """Download (resumable, MD5-checked) and unpack ``Stanford_Online_Products.zip`` into ``<root>/sop``."""
         folder = data_root(root) / cls.name
-        archive = download_url(cls.url, folder / "Stanford_Online_Products.zip", md5=cls.md5)
+        archive = download_url(mirrored(cls.url), folder / "Stanford_Online_Products.zip", md5=cls.md5)
         if not (folder / "Stanford_Online_Products" / "Ebay_train.txt").is_file():
             extract_archive(archive, folder)
         return folder / "Stanford_Online_Products"
@@ -805,7 +805,7 @@ class Flowers102(RealImageDataset):
         """Download (resumable, MD5-checked) the three official files into ``<root>/flowers102``."""
         folder = data_root(root) / cls.name
         for fname, md5 in cls.files.items():
-            download_url(cls.base_url + fname, folder / fname, md5=md5)
+            download_url(mirrored(cls.base_url + fname), folder / fname, md5=md5)
         if not (folder / "jpg" / "image_08189.jpg").is_file():
             extract_archive(folder / "102flowers.tgz", folder)
         return folder

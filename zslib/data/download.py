@@ -4,6 +4,11 @@ Nothing in zslib downloads implicitly: only the ``download()`` class methods of 
 (and :func:`download_url` called by hand) touch the network. A download goes to ``<file>.part`` and
 resumes from its size with an HTTP ``Range`` request when re-run; the finished file is checked
 against its MD5 or SHA-256 before it is renamed into place.
+
+``$ZS_DATA_MIRROR`` (a base address, ``https://...`` or ``file:///...``) replaces the published folder of
+every dataset file: ``download()`` then fetches ``<mirror>/<file name>`` (:func:`mirrored`), checked against
+the same published checksum. It serves a local copy of the archives (a lab server, a shared drive mounted
+on Colab) and the tests, which stand a local folder in for the network.
 """
 from __future__ import annotations
 
@@ -11,6 +16,7 @@ import hashlib
 import os
 import tarfile
 import urllib.error
+import urllib.parse
 import urllib.request
 import zipfile
 import zlib
@@ -18,9 +24,19 @@ from pathlib import Path
 
 from .errors import ChecksumError, CorruptFileError, DataError
 
-__all__ = ["file_checksum", "verify_checksum", "download_url", "extract_archive"]
+__all__ = ["file_checksum", "verify_checksum", "download_url", "extract_archive", "mirrored", "DATA_MIRROR_ENV"]
 
 _CHUNK = 1 << 20
+DATA_MIRROR_ENV = "ZS_DATA_MIRROR"
+
+
+def mirrored(url: str) -> str:
+    """``url``, or ``$ZS_DATA_MIRROR/<the file name of url>`` when that variable is set."""
+    mirror = os.environ.get(DATA_MIRROR_ENV, "").strip()
+    if not mirror:
+        return url
+    name = Path(urllib.parse.urlparse(url).path).name
+    return f"{mirror.rstrip('/')}/{name}"
 
 
 def file_checksum(path: str | os.PathLike, algorithm: str = "md5") -> str:

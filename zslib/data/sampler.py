@@ -16,6 +16,13 @@ every batch still has P x K entries and repeated indices can occur only for such
 Resume: the sampler counts the batches it has handed out; :meth:`state_dict` / :meth:`load_state_dict`
 save and restore that position, and the batches after a restore are exactly those an uninterrupted
 run would have seen.
+
+Several processes (:mod:`zslib.train.distributed`): every process runs the same sampler with the same
+seed, so all of them know the global batch, and :func:`split_batch` gives each its own contiguous share.
+A batch lists its classes one after the other (K indices each), so with P a multiple of the number of
+processes every share holds P / world_size whole classes. The shares never overlap and, concatenated in
+rank order, give back the batch; the sampler's state is the global one, so a checkpoint written by a run
+on N processes resumes on any number of them.
 """
 from __future__ import annotations
 
@@ -24,7 +31,22 @@ import hashlib
 import numpy as np
 from torch.utils.data import Sampler
 
-__all__ = ["ClassBalancedSampler"]
+__all__ = ["ClassBalancedSampler", "split_batch"]
+
+
+def split_batch(batch, rank: int, world_size: int) -> list:
+    """The share of process ``rank`` (of ``world_size``) of a batch of indices: its ``rank``-th contiguous
+    slice of ``len(batch) / world_size`` indices. The shares are disjoint and, in rank order, make up the
+    batch. The batch size must be a multiple of ``world_size``."""
+    rank, world_size, batch = int(rank), int(world_size), list(batch)
+    if world_size < 1 or not 0 <= rank < world_size:
+        raise ValueError(f"need 0 <= rank < world_size, got rank {rank} of {world_size}")
+    if len(batch) % world_size:
+        raise ValueError(f"a batch of {len(batch)} images cannot be split evenly over {world_size} processes; "
+                         f"choose batch_classes x batch_per_class as a multiple of {world_size} (for whole "
+                         f"classes per process: batch_classes a multiple of {world_size})")
+    share = len(batch) // world_size
+    return batch[rank * share:(rank + 1) * share]
 
 
 class ClassBalancedSampler(Sampler):

@@ -76,6 +76,7 @@ def number(low: float | None = None, high: float | None = None, *, low_open: boo
     """A check: a finite number in ``[low, high]`` (``(low, high]`` with ``low_open``), whole if ``integer``."""
     def check(value, name="value"):
         return finite_number(value, name, low=low, high=high, low_open=low_open, integer=integer)
+    check.spec = {"kind": "number", "low": low, "high": high, "low_open": low_open, "integer": integer}
     return check
 
 
@@ -85,6 +86,7 @@ def one_of(*options) -> Callable[[Any], Any]:
         if value not in options:
             raise ValueError(f"{name} must be one of {list(options)}, got {value!r}")
         return value
+    check.spec = {"kind": "choice", "options": list(options)}
     return check
 
 
@@ -93,6 +95,9 @@ def boolean(value, name="value"):
     if not isinstance(value, bool):
         raise TypeError(f"{name} must be true or false, got {value!r}")
     return value
+
+
+boolean.spec = {"kind": "bool"}
 
 
 class Method(nn.Module):

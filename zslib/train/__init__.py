@@ -7,7 +7,9 @@
   Recall@K evaluation (:mod:`zslib.train.embed`);
 * :func:`make_scheduler`, :class:`OptimSettings` -- learning rates and schedules (:mod:`zslib.train.optim`);
 * :func:`set_seed`, :func:`save_checkpoint`, :func:`load_checkpoint` -- random state and checkpoints
-  (:mod:`zslib.train.checkpoint`).
+  (:mod:`zslib.train.checkpoint`);
+* :class:`Precision` -- float32, or mixed precision on CUDA in bfloat16 or float16 (:mod:`zslib.train.precision`);
+* :mod:`zslib.train.distributed` -- one model trained by several processes (``torchrun``), equivalent to one.
 
 Methods (what a step minimizes) live in :mod:`zslib.methods`; the trainer knows only their hooks.
 """
@@ -16,6 +18,7 @@ from .embed import default_eval, embed, memory_format
 from .history import History
 from .loop import train
 from .optim import OptimSettings, make_scheduler
+from .precision import Precision
 
 __all__ = ["train", "History", "embed", "default_eval", "memory_format", "make_scheduler", "OptimSettings",
-           "set_seed", "save_checkpoint", "load_checkpoint", "CHECKPOINT_VERSION"]
+           "set_seed", "save_checkpoint", "load_checkpoint", "CHECKPOINT_VERSION", "Precision"]

@@ -3,18 +3,39 @@
 Random augmentation for step ``t`` is drawn from generators seeded by ``(seed, t)``, so a batch depends
 neither on how many data-loading workers there are nor on whether the run was interrupted. In-memory
 data (``dataset.tensors()``, e.g. SynthParts) is indexed directly, without a loader.
+
+When ``world_size`` processes train together (:mod:`zslib.train.distributed`), every process draws the same
+global batch from its sampler and loads only its share (:func:`zslib.data.split_batch`). Process 0 draws
+its augmentation as a single process does; process ``r > 0`` seeds its generators by ``(seed, t, r)``, so
+its random crops differ from those the single process draws for the same images (the same distribution,
+not the same numbers; data without random augmentation gives exactly the same batch).
 """
 from __future__ import annotations
 
+import os
 import random
 
 import numpy as np
 import torch
 
+from ..data.sampler import split_batch
 from ..data.splits import labels_of
 from .checkpoint import preserved_rng, to_safe
 
-__all__ = ["BatchStream", "labels_of", "default_sampler", "in_memory"]
+__all__ = ["BatchStream", "labels_of", "default_sampler", "in_memory", "loader_workers"]
+
+
+def loader_workers(requested: int) -> int:
+    """How many data-loading processes to start for ``requested``: at most one per CPU core this process
+    may use, the cores being shared among the training processes of the machine (``$LOCAL_WORLD_SIZE``, set
+    by ``torchrun``). More workers than cores only compete with each other (a Colab GPU session has 2
+    cores: 2 workers). The number never changes a batch, only how fast it is ready."""
+    requested = int(requested)
+    if requested <= 0:
+        return 0
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    sharing = max(1, int(os.environ.get("LOCAL_WORLD_SIZE", "1") or 1))
+    return max(1, min(requested, cores // sharing))
 
 
 def in_memory(dataset):
@@ -35,8 +56,8 @@ def in_memory(dataset):
 class _StepBatches(torch.utils.data.Dataset):
     """Maps ``(step, indices)`` to a stacked batch; random augmentation seeded by ``(seed, step)``."""
 
-    def __init__(self, dataset, seed: int):
-        self.dataset, self.seed = dataset, seed
+    def __init__(self, dataset, seed: int, rank: int = 0):
+        self.dataset, self.seed, self.rank = dataset, seed, rank
 
     def __len__(self):  # only needed by DataLoader's bookkeeping
         return 2**62
@@ -45,6 +66,8 @@ class _StepBatches(torch.utils.data.Dataset):
         step, indices = item
         with preserved_rng(cuda=False):  # CPU transforms only draw from the CPU generators
             s = (self.seed * 1_000_003 + step) % 2**63
+            if self.rank:  # another process of a distributed run: its own stream of augmentations
+                s = (s * 1_000_033 + self.rank) % 2**63
             random.seed(s)
             np.random.seed(s % 2**32)
             torch.default_generator.manual_seed(s)
@@ -62,13 +85,17 @@ class BatchStream:
     batch. A checkpoint after ``t`` steps stores the pass that holds step ``t`` and how many of its batches
     were trained on; resuming reloads that state and skips those batches (index lists only: cheap).
     Batches that a loader fetched ahead but the loop never trained on are therefore not lost.
+
+    ``part=(rank, world_size)``: yield only the share of process ``rank`` of every batch
+    (:func:`zslib.data.split_batch`); the sampler, and therefore the checkpointed state, stays global.
     """
 
     def __init__(self, dataset, sampler, *, seed: int, num_workers: int = 0, pin_memory: bool = False,
-                 state: dict | None = None):
+                 state: dict | None = None, part: tuple[int, int] = (0, 1)):
         self.dataset, self.sampler = dataset, sampler
         self.tensors = in_memory(dataset)
-        self.seed, self.num_workers, self.pin_memory = seed, num_workers, pin_memory
+        self.seed, self.num_workers, self.pin_memory = seed, loader_workers(num_workers), pin_memory
+        self.rank, self.world_size = (int(part[0]), int(part[1]))
         self.resume_state = state
         self.passes: list[tuple[int, dict]] = []  # (first step of the pass, sampler state before it)
         self._iter = None
@@ -95,7 +122,10 @@ class BatchStream:
                 if skip:
                     skip -= 1
                     continue
-                yield step, [int(i) for i in indices]
+                indices = [int(i) for i in indices]
+                if self.world_size > 1:
+                    indices = split_batch(indices, self.rank, self.world_size)
+                yield step, indices
                 step += 1
             if got == 0:
                 raise RuntimeError("the batch sampler yielded no batch; are there at least "
@@ -108,11 +138,11 @@ class BatchStream:
             images, labels = self.tensors
             self._iter = ((images[idx], torch.as_tensor(labels[idx], dtype=torch.long)) for _, idx in source)
         elif self.num_workers == 0:
-            fetch = _StepBatches(self.dataset, self.seed)
+            fetch = _StepBatches(self.dataset, self.seed, self.rank)
             self._iter = (fetch[item] for item in source)
         else:
             loader = torch.utils.data.DataLoader(
-                _StepBatches(self.dataset, self.seed), batch_size=None, sampler=source,
+                _StepBatches(self.dataset, self.seed, self.rank), batch_size=None, sampler=source,
                 num_workers=self.num_workers, pin_memory=self.pin_memory,
                 generator=torch.Generator().manual_seed(self.seed))  # never draws from the global RNG
             self._iter = iter(loader)

@@ -5,7 +5,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from .batches import in_memory
+from .batches import in_memory, loader_workers
 
 __all__ = ["embed", "default_eval", "memory_format", "to_device"]
 
@@ -52,7 +52,8 @@ def embed(model: nn.Module, dataset, batch_size: int = 256, device=None, num_wor
             labs = [torch.as_tensor(np.asarray(labels), dtype=torch.long)]
         else:
             loader = torch.utils.data.DataLoader(dataset, batch_size=batch_size, shuffle=False,
-                                                 num_workers=num_workers, pin_memory=device.type == "cuda")
+                                                 num_workers=loader_workers(num_workers),
+                                                 pin_memory=device.type == "cuda")
             for images, labels in loader:
                 outs.append(model(to_device(images, device, fmt)).float().cpu())
                 labs.append(torch.as_tensor(labels, dtype=torch.long))

@@ -13,12 +13,15 @@ class History:
 
     ``losses`` is a list of rows ``{"step": t, "total": ..., "<term>": ...}`` (one every ``log_every``
     steps); ``evals`` a list of rows ``{"step": t, "<set>": {"R@1": ..., ...}, ...}``. ``elapsed`` is
-    the training wall time in seconds; it is not compared by ``==`` (two identical runs differ in it).
+    the training wall time in seconds and ``data_seconds`` the part of it the loop spent waiting for
+    batches (loading, and copying them to the device); neither is compared by ``==`` (two identical runs
+    differ in them).
     """
 
     losses: list[dict] = field(default_factory=list)
     evals: list[dict] = field(default_factory=list)
     elapsed: float = field(default=0.0, compare=False)
+    data_seconds: float = field(default=0.0, compare=False)
 
     def loss_curve(self, term: str = "total") -> tuple[list[int], list[float]]:
         """Steps and values of one loss term (``"total"`` is the sum of the terms)."""
@@ -51,10 +54,15 @@ class History:
                 return dict(r[split])
         return {}
 
+    @property
+    def data_share(self) -> float:
+        """The share of the training time spent waiting for batches (0 when nothing was timed)."""
+        return self.data_seconds / self.elapsed if self.elapsed > 0 else 0.0
+
     def to_dict(self) -> dict:
-        return {"losses": self.losses, "evals": self.evals, "elapsed": self.elapsed}
+        return {"losses": self.losses, "evals": self.evals, "elapsed": self.elapsed, "data_seconds": self.data_seconds}
 
     @classmethod
     def from_dict(cls, d: Mapping) -> "History":
         return cls(losses=list(d.get("losses", [])), evals=list(d.get("evals", [])),
-                   elapsed=float(d.get("elapsed", 0.0)))
+                   elapsed=float(d.get("elapsed", 0.0)), data_seconds=float(d.get("data_seconds", 0.0)))

@@ -7,14 +7,19 @@ the method's phases in order (:class:`zslib.methods.Method`); each phase is
     zero every gradient; backward(sum of terms); clip; optimizer[phase].step()
 
 with the phase's own optimizer (Adam over ``method.param_groups(phase, ...)``), learning-rate schedule and
-gradient scaler (mixed precision on CUDA only); a phase that declares no parameters (``[]``) has none and
-updates the method's state itself. Before the first step the trainer calls ``method.prepare(model,
-train_set)`` once, for methods that need the whole training set. The trainer logs every term, and stops
-with an error that names the term as soon as one is not finite. Evaluation on named sets (typically the
-seen and the unseen classes) runs every ``eval_every`` steps under saved-and-restored random states, so
-evaluating more or less often never changes training. Checkpoints (:mod:`zslib.train.checkpoint`) make a
-run killed at any point resume to bitwise the same parameters on the CPU as a run never stopped (with the
-same number of torch threads: CPU kernels sum in a thread-dependent order).
+gradient scaler (:mod:`zslib.train.precision`: mixed precision on CUDA only, bfloat16 where the GPU has it,
+float16 with loss scaling elsewhere); a phase that declares no parameters (``[]``) has none and updates
+the method's state itself. Before the first step the trainer calls ``method.prepare(model, train_set)``
+once, for methods that need the whole training set. The trainer logs every term, and stops with an error that
+names the term as soon as one is not finite. Evaluation on named sets (typically the seen and the unseen
+classes) runs every ``eval_every`` steps under saved-and-restored random states, so evaluating more or
+less often never changes training. Checkpoints (:mod:`zslib.train.checkpoint`) make a run killed at any
+point resume to bitwise the same parameters on the CPU as a run never stopped (with the same number of
+torch threads: CPU kernels sum in a thread-dependent order).
+
+Under ``torchrun`` several processes train one model together (:mod:`zslib.train.distributed`): each loads
+its share of every batch, the method sees the whole batch through a gathering view of the model, and
+process 0 evaluates and writes the checkpoints. With one process none of that code runs.
 """
 from __future__ import annotations
 
@@ -28,12 +33,14 @@ import torch
 from torch import nn
 
 from ..progress import progress_bar
+from . import distributed
 from .batches import BatchStream, default_sampler
 from .checkpoint import (CHECKPOINT_VERSION, from_safe, load_checkpoint, preserved_rng, rng_state, save_checkpoint,
                          set_rng_state, set_seed, to_safe)
 from .embed import default_eval, embed, memory_format, to_device
 from .history import History
 from .optim import OptimSettings, make_scheduler
+from .precision import Precision
 from ..data.splits import labels_of
 
 __all__ = ["train"]
@@ -70,6 +77,37 @@ def _sum_terms(terms, step: int, phase: str) -> tuple[torch.Tensor | None, dict[
         logged[name] = v
         total = value.float() if total is None else total + value.float()
     return total, logged
+
+
+#: A parameter larger than this in absolute value means the run diverged: in the 148 quick-profile runs of the book's
+#: chapters no weight or batch-norm statistic exceeded 8 in absolute value, while an Adam run at lr 1e6 passes 1e5
+#: within 20 steps. The run stops before it is checkpointed or stored, as it does for a non-finite loss.
+EXPLODED = 1e4
+
+
+def _check_healthy(modules, step: int, lr: float) -> None:
+    """Stop a run whose parameters became non-finite or exploded, with a message that names the step."""
+    largest = 0.0
+    for module in modules:
+        for name, p in module.named_parameters():
+            m = float(p.detach().abs().max()) if p.numel() else 0.0
+            if not math.isfinite(m):
+                raise FloatingPointError(f"parameter {name!r} became non-finite by step {step}: the run diverged; "
+                                         f"lower the learning rate (lr={lr:g})")
+            largest = max(largest, m)
+    if largest > EXPLODED:
+        raise FloatingPointError(f"the parameters exploded by step {step} (largest |weight| {largest:.3g} > "
+                                 f"{EXPLODED:g}): the run diverged; lower the learning rate (lr={lr:g})")
+
+
+def _check_loss_moved(history, step: int) -> None:
+    """Stop a run whose total loss never changed at all: nothing was learned (a learning rate of 0, a method
+    whose terms do not depend on the parameters, ...), and its numbers would only be its initialization's."""
+    totals = [row["total"] for row in history.losses if "total" in row]
+    if len(totals) >= 10 and len(set(totals)) == 1 and len(history.losses) == step:
+        raise FloatingPointError(f"the total loss stayed exactly {totals[0]:.6g} for all {step} steps: nothing "
+                                 "was trained; check the learning rate and that the method's terms depend on "
+                                 "the parameters")
 
 
 def _phase_groups(method, model, phase: str, settings: OptimSettings) -> list[dict] | None:
@@ -159,8 +197,14 @@ def train(
       ``iterations``. ``callbacks``: ``cb(step, history)`` after each step (a callback may raise to stop).
     * ``channels_last`` (default: when the model has 2-D convolutions): weights and image batches in NHWC
       order, which oneDNN on the CPU and tensor cores on CUDA run 1.5-2x faster than NCHW.
-    * ``seed``; ``device`` (default ``zslib.device()``); ``amp`` (default on for CUDA, never on the CPU);
-      ``num_workers`` data-loading processes; ``progress``: see :func:`zslib.progress.progress_bar`.
+    * ``seed``; ``device`` (default ``zslib.device()``); ``amp`` (default on for CUDA, never on the CPU;
+      :class:`~zslib.train.precision.Precision` picks bfloat16 or float16); ``num_workers`` data-loading
+      processes (at most one per CPU core: :func:`~zslib.train.batches.loader_workers`); ``progress``: see
+      :func:`zslib.progress.progress_bar`.
+    * several processes: when a process group is initialized (``torchrun``; see
+      :mod:`zslib.train.distributed`), every process calls ``train`` with the same arguments; the batch
+      size must be a multiple of the number of processes. The history is the same on every process; only
+      process 0 evaluates, shows progress and writes the checkpoint.
     """
     if iterations < 1:
         raise ValueError(f"iterations must be at least 1, got {iterations}")
@@ -178,7 +222,8 @@ def train(
         from zslib.profile import device as default_device
         device = default_device()
     device = torch.device(device)
-    amp = (device.type == "cuda") if amp is None else (bool(amp) and device.type == "cuda")
+    precision = Precision(device, amp)
+    rank, world_size = distributed.world()
     eval_fn = eval_fn or default_eval
     eval_sets = dict(eval_sets or {})
     run_key = {"iterations": int(iterations), "seed": int(seed), "batch_classes": batch_classes,
@@ -206,7 +251,7 @@ def train(
     groups = {ph: _phase_groups(method, model, ph, settings) for ph in phases}
     optimizers = {ph: torch.optim.Adam(g) for ph, g in groups.items() if g is not None}  # none: a state phase
     schedulers = {ph: make_scheduler(opt, schedule, iterations) for ph, opt in optimizers.items()}
-    scalers = {ph: torch.amp.GradScaler("cuda", enabled=amp) for ph in optimizers}
+    scalers = {ph: precision.scaler() for ph in optimizers}
     sampler = batch_sampler if batch_sampler is not None else default_sampler(
         labels_of(train_set), batch_classes, batch_per_class, seed)
     history, step = History(), 0
@@ -217,15 +262,16 @@ def train(
             optimizers[ph].load_state_dict(state["optimizers"][ph])
             if schedulers[ph] is not None:
                 schedulers[ph].load_state_dict(state["schedulers"][ph])
-            scalers[ph].load_state_dict(state["scalers"][ph])
+            if state["scalers"][ph]:  # empty: saved by a run without loss scaling (float32, bfloat16)
+                scalers[ph].load_state_dict(state["scalers"][ph])
         history, step = History.from_dict(state["history"]), int(state["step"])
         set_rng_state(state["rng"])
     stream = BatchStream(train_set, sampler, seed=seed, num_workers=num_workers, pin_memory=device.type == "cuda",
-                         state=from_safe(state["stream"]) if state else None)
+                         state=from_safe(state["stream"]) if state else None, part=(rank, world_size))
     every_param = [p for opt in optimizers.values() for g in opt.param_groups for p in g["params"]]
 
     def checkpoint():
-        if checkpoint_path is None:
+        if checkpoint_path is None or rank != 0:
             return
         save_checkpoint(checkpoint_path, {
             "format": "zslib-checkpoint", "version": CHECKPOINT_VERSION, "run": run_key, "step": step,
@@ -239,6 +285,10 @@ def train(
 
     def evaluate_all():
         row = {"step": step}
+        if rank != 0:  # process 0 evaluates; the others receive its row
+            row = distributed.broadcast_object(None)
+            history.evals.append(row)
+            return row
         with preserved_rng():
             for name, ds in eval_sets.items():
                 if isinstance(ds, tuple):  # (queries, gallery), e.g. In-Shop
@@ -249,6 +299,8 @@ def train(
                     emb, lab = embed(model, ds, batch_size=eval_batch_size, device=device, num_workers=num_workers)
                     metrics = eval_fn(emb, lab)
                 row[name] = {str(k): float(v) for k, v in metrics.items()}
+        if world_size > 1:
+            distributed.broadcast_object(row)
         history.evals.append(row)
         return row
 
@@ -259,18 +311,27 @@ def train(
     if eval_sets and eval_at_start and step == 0 and not history.evals:
         evaluate_all()
     stop_at = iterations if max_steps is None else min(iterations, max_steps)
-    bar = progress_bar(progress, iterations, step)
-    stream.start(step)
-    started, elapsed0 = time.perf_counter(), history.elapsed
+    bar = progress_bar(progress if rank == 0 else False, iterations, step)
+    replicas = distributed.Replicas(model, method, device) if world_size > 1 else None
+    net = model if replicas is None else replicas.view  # what the method computes its terms with
+    cudnn_benchmark = torch.backends.cudnn.benchmark
+    if device.type == "cuda":  # fixed image sizes: let cuDNN pick the fastest convolution algorithms once
+        torch.backends.cudnn.benchmark = True
+    started, elapsed0, waited = time.perf_counter(), history.elapsed, history.data_seconds
     try:
+        stream.start(step)
         while step < stop_at:
+            fetched = time.perf_counter()
             images, labels = stream.next()
             images = to_device(images, device, fmt)
             labels = labels.to(device, non_blocking=True)
+            waited += time.perf_counter() - fetched
+            if replicas is not None:
+                labels = replicas.labels(labels)
             logged = {}
             for ph in phases:
-                with torch.autocast(device_type=device.type, dtype=torch.float16, enabled=amp):
-                    terms = method.step_terms(ph, model, images, labels)
+                with precision.autocast():
+                    terms = method.step_terms(ph, net, images, labels)
                 loss, named = _sum_terms(terms, step + 1, ph)
                 clash = set(named) & set(logged)
                 if clash:
@@ -285,6 +346,8 @@ def train(
                 for p in every_param:
                     p.grad = None
                 scalers[ph].scale(loss).backward()
+                if replicas is not None:
+                    replicas.sync_method_grads()
                 if grad_clip is not None:
                     scalers[ph].unscale_(optimizers[ph])
                     torch.nn.utils.clip_grad_norm_([p for g in optimizers[ph].param_groups for p in g["params"]],
@@ -306,7 +369,11 @@ def train(
                     bar.write(f"step {step}: " + "  ".join(
                         f"{name} R@1 {m['R@1']:.3f}" for name, m in row.items() if name != "step" and "R@1" in m))
             history.elapsed = elapsed0 + time.perf_counter() - started
+            history.data_seconds = waited
             if (checkpoint_every and step % checkpoint_every == 0) or step == stop_at:
+                _check_healthy((model, method), step, lr)
+                if step == iterations:
+                    _check_loss_moved(history, step)
                 checkpoint()
             if bar is not None:
                 bar.update(1)
@@ -315,6 +382,9 @@ def train(
                 cb(step, history)
     finally:
         stream.close()
+        torch.backends.cudnn.benchmark = cudnn_benchmark
+        if replicas is not None:
+            replicas.close()
         if bar is not None:
             bar.close()
     return history

@@ -1,0 +1,85 @@
+"""Mixed precision (zslib.train.precision): which 16-bit format a device gets, and that each works in a step.
+
+No GPU here: the choice is checked against a stand-in for ``torch.cuda`` (the capability answer is what
+decides), and the two formats are run on the CPU, where ``torch.autocast`` supports both, against a
+float32 step on the same batch.
+"""
+from __future__ import annotations
+
+import contextlib
+
+import pytest
+import torch
+from torch import nn
+
+from zslib.train import Precision
+from zslib.train.precision import amp_dtype
+
+
+def test_the_cpu_always_computes_in_float32():
+    for amp in (None, True, False):
+        p = Precision("cpu", amp)
+        assert not p.enabled and p.name == "float32" and not p.scales_loss
+        assert not p.scaler().is_enabled()
+        with p.autocast():
+            assert not torch.is_autocast_enabled("cpu")
+            assert (torch.ones(2, 2) @ torch.ones(2, 2)).dtype == torch.float32
+
+
+@pytest.mark.parametrize("native_bf16, want", [(True, torch.bfloat16), (False, torch.float16)])
+def test_cuda_gets_bfloat16_only_where_the_gpu_computes_it(monkeypatch, native_bf16, want):
+    asked = []
+
+    def is_bf16_supported(including_emulation=True):
+        asked.append(including_emulation)
+        return native_bf16 or including_emulation  # an old GPU "supports" bf16 only by emulation
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", is_bf16_supported)
+    monkeypatch.setattr(torch.cuda, "device", lambda d: contextlib.nullcontext())
+    assert amp_dtype("cuda") == want and asked == [False]  # emulation does not count
+    p = Precision("cuda")
+    assert p.enabled and p.dtype == want and p.name == str(want).replace("torch.", "")
+    assert p.scales_loss == (want == torch.float16)  # a gradient scaler for float16 only
+    assert not Precision("cuda", amp=False).enabled
+    assert amp_dtype("cpu") == torch.float16 and not Precision("cpu").enabled
+
+
+def _step(precision: Precision | None):
+    """One training step of a small network: the loss and the gradients that reach the optimizer."""
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 8))
+    x, y = torch.randn(64, 16), torch.randint(0, 8, (64,))
+    opt = torch.optim.Adam(net.parameters(), lr=1e-3)
+    scaler = precision.scaler() if precision is not None else None
+    with precision.autocast() if precision is not None else contextlib.nullcontext():
+        logits = net(x)
+        loss = nn.functional.cross_entropy(logits.float(), y)
+    if scaler is not None:
+        scaler.scale(loss).backward()
+        scaler.unscale_(opt)
+    else:
+        loss.backward()
+    grads = [p.grad.clone() for p in net.parameters()]
+    if scaler is not None:
+        scaler.step(opt)
+        scaler.update()
+    else:
+        opt.step()
+    return logits.dtype, float(loss.detach()), grads, scaler
+
+
+@pytest.mark.parametrize("dtype, tol", [(torch.bfloat16, 3e-2), (torch.float16, 3e-3)])
+def test_each_format_gives_the_float32_step_to_its_precision(dtype, tol):
+    _, loss32, grads32, _ = _step(None)
+    out_dtype, loss, grads, scaler = _step(Precision("cpu", dtype=dtype))
+    assert out_dtype == dtype  # the matrix products ran in 16 bits
+    assert scaler.is_enabled() == (dtype == torch.float16)
+    if scaler.is_enabled():
+        assert scaler.get_scale() == 2.0**16  # float16 gradients were computed on a scaled loss ...
+    assert abs(loss - loss32) <= tol * abs(loss32)
+    for g, g32 in zip(grads, grads32):  # ... and unscaled before the step: float32's gradient, to 16 bits
+        assert g.dtype == torch.float32
+        assert (g - g32).abs().max() <= tol * g32.abs().max()
+    with pytest.raises(ValueError, match="float16 or torch.bfloat16"):
+        Precision("cpu", dtype=torch.float64)

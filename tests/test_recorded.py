@@ -1,0 +1,74 @@
+"""A recorded run must be reproducible from the committed code: retrain one and compare.
+
+The chapters show runs of the ``real`` profile recorded in ``results/recorded/`` (a quick build has neither
+the data nor the time to train them). This test retrains one of them from scratch with the committed code
+when the Flowers-102 copy of ``../shared/data`` is present (it skips otherwise), and compares every metric.
+The first run on a machine builds the feature cache (a few minutes on 2 cores); later runs reuse it.
+
+Tolerance: a recorded run and its retraining agree to the last bit on the machine that recorded it with the
+same thread count (one thread, as a grid's workers train). Another CPU may sum in another order, and 200
+steps of Adam can carry such a difference into the embedding: we allow 0.01 absolute on every metric (47
+of the 4,696 unseen queries for Recall@1), and report the largest difference.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import torch
+
+from data_fixtures import shared_data_dir
+
+REPO = Path(__file__).resolve().parents[1]
+FLOWERS = shared_data_dir() / "flowers102"
+TOLERANCE = 0.01
+
+pytestmark = [pytest.mark.shared_data,
+              pytest.mark.skipif(not (FLOWERS / "imagelabels.mat").is_file(), reason="../shared/data/flowers102 absent")]
+
+
+def _recorded_real_runs():
+    from zslib.store import load_result
+
+    out = []
+    for path in sorted((REPO / "results" / "recorded").glob("*.json")):
+        result = load_result(path)
+        if result.config.profile == "real":
+            out.append(result)
+    return out
+
+
+def _choose(runs):
+    """A trained run of the plainest kind: the triplet baseline of seed 0, on the full seen split."""
+    for r in runs:
+        c = r.config
+        if (c.method, c.loss, c.seed, c.validation_fraction) == ("baseline", "triplet", 0, 0.0):
+            return r
+    trained = [r for r in runs if r.history.losses]
+    return trained[0] if trained else None
+
+
+def test_a_recorded_real_run_is_reproduced(tmp_path, monkeypatch):
+    from zslib.runner import run
+
+    runs = _recorded_real_runs()
+    assert runs, "results/recorded/ holds no run of the real profile; record some (python -m zslib record)"
+    recorded = _choose(runs)
+    assert recorded is not None, "no recorded real-profile run with a training history to reproduce"
+    monkeypatch.setenv("ZS_DATA", str(FLOWERS.parent))
+    monkeypatch.delenv("ZS_CACHE", raising=False)  # the checkout's data/cache: built once, reused by later runs
+    threads = torch.get_num_threads()
+    torch.set_num_threads(int(recorded.provenance.get("torch_threads", 1)))
+    try:
+        again = run(recorded.config, results_dir=tmp_path, force=True, progress=False, device="cpu")
+    finally:
+        torch.set_num_threads(threads)
+    worst = 0.0
+    for split, row in recorded.metrics.items():
+        for name, value in row.items():
+            diff = abs(again.metrics[split][name] - value)
+            worst = max(worst, diff)
+            assert diff <= TOLERANCE, (f"{recorded.path.name}: {split} {name} recorded {value:.4f}, retrained "
+                                       f"{again.metrics[split][name]:.4f} (tolerance {TOLERANCE})")
+    print(f"reproduced {recorded.path.name}: largest metric difference {worst:.2e}")
