@@ -135,11 +135,11 @@ def finite_number(value, name: str, *, low: float | None = None, high: float | N
     (``(low, high]`` with ``low_open``); booleans and strings are refused."""
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise TypeError(f"{name} must be a number, got {value!r} ({type(value).__name__})")
+    if not math.isfinite(float(value)):  # first: int(inf) and int(nan) would raise other errors
+        raise ValueError(f"{name} must be a finite number, got {value!r}")
     if integer and float(value) != int(value):
         raise ValueError(f"{name} must be a whole number, got {value!r}")
     v = int(value) if integer else float(value)
-    if not math.isfinite(v):
-        raise ValueError(f"{name} must be a finite number, got {value!r}")
     if low is not None and (v <= low if low_open else v < low):
         raise ValueError(f"{name} must be {'>' if low_open else '>='} {low}, got {value!r}")
     if high is not None and v > high:

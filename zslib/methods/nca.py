@@ -34,6 +34,16 @@ def _optional_count(value, name="value"):
     return None if value is None else number(low=1, integer=True)(value, name)
 
 
+_optional_count.spec = {**number(low=1, integer=True).spec, "optional": True}  # for zslib.catalog
+
+
+def _optional_size(value, name="value"):
+    return None if value is None else number(low=2, integer=True)(value, name)
+
+
+_optional_size.spec = {**number(low=2, integer=True).spec, "optional": True}
+
+
 class LinearMap(nn.Module):
     """``x -> L u(x)``, ``u`` the network's pooled feature; ``L`` (a buffer) starts as the identity's first
     ``components`` rows and is set by the fit."""
@@ -61,7 +71,7 @@ class NCA(Method):
                             _optional_count),
         "max_iter": Param(50, "iterations of scikit-learn's L-BFGS fit", number(low=1, integer=True)),
         "eval_per_class": Param(10, "images per class scored pairwise at evaluation (as zsml); None: all",
-                                lambda v, name="value": None if v is None else number(low=2, integer=True)(v, name)),
+                                _optional_size),
         "neighbors": Param(10, "neighbours per image in the graph that spectral clustering cuts (as zsml)",
                            number(low=1, integer=True)),
     }

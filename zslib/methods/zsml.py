@@ -64,9 +64,13 @@ def _sizes(value, name="value"):
     return [number(low=1, integer=True)(v, f"{name} entry") for v in value]
 
 
+_sizes.spec = {"kind": "sizes"}  # for zslib.catalog
+
+
 def _optional(check):
     def optional(value, name="value"):
         return None if value is None else check(value, name)
+    optional.spec = {**check.spec, "optional": True}  # for zslib.catalog
     return optional
 
 
