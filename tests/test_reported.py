@@ -172,3 +172,27 @@ def test_adapt_adv_flowers_tables_agree_with_each_other():
     for loss in ("Triplet", "Angular", "Proxy-NCA"):
         assert (frame.loc[f"{loss} / Adapt-Adv"] > frame.loc[f"{loss} / Base"]).all()
     assert reported_value("6", "Triplet / Adapt-Adv", "R@1", paper="alkaabi2022adaptadv") == 89.32
+
+
+def test_zsml_tables_agree_across_the_paper():
+    """ZSML (xu2019zsml): the same experiment printed in several tables carries the same numbers."""
+    from zslib.reported import ZSML_TABLES
+
+    assert sorted(ZSML_TABLES, key=int) == ["3", "4", "5", "6", "7", "8", "9"]
+    z = "xu2019zsml"
+    for m in ("ACC", "NMI", "Purity"):
+        # Ours with k = 96 and alpha = 0.3 is the default model of Tables 4-5 and the chosen row of Tables 7-8
+        assert reported_value("7", "k = 96", f"Caltech->ImageNet {m}", z) == reported_value(
+            "8", "alpha = 0.3", f"Caltech->ImageNet {m}", z) == reported_value("4", "Ours", f"Caltech->ImageNet {m}", z)
+        assert reported_value("7", "k = 96", f"Caltech->MSRC {m}", z) == reported_value("5", "Ours", f"Caltech->MSRC {m}", z)
+        for method in ("LMNN", "GMML"):  # Table 9 repeats Table 4's comparison rows
+            for d in ("Caltech->COIL", "Caltech->ImageNet"):
+                assert reported_value("9", method, f"{d} {m}", z) == reported_value("4", method, f"{d} {m}", z)
+        # the Euclidean metric needs no training: the same test set gives the same numbers
+        assert reported_value("3", "Euclidean", f"Caltech->Caltech {m}", z) == reported_value(
+            "5", "Euclidean", f"ImageNet->Caltech {m}", z)
+    assert reported_frame("6", paper=z).loc["Lifted", "R@1"] == reported_value("IV", "Lifted", "R@1") == 47.2
+    assert reported_table("7", z)["citation"].startswith("Xu, Cao, Yang, Yang and Deng")
+    for t in ZSML_TABLES.values():
+        for row in t["rows"]:
+            assert all(0 <= row[c] <= 100 for c in t["columns"])

@@ -64,6 +64,10 @@ def check_param(spec: dict | None, value, name: str):
     elif kind == "bool":
         if not isinstance(value, bool):
             raise ValueError(f"{name} must be true or false, got {value!r}")
+    elif kind == "sizes":  # a non-empty list of positive whole numbers (layer widths)
+        if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)) or not value or any(
+                isinstance(v, bool) or not isinstance(v, int) or v < 1 for v in value):
+            raise ValueError(f"{name} must be a non-empty list of positive whole numbers, got {value!r}")
     elif kind == "number":
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ValueError(f"{name} must be a number, got {value!r}")

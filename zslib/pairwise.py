@@ -11,7 +11,10 @@ chunks of pairs:
 * :func:`pair_recall_at_k` -- Recall@K from the top-k (leave-one-out when no gallery is given);
 * :func:`spectral_clusters`, :func:`k_medoids` -- clusterings of a similarity matrix;
   :func:`cluster_scores` -- ACC, NMI and purity of assignments (ZSML Sec. 5, via
-  :func:`zslib.evaluate.cluster_accuracy`, :func:`~zslib.evaluate.nmi`, :func:`~zslib.evaluate.purity`).
+  :func:`zslib.evaluate.cluster_accuracy`, :func:`~zslib.evaluate.nmi`, :func:`~zslib.evaluate.purity`);
+* :func:`class_sample`, :func:`neighbor_graph`, :func:`matrix_metrics`, :func:`pairwise_metrics` -- the
+  book's protocol for a learned pair scorer: one score matrix of a class-stratified sample, Recall@K
+  read from it, and spectral clustering of its nearest-neighbour graph (see below).
 
 A *pair scorer* is any callable ``scorer(a, b)`` that takes two ``(P, d)`` tensors and returns the
 ``(P,)`` scores of the pairs ``(a[p], b[p])``, larger meaning more similar. A
@@ -29,6 +32,17 @@ choice (:func:`spectral_clusters`, scikit-learn's ``SpectralClustering(affinity=
 The Euclidean rows are identical wherever the test set is the same (Tables 3-5), so the clustering
 was deterministic. One printed purity (MLCA, Caltech -> COIL, 1.97%) lies below 1/20, the least any
 clustering of 20 balanced classes can score, so the tables carry at least one typo.
+
+**The protocol the book uses** (:func:`pairwise_metrics`). Scoring every pair of a large set costs one
+network evaluation per pair, so a split is evaluated on a class-stratified sample (:func:`class_sample`:
+up to ``per_class`` images of every class, drawn with the run's seed; ``None``: every image). From its one
+``(n, n)`` score matrix come Recall@K (leave-one-out, ties by index) and a clustering. The clustering is
+spectral clustering of the symmetric ``neighbors``-nearest-neighbour graph of the matrix
+(:func:`neighbor_graph`), with as many clusters as classes. The graph keeps only each image's ranking of
+the others, so two metrics whose scores differ by a monotone map (a distance and a Gaussian of it, or a
+network whose outputs are not calibrated) cluster alike. That makes the comparison of ZSML's scores
+with Euclidean or NCA distances fair: a dense affinity would favour whichever metric happens to produce
+well-spread values.
 """
 from __future__ import annotations
 
@@ -51,6 +65,11 @@ __all__ = [
     "spectral_clusters",
     "k_medoids",
     "cluster_scores",
+    "class_sample",
+    "neighbor_graph",
+    "matrix_metrics",
+    "pairwise_metrics",
+    "euclidean_scorer",
 ]
 
 PairScorer = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
@@ -293,3 +312,101 @@ def cluster_scores(assignments, labels) -> dict[str, float]:
     y = checks.class_id_array(labels, len(a), of="assignments")
     return {"ACC": cluster_accuracy(None, y, assignments=a), "NMI": nmi(None, y, assignments=a),
             "Purity": purity(None, y, assignments=a)}
+
+
+# ----------------------------------------------------------------------------------------------------
+# the book's protocol: a sample, one score matrix, retrieval and clustering from it
+
+
+def class_sample(labels, per_class: int | None, seed: int = 0) -> np.ndarray:
+    """Sorted indices of a class-stratified sample: ``per_class`` items of every class (all of a class
+    that has fewer), drawn without replacement by ``numpy.random.default_rng(seed)``. ``None``: every
+    index. The same labels, ``per_class`` and seed always give the same sample, whatever is scored on it.
+    """
+    y = checks.class_id_array(labels)
+    if per_class is None:
+        return np.arange(len(y))
+    per_class = checks.finite_number(per_class, "per_class", low=1, integer=True)
+    rng = np.random.default_rng(seed)
+    keep = []
+    for c in np.unique(y):  # a loop over classes, not items
+        members = np.flatnonzero(y == c)
+        keep.append(members if len(members) <= per_class else rng.choice(members, per_class, replace=False))
+    return np.sort(np.concatenate(keep))
+
+
+def neighbor_graph(similarity, neighbors: int) -> np.ndarray:
+    """The symmetric 0/1 ``neighbors``-nearest-neighbour graph of a square similarity matrix: ``i`` and
+    ``j`` are joined when ``j`` is among the ``neighbors`` highest-scoring others of row ``i``, or ``i``
+    among those of row ``j``. The diagonal is ignored; equal scores are ordered by index."""
+    s = checks.feature_array(similarity, "similarity")
+    n = s.shape[0]
+    if s.shape[1] != n:
+        raise ValueError(f"similarity must be a square (n, n) matrix, got shape {s.shape}")
+    neighbors = checks.finite_number(neighbors, "neighbors", low=1, integer=True)
+    if neighbors > n - 1:
+        raise ValueError(f"neighbors={neighbors} exceeds the {n - 1} other items of each row")
+    masked = np.array(s, dtype=np.float64)
+    np.fill_diagonal(masked, -np.inf)
+    order = np.argsort(-masked, axis=1, kind="stable")[:, :neighbors]
+    graph = np.zeros((n, n))
+    graph[np.repeat(np.arange(n), neighbors), order.reshape(-1)] = 1.0
+    return np.maximum(graph, graph.T)
+
+
+def matrix_metrics(similarity, labels, *, ks: Sequence[int] = (1, 2, 4, 8), neighbors: int = 10,
+                   seed: int = 0) -> dict[str, float]:
+    """Retrieval and clustering of one set from its full ``(n, n)`` similarity matrix (row ``i``: how
+    similar every item is to query ``i``).
+
+    * ``"R@K"``: leave-one-out Recall@K ranking each row by score (larger first, the diagonal left out,
+      ties by index, as :mod:`zslib.evaluate`); queries whose class has no other member are left out
+      with a ``UserWarning``;
+    * ``"ACC"``, ``"NMI"``, ``"Purity"``: :func:`cluster_scores` of :func:`spectral_clusters` (seeded)
+      on the :func:`neighbor_graph` with ``neighbors`` neighbours, one cluster per class.
+    """
+    s = checks.feature_array(similarity, "similarity")
+    n = s.shape[0]
+    if s.shape[1] != n:
+        raise ValueError(f"similarity must be a square (n, n) matrix, got shape {s.shape}")
+    y = checks.class_id_array(labels, n, of="similarity")
+    ks = tuple(int(k) for k in ks)
+    if not ks or any(k < 1 or k > n - 1 for k in ks):
+        raise ValueError(f"ks must be integers in [1, {n - 1}], got {ks}")
+    masked = np.array(s, dtype=np.float64)
+    np.fill_diagonal(masked, -np.inf)
+    order = np.argsort(-masked, axis=1, kind="stable")[:, :max(ks)]
+    hit = y[order] == y[:, None]
+    classes, counts = np.unique(y, return_counts=True)
+    valid = counts[np.searchsorted(classes, y)] > 1
+    if not valid.any():
+        raise ValueError("no item has a same-class partner; Recall@K is undefined")
+    if not valid.all():
+        warnings.warn(f"{int((~valid).sum())} of {n} queries have no same-label item and are left out of "
+                      "Recall@K", UserWarning, stacklevel=2)
+    first = np.where(hit.any(1), hit.argmax(1), max(ks))[valid]
+    row = {f"R@{k}": float(np.mean(first < k)) for k in ks}
+    graph = neighbor_graph(s, min(neighbors, n - 1))
+    row.update(cluster_scores(spectral_clusters(graph, len(classes), seed=seed), y))
+    return row
+
+
+def pairwise_metrics(scorer: PairScorer, features, labels, *, per_class: int | None = None, seed: int = 0,
+                     symmetric: bool = False, ks: Sequence[int] = (1, 2, 4, 8), neighbors: int = 10,
+                     max_pairs: int = DEFAULT_MAX_PAIRS, device=None) -> dict[str, float]:
+    """The book's evaluation of a pair scorer on one split: :func:`class_sample` (``per_class``,
+    ``seed``), the :func:`score_matrix` of the sample against itself (averaged with its transpose when
+    ``symmetric``), and :func:`matrix_metrics` of it. Memory: the ``n x n`` matrix plus one chunk."""
+    x = checks.features(features, "features", detach=True)
+    y = checks.class_id_array(labels, x.shape[0], of="features")
+    keep = class_sample(y, per_class, seed)
+    s = score_matrix(scorer, x[torch.from_numpy(keep)], max_pairs=max_pairs, device=device)
+    if symmetric:
+        s = 0.5 * (s + s.T)
+    return matrix_metrics(s.numpy(), y[keep], ks=ks, neighbors=neighbors, seed=seed)
+
+
+def euclidean_scorer(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """The negative squared Euclidean distance of each pair, ``-||a - b||^2``: the fixed metric the
+    learned ones are compared with (larger means more similar)."""
+    return -(a - b).pow(2).sum(1)

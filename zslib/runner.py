@@ -90,21 +90,31 @@ def build_method(config: Config, model: nn.Module, classes) -> nn.Module:
     return method
 
 
-def _final_metrics(config, model, data, history, device) -> dict:
+def _final_metrics(config, model, data, history, device, method=None) -> dict:
     """Evaluate the trained model once: the full :func:`zslib.evaluate.evaluate` row on the unseen (and
     validation) classes, Recall@K on the seen classes. The Recall@K values also close the history's
-    curves (the trainer leaves the last evaluation to this function, so nothing is embedded twice)."""
+    curves (the trainer leaves the last evaluation to this function, so nothing is embedded twice).
+
+    A method with a pair evaluator (:meth:`zslib.methods.Method.pair_evaluator`, e.g. ZSML) scores pairs of
+    the rows ``model(x)`` instead, with the same evaluator (and the run's seed) on every split."""
     from .evaluate import evaluate
 
     def emb(ds):
         return embed(model, ds, batch_size=config.eval_batch_size, device=device, num_workers=config.num_workers)
 
+    pairwise = method.pair_evaluator(model) if method is not None else None
     metrics, last_row = {}, {"step": config.iterations}
     for split in ("seen", "val", "unseen"):
         if split not in data:
             continue
         score = default_eval if split == "seen" else partial(evaluate, dataset=config.dataset)
-        if isinstance(data[split], tuple):  # In-Shop: queries against the gallery
+        if pairwise is not None:
+            if isinstance(data[split], tuple):
+                raise NotImplementedError(f"method {config.method!r} evaluates pairs of one set; separate query "
+                                          "and gallery sets (In-Shop) are not supported")
+            with torch.no_grad():
+                row = pairwise(*emb(data[split]), seed=config.seed)
+        elif isinstance(data[split], tuple):  # In-Shop: queries against the gallery
             (q, ql), (g, gl) = emb(data[split][0]), emb(data[split][1])
             row = score(g, gl, query_embeddings=q, query_labels=ql)
         else:
@@ -156,7 +166,10 @@ def run(config: Config, results_dir: str | os.PathLike | None = None, force: boo
             distributed.barrier()
             return load_result(path)
         history = History()
-        metrics = _final_metrics(config, model.to(device), data, history, device)
+        model.to(device)
+        method.to(device)
+        method.prepare(model, data["train"])  # e.g. a closed-form fit on the training classes
+        metrics = _final_metrics(config, model, data, history, device, method)
         result = Result(config, metrics, history, provenance(config, device, train_seconds=0.0,
                                                              wall_seconds=round(time.perf_counter() - started, 3)))
         result.save(path)
@@ -178,7 +191,7 @@ def run(config: Config, results_dir: str | os.PathLike | None = None, force: boo
     if rank != 0:  # process 0 evaluates and writes the result; the others read it
         distributed.barrier()
         return load_result(path)
-    metrics = _final_metrics(config, model, data, history, device)
+    metrics = _final_metrics(config, model, data, history, device, method)
     result = Result(config, metrics, history, provenance(
         config, device, train_seconds=round(history.elapsed, 3), wall_seconds=round(time.perf_counter() - started, 3),
         checkpoint=os.path.relpath(ckpt, path.parent), precision=Precision(device, config.amp).name,

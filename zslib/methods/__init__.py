@@ -38,4 +38,4 @@ def describe_methods() -> str:
 
 
 # The methods register themselves on import.
-from . import adapt_adv, baseline, cml, deml, jrd, pretrained  # noqa: E402,F401
+from . import adapt_adv, baseline, cml, deml, jrd, nca, pretrained, zsml  # noqa: E402,F401

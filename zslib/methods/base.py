@@ -27,9 +27,20 @@ name::
 * ``param_groups(phase, model, settings)``: what the phase's optimizer updates. The default (for a
   one-phase method) is the model's groups plus one group of the method's own parameters (class proxies,
   heads) at ``settings.method_lr``.
+  A phase whose ``param_groups`` is the empty list has no optimizer: it updates the method's own state
+  itself inside ``terms`` (ZSML's label update, Algorithm 1 step 4) and must return ``{}``.
 * ``terms(phase, model, images, labels)``: the named, already weighted scalar loss terms of that phase on
   this batch; the trainer sums, logs and minimizes them. A phase may return ``{}`` to skip this step.
   Phases run in order on the same batch, so a later phase may reuse what an earlier one stored.
+* ``prepare(model, train_set)``: called once before the first step (also when a run resumes, before its
+  checkpoint is loaded; and before evaluation for methods that train nothing), with the training set,
+  for methods that need more than a batch: a fixed set of pairs over the whole training set (ZSML), a
+  closed-form fit (scikit-learn's NCA). Default: nothing.
+* ``pair_evaluator(model)``: ``None`` (the default) for methods that embed images, which are evaluated
+  by distances of ``model(x)``. A method that learns a similarity of *two* vectors instead returns a
+  function ``evaluator(features, labels, seed) -> {metric: value}`` of the rows ``model(x)`` of one
+  split (for instance :func:`zslib.pairwise.pairwise_metrics` with its scorer); the runner then uses it
+  for every split.
 
 ``params`` declares the method's hyperparameters (``Config.method_params``): each with its default, a
 sentence, and a check. Unknown keys are refused with the list of accepted ones.
@@ -165,6 +176,15 @@ class Method(nn.Module):
         lookup = torch.full((int(classes.max()) + 1,), -1, dtype=torch.long)
         lookup[torch.from_numpy(classes)] = torch.arange(len(classes))
         self.class_index = lookup.to(self.class_index.device if self.class_index is not None else "cpu")
+
+    # ----- data-wide preparation and pairwise evaluation --------------------------------------------------
+    def prepare(self, model: nn.Module, train_set) -> None:
+        """Called once with the training set before the first step (see the module docstring). Default: nothing."""
+
+    def pair_evaluator(self, model: nn.Module) -> Callable | None:
+        """``None``: evaluate embeddings ``model(x)``. Else ``evaluator(features, labels, seed) -> metrics``
+        for a method that scores pairs of the rows ``model(x)`` (see the module docstring)."""
+        return None
 
     # ----- a training step ----------------------------------------------------------------------------
     def param_groups(self, phase: str, model: nn.Module, settings: OptimSettings) -> list[dict]:

@@ -8,7 +8,9 @@ the method's phases in order (:class:`zslib.methods.Method`); each phase is
 
 with the phase's own optimizer (Adam over ``method.param_groups(phase, ...)``), learning-rate schedule and
 gradient scaler (:mod:`zslib.train.precision`: mixed precision on CUDA only, bfloat16 where the GPU has it,
-float16 with loss scaling elsewhere). The trainer logs every term, and stops with an error that
+float16 with loss scaling elsewhere); a phase that declares no parameters (``[]``) has none and updates
+the method's state itself. Before the first step the trainer calls ``method.prepare(model, train_set)``
+once, for methods that need the whole training set. The trainer logs every term, and stops with an error that
 names the term as soon as one is not finite. Evaluation on named sets (typically the seen and the unseen
 classes) runs every ``eval_every`` steps under saved-and-restored random states, so evaluating more or
 less often never changes training. Checkpoints (:mod:`zslib.train.checkpoint`) make a run killed at any
@@ -108,12 +110,16 @@ def _check_loss_moved(history, step: int) -> None:
                                  "the parameters")
 
 
-def _phase_groups(method, model, phase: str, settings: OptimSettings) -> list[dict]:
+def _phase_groups(method, model, phase: str, settings: OptimSettings) -> list[dict] | None:
     """The phase's parameter groups, checked: every tensor trainable, owned by the model or the method
-    (so checkpoints hold it), and in one group only."""
+    (so checkpoints hold it), and in one group only. ``None`` when the method declares no groups at all
+    (``[]``): a phase that updates the method's state itself and has no optimizer."""
     owned = {id(p) for p in model.parameters()} | {id(p) for p in method.parameters()}
+    declared = list(method.param_groups(phase, model, settings))
+    if not declared:
+        return None
     groups, seen = [], set()
-    for g in method.param_groups(phase, model, settings):
+    for g in declared:
         params = list(g["params"])
         for p in params:
             if id(p) not in owned:
@@ -239,17 +245,20 @@ def train(
     if channels_last:
         model.to(memory_format=torch.channels_last)
     fmt = memory_format(model)
+    with preserved_rng():  # whatever the method draws here leaves the run's random stream as it was
+        method.prepare(model, train_set)
     settings = OptimSettings(lr, weight_decay, new_layer_mult, objective_lr)
-    optimizers = {ph: torch.optim.Adam(_phase_groups(method, model, ph, settings)) for ph in phases}
+    groups = {ph: _phase_groups(method, model, ph, settings) for ph in phases}
+    optimizers = {ph: torch.optim.Adam(g) for ph, g in groups.items() if g is not None}  # none: a state phase
     schedulers = {ph: make_scheduler(opt, schedule, iterations) for ph, opt in optimizers.items()}
-    scalers = {ph: precision.scaler() for ph in phases}
+    scalers = {ph: precision.scaler() for ph in optimizers}
     sampler = batch_sampler if batch_sampler is not None else default_sampler(
         labels_of(train_set), batch_classes, batch_per_class, seed)
     history, step = History(), 0
     if state is not None:
         model.load_state_dict(state["model"])
         method.load_state_dict(state["method"])
-        for ph in phases:
+        for ph in optimizers:
             optimizers[ph].load_state_dict(state["optimizers"][ph])
             if schedulers[ph] is not None:
                 schedulers[ph].load_state_dict(state["schedulers"][ph])
@@ -331,6 +340,9 @@ def train(
                 logged.update(named)
                 if loss is None:  # the phase skips this step
                     continue
+                if ph not in optimizers:
+                    raise ValueError(f"phase {ph!r} has no parameters to update (param_groups returned []) but "
+                                     f"returned the terms {sorted(named)}; a state phase must return {{}}")
                 for p in every_param:
                     p.grad = None
                 scalers[ph].scale(loss).backward()

@@ -1,0 +1,238 @@
+"""The ZSML method (zslib.methods.zsml) and its classic comparison NCA (zslib.methods.nca): parameter
+checks, the pair set and its Eq. 3 start (against a NumPy oracle), the alternation of Algorithm 1 (the
+network phase moves only the pair network, the label phase only the labels, by exactly one Eq. 8 step),
+the linear-relation variant, exact resume of a run killed mid-way, the book's pairwise protocol against
+brute-force loops, and short end-to-end runs."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from zslib import cross_update as cu
+from zslib.config import Config
+from zslib.methods import METHODS
+from zslib.methods.zsml import ZSML
+from zslib.pairwise import class_sample, euclidean_scorer, matrix_metrics, neighbor_graph, pairwise_metrics
+from zslib.train import train
+
+SMALL = {"k": 3, "height": 4, "stride": 4, "hidden": [5], "pairs": 60, "batch_pairs": 8, "eval_per_class": 3,
+         "neighbors": 2}
+
+
+class Feat(nn.Module):
+    """A stand-in for EmbeddingNet: a fixed 12-d pooled feature (the flattened input) and a trainable head."""
+
+    feature_dim, embedding_dim = 12, 6
+
+    def __init__(self):
+        super().__init__()
+        self.head = nn.Linear(12, 6)
+
+    def pooled(self, x):
+        return x.flatten(1)
+
+    def forward(self, x):
+        return nn.functional.normalize(self.head(self.pooled(x)), dim=1)
+
+
+class Blocks(torch.utils.data.Dataset):
+    def __init__(self, n_classes=4, per_class=6):
+        g = torch.Generator().manual_seed(0)
+        self.labels = np.repeat(np.arange(n_classes), per_class)
+        self.x = torch.randn(n_classes, 3, 2, 2, generator=g)[self.labels] + 0.3 * torch.randn(
+            len(self.labels), 3, 2, 2, generator=g)
+
+    def __len__(self):
+        return len(self.labels)
+
+    def __getitem__(self, i):
+        return self.x[i], int(self.labels[i])
+
+
+def _build(seed=0, **params):
+    config = Config(method="zsml", method_params={**SMALL, **params}, embedding_dim=6, seed=seed)
+    torch.manual_seed(seed)
+    model = ZSML.attach(Feat(), config.method_params)
+    return model, ZSML(config, model, 4)
+
+
+# ------------------------------------------------------------------------------------------ parameters
+def test_registered_with_the_papers_defaults_and_checked_parameters():
+    assert METHODS["zsml"] is ZSML and "nca" in METHODS
+    p = ZSML.validate({})
+    assert (p["k"], p["height"], p["stride"], p["hidden"]) == (96, 8, 10, [1000, 1000])
+    assert (p["alpha"], p["lambda"], p["relation"]) == (0.3, 0.1, "kernels")
+    with pytest.raises(ValueError, match="alpha"):
+        Config(method="zsml", method_params={"alpha": 0.6})  # beta = 1 - alpha must stay above alpha
+    with pytest.raises(ValueError, match="relation must be one of"):
+        Config(method="zsml", method_params={"relation": "quadratic"})
+    with pytest.raises(TypeError, match="list of layer widths"):
+        Config(method="zsml", method_params={"hidden": 1000})
+    with pytest.raises(ValueError, match="needs features='embedding'"):
+        _build(metric_steps=3)
+
+
+# --------------------------------------------------------------------------- the pair set and Eq. 3
+def test_pair_set_is_seeded_and_labels_start_at_eq3_of_the_fixed_features():
+    model, method = _build()
+    data = Blocks()
+    method.prepare(model, data)
+    again = _build()[1]
+    again.prepare(model, data)
+    assert torch.equal(method.first, again.first) and torch.equal(method.second, again.second)
+    other = _build(seed=1)[1]
+    other.prepare(model, data)
+    assert not torch.equal(method.first, other.first)
+    method.terms("network", model, None, None)  # the first ZSML step labels P
+    x = data.x.flatten(1).double().numpy()
+    a, b = method.first.numpy(), method.second.numpy()
+    d2 = ((x[a] - x[b]) ** 2).sum(1)
+    d2 = d2 / d2.max()
+    pos = data.labels[a] == data.labels[b]
+    oracle = np.where(pos, 1.0 - 0.3 * d2, 0.3 * (1.0 - d2))  # Eq. 3: positives in (0.7, 1), negatives in (0, 0.3)
+    assert np.array_equal(method.positive.numpy(), pos) and pos.any() and (~pos).any()
+    np.testing.assert_allclose(method.pair_labels.numpy(), oracle, atol=1e-6)
+    np.testing.assert_allclose(method.initial_labels.numpy(), oracle, atol=1e-6)
+    y = method.pair_labels.numpy()
+    assert (y[pos] >= 0.7).all() and (y[pos] <= 1).all() and (y[~pos] >= 0).all() and (y[~pos] <= 0.3).all()
+
+
+# ----------------------------------------------------------------------------- the alternation
+def test_network_phase_moves_only_the_pair_network_and_label_phase_only_the_labels():
+    model, method = _build()
+    method.prepare(model, Blocks())
+    method.terms("network", model, None, None)  # label P first, so what follows sees labels already set
+    method.terms("labels", model, None, None)
+    labels = method.pair_labels.clone()
+    terms = method.terms("network", model, None, None)
+    assert set(terms) == {"similarity"} and torch.equal(method.pair_labels, labels)
+    terms["similarity"].backward()
+    assert all(p.grad is not None for p in model.pair.parameters())
+    assert all(p.grad is None for p in model.net.parameters())  # fixed features: nothing below R trains
+    ids, s = method._pending
+    expected = cu.label_step(labels[ids], s, method.positive[ids], lr=0.002, lam=0.1, alpha=0.3)
+    assert method.terms("labels", model, None, None) == {}
+    assert torch.equal(method.pair_labels[ids], expected)
+    rest = torch.ones(len(labels), dtype=torch.bool)
+    rest[ids] = False
+    assert torch.equal(method.pair_labels[rest], labels[rest])  # pairs outside the batch keep their labels
+    assert not torch.equal(method.pair_labels[ids], labels[ids])
+
+
+def test_in_the_trainer_each_phase_changes_only_its_own_variables():
+    snapshots = []
+
+    class Spy(ZSML):
+        def terms(self, phase, model, images, labels):
+            snapshots.append((phase, [p.detach().clone() for p in model.pair.parameters()],
+                              self.pair_labels.clone(), [p.detach().clone() for p in model.net.parameters()]))
+            return super().terms(phase, model, images, labels)
+
+    config = Config(method="zsml", method_params=SMALL, embedding_dim=6)
+    torch.manual_seed(0)
+    model = ZSML.attach(Feat(), config.method_params)
+    method = Spy(config, model, 4)
+    h = train(model, method, Blocks(), iterations=3, batch_classes=2, batch_per_class=3, lr=1e-2, objective_lr=1e-2,
+              device="cpu", progress=False)
+    assert method.phases == ("network", "labels") and int(method.steps_done) == 3
+    for (phase, p0, y0, n0), (_, p1, y1, n1) in zip(snapshots[1:], snapshots[2:]):  # from step 1's labels on
+        net_moved = any(not torch.equal(a, b) for a, b in zip(p0, p1))
+        labels_moved = not torch.equal(y0, y1)
+        assert all(torch.equal(a, b) for a, b in zip(n0, n1))
+        assert (net_moved, labels_moved) == ((True, False) if phase == "network" else (False, True))
+    assert set(h.losses[0]) == {"step", "similarity", "total"}
+
+
+def test_a_zsml_run_killed_mid_way_resumes_bitwise(tmp_path):
+    def fit(path=None, callbacks=()):
+        model, method = _build()
+        train(model, method, Blocks(), iterations=8, batch_classes=2, batch_per_class=3, lr=1e-2, objective_lr=1e-2,
+              device="cpu", progress=False, seed=0, callbacks=callbacks, checkpoint_every=2,
+              checkpoint_path=None if path is None else path / "ck.pt")
+        return model, method
+
+    whole = fit()
+
+    class Kill(Exception):
+        pass
+
+    def kill(step, history):
+        if step == 5:
+            raise Kill
+
+    with pytest.raises(Kill):
+        fit(tmp_path, [kill])
+    resumed = fit(tmp_path)
+    for a, b in zip([*whole[0].state_dict().values(), *whole[1].state_dict().values()],
+                    [*resumed[0].state_dict().values(), *resumed[1].state_dict().values()]):
+        assert torch.equal(a, b)
+    assert int(resumed[1].steps_done) == 8
+
+
+def test_linear_relation_variant_sees_only_the_difference():
+    model, _ = _build(relation="linear")
+    g = torch.Generator().manual_seed(3)
+    a, b, shift = (torch.randn(5, 12, generator=g) for _ in range(3))
+    model.eval()
+    with torch.no_grad():  # Table 9's LR: s depends on x_i - x_j only
+        torch.testing.assert_close(model.pair(a + shift, b + shift), model.pair(a, b))
+        kernels = _build()[0].eval()
+        assert not torch.allclose(kernels.pair(a + shift, b + shift), kernels.pair(a, b))
+
+
+# ------------------------------------------------------------------------ the pairwise protocol
+def test_class_sample_is_stratified_and_seeded():
+    y = np.repeat([5, 7, 9], [4, 2, 6])
+    keep = class_sample(y, 3, seed=1)
+    assert sorted(np.bincount(y[keep])[[5, 7, 9]]) == [2, 3, 3]
+    assert np.array_equal(keep, class_sample(y, 3, seed=1)) and np.array_equal(class_sample(y, None), np.arange(12))
+
+
+def test_neighbor_graph_and_recall_against_brute_force_loops():
+    rng = np.random.default_rng(0)
+    s = rng.normal(size=(9, 9))
+    y = np.repeat([0, 1, 2], 3)
+    g = neighbor_graph(s, 2)
+    oracle = np.zeros((9, 9))
+    for i in range(9):
+        others = sorted((j for j in range(9) if j != i), key=lambda j: -s[i, j])[:2]
+        for j in others:
+            oracle[i, j] = oracle[j, i] = 1
+    assert np.array_equal(g, oracle)
+    row = matrix_metrics(s, y, ks=(1, 2), neighbors=2)
+    for k in (1, 2):
+        hits = [any(y[j] == y[i] for j in sorted((j for j in range(9) if j != i), key=lambda j: -s[i, j])[:k])
+                for i in range(9)]
+        assert row[f"R@{k}"] == pytest.approx(np.mean(hits))
+    assert 0 <= row["NMI"] <= 1 and 1 / 3 <= row["Purity"] <= 1
+
+
+def test_pairwise_metrics_of_the_euclidean_scorer_equal_the_full_distance_matrix():
+    rng = np.random.default_rng(1)
+    y = np.repeat(np.arange(4), 5)
+    x = rng.normal(size=(4, 6))[y] + 0.5 * rng.normal(size=(20, 6))
+    keep = class_sample(y, 3, seed=2)
+    d2 = ((x[keep, None, :] - x[None, keep, :]) ** 2).sum(-1)
+    got = pairwise_metrics(euclidean_scorer, torch.tensor(x), y, per_class=3, seed=2, neighbors=3, max_pairs=7)
+    want = matrix_metrics(-d2, y[keep], neighbors=3, seed=2, ks=(1, 2, 4, 8))
+    assert got == pytest.approx(want)
+
+
+# ------------------------------------------------------------------------------------- end to end
+TINY = dict(iterations=4, eval_every=4, synth_images_per_class=8, image_size=32, resize_size=36, embedding_dim=16,
+            batch_classes=4, batch_per_class=2)
+
+
+def test_zsml_and_nca_runs_end_to_end(tmp_path):
+    from zslib.runner import run
+
+    r = run(Config(method="zsml", method_params={**SMALL, "k": 4, "hidden": [8], "pairs": 200, "batch_pairs": 16},
+                   **TINY), results_dir=tmp_path, progress=False)
+    unseen = r.metrics["unseen"]
+    assert {"R@1", "ACC", "NMI", "Purity", "input R@1", "input ACC"} <= set(unseen)
+    assert all(0.0 <= v <= 1.0 for v in unseen.values())
+    n = run(Config(method="nca", method_params={"components": 4, "max_iter": 3, "eval_per_class": 3,
+                                                 "neighbors": 2}, **TINY), results_dir=tmp_path, progress=False)
+    assert {"R@1", "ACC", "NMI", "Purity"} <= set(n.metrics["unseen"])
