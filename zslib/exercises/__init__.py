@@ -16,9 +16,13 @@ import json
 import os
 
 from .bank import EXERCISES
+from .bank_jrd import EXERCISES as JRD_EXERCISES
+from .bank_zsml import EXERCISES as ZSML_EXERCISES
 from .kinds import ChoiceExercise, FunctionExercise, NumberExercise, Outcome
 
 __all__ = ["REGISTRY", "check", "verdict", "exercises_of", "Outcome"]
+
+EXERCISES = [*EXERCISES, *JRD_EXERCISES, *ZSML_EXERCISES]
 
 REGISTRY = {e.name: e for e in EXERCISES}
 assert len(REGISTRY) == len(EXERCISES), "two exercises share a name"

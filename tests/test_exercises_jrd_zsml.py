@@ -1,0 +1,61 @@
+"""The JRD and ZSML chapter exercises (zslib/exercises/bank_jrd.py, bank_zsml.py) against answers written
+independently of zslib: brute-force loops over pairs and windows, and the numbers by hand arithmetic."""
+import math
+
+import torch
+
+from zslib.exercises import verdict
+
+
+def _loop_jrs(pooled, embedding, labels, detach_tau=True):
+    """JRD Eqs. 8, 10-11 with Python loops over the sample pairs (two layers, Gaussian mixture 1/2, 1, 2)."""
+    m = len(labels)
+    taus = []
+    for x in (pooled, embedding):
+        tau = sum(((x[i] - x[j]) ** 2).sum() for i in range(m) for j in range(m) if i != j) / (m * (m - 1))
+        taus.append(tau.detach() if detach_tau else tau)
+    terms = []
+    for i in range(m):
+        for j in range(m):
+            if labels[i] != labels[j]:
+                k = 1.0
+                for x, tau in zip((pooled, embedding), taus):
+                    d2 = ((x[i] - x[j]) ** 2).sum()
+                    k = k * sum(torch.exp(-d2 / (s * tau)) for s in (0.5, 1.0, 2.0)) / 3
+                terms.append(k)
+    return torch.stack(terms).mean()
+
+
+def _loop_relation(xi, xj, weight, bias, stride):
+    """ZSML Eq. 1 with loops over pairs, kernels and positions."""
+    p, m = xi.shape
+    k, h, _ = weight.shape
+    length = (m - h) // stride + 1
+    rows = []
+    for a in range(p):
+        row = []
+        for c in range(k):
+            for q in range(length):
+                lo = q * stride
+                z = (weight[c, :, 0] * xi[a, lo:lo + h]).sum() + (weight[c, :, 1] * xj[a, lo:lo + h]).sum() + bias[c]
+                row.append(torch.relu(z))
+        rows.append(torch.stack(row))
+    return torch.stack(rows)
+
+
+def test_loop_answers_pass_and_an_undetached_bandwidth_fails_on_the_gradient():
+    assert verdict("jrd.jrs", _loop_jrs).passed
+    out = verdict("jrd.jrs", lambda a, b, y: _loop_jrs(a, b, y, detach_tau=False))
+    assert not out.passed and "gradient does not" in out.message
+    assert verdict("zsml.relation", _loop_relation).passed
+    swapped = verdict("zsml.relation", lambda xi, xj, w, b, t: _loop_relation(xj, xi, w, b, t))
+    assert not swapped.passed  # R is not symmetric in the pair
+
+
+def test_numbers_by_hand():
+    k = (math.exp(-2) + math.exp(-1) + math.exp(-0.5)) / 3  # tau = d^2 for two samples, whatever the cosine
+    assert verdict("jrd.two_samples", (k, 2 - 2 * k)).passed
+    assert not verdict("jrd.two_samples", (math.exp(-0.8), 2 - 2 * math.exp(-0.8))).passed
+    eta = 2 * 0.002 * 0.1 / 128  # 3.125e-6
+    assert verdict("zsml.label_step", (eta, math.log(2) / eta)).passed
+    assert not verdict("zsml.label_step", (eta / 2, math.log(2) / eta)).passed
