@@ -16,6 +16,10 @@ import json
 import os
 
 from .bank import EXERCISES
+from .bank_adapt_adv import EXERCISES as ADAPT_ADV_EXERCISES
+from .bank_deml import EXERCISES as DEML_EXERCISES
+
+EXERCISES = [*EXERCISES, *DEML_EXERCISES, *ADAPT_ADV_EXERCISES]
 from .kinds import ChoiceExercise, FunctionExercise, NumberExercise, Outcome
 
 __all__ = ["REGISTRY", "check", "verdict", "exercises_of", "Outcome"]
