@@ -21,7 +21,7 @@ def test_stationary_mass_by_counting_degrees():
 
 def test_activation_decay_by_loops_and_the_frobenius_reading_fails():
     def decay_loops(z, w):
-        act = sum(float(0) + (z[k, n] ** 2).sum() for k in range(z.shape[0]) for n in range(z.shape[1]))
+        act = sum((z[k, n] ** 2).sum() for k in range(z.shape[0]) for n in range(z.shape[1]))
         ntri = sum(((w[k, r] ** 2).sum() - 1) ** 2 for k in range(w.shape[0]) for r in range(w.shape[1]))
         return 0.014 / (2 * z.shape[0] * z.shape[1]) * act + 0.25 * ntri
 
