@@ -16,13 +16,16 @@ import json
 import os
 
 from .bank import EXERCISES
+from .bank_adapt_adv import EXERCISES as ADAPT_ADV_EXERCISES
+from .bank_deml import EXERCISES as DEML_EXERCISES
 from .bank_jrd import EXERCISES as JRD_EXERCISES
 from .bank_zsml import EXERCISES as ZSML_EXERCISES
 from .kinds import ChoiceExercise, FunctionExercise, NumberExercise, Outcome
 
+EXERCISES = [*EXERCISES, *DEML_EXERCISES, *ADAPT_ADV_EXERCISES, *JRD_EXERCISES, *ZSML_EXERCISES]
+
 __all__ = ["REGISTRY", "check", "verdict", "exercises_of", "Outcome"]
 
-EXERCISES = [*EXERCISES, *JRD_EXERCISES, *ZSML_EXERCISES]
 
 REGISTRY = {e.name: e for e in EXERCISES}
 assert len(REGISTRY) == len(EXERCISES), "two exercises share a name"
