@@ -60,6 +60,9 @@ def test_every_solution_cell_of_the_book_is_hidden_and_stripped(path):
         text = "".join(cell["source"])
         if SOLUTION_TAG in tags:
             assert HIDE_TAG in tags, f"{path.name}: a solution cell without the {HIDE_TAG} tag:\n{text[:200]}"
+            assert cell["cell_type"] != "code" or solution_text(text), (
+                f"{path.name}: a solution cell whose markers strip nothing (a '# SOLUTION' line needs an "
+                f"assignment on that line; use BEGIN/END SOLUTION around a statement of several lines):\n{text[:300]}")
         if "# BEGIN SOLUTION" in text or text.rstrip().endswith("# SOLUTION"):
             assert SOLUTION_TAG in tags, f"{path.name}: solution markers in an untagged cell:\n{text[:200]}"
     student = _sources(strip_solutions(nb))
@@ -67,6 +70,23 @@ def test_every_solution_cell_of_the_book_is_hidden_and_stripped(path):
         if SOLUTION_TAG in cell.get("metadata", {}).get("tags", []):
             for line in solution_text("".join(cell["source"])):
                 assert line not in student, f"{path.name}: the student version still holds {line!r}"
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_every_code_cell_of_the_student_version_is_valid_python(path):
+    """A "# SOLUTION" mark on the last line of a statement that spans several lines would leave a broken
+    stub: every code cell of the student version must still parse (IPython magics and shell lines aside)."""
+    import ast
+
+    for cell in strip_solutions(json.loads(path.read_text()))["cells"]:
+        if cell["cell_type"] != "code":
+            continue
+        text = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+        code = "\n".join("pass" if line.lstrip().startswith(("%", "!")) else line for line in text.splitlines())
+        try:
+            ast.parse(code)
+        except SyntaxError as e:
+            pytest.fail(f"{path.name}: the student version of this cell does not parse ({e}):\n{text[:400]}")
 
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
