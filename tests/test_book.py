@@ -1,6 +1,7 @@
 """The book as a whole: structure checks (fast) and the executed build (the integration test)."""
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
@@ -16,21 +17,13 @@ BUILD_SCRIPT = REPO / "scripts" / "build_book.py"
 
 
 def toc_files() -> list[str]:
-    toc = yaml.safe_load((REPO / "_toc.yml").read_text())
-    files = [toc["root"]]
-
-    def walk(node):
-        if isinstance(node, dict):
-            if "file" in node:
-                files.append(node["file"])
-            for value in node.values():
-                walk(value)
-        elif isinstance(node, list):
-            for value in node:
-                walk(value)
-
-    walk(toc.get("parts", toc.get("chapters", [])))
-    return files
+    """The entries of _toc.yml, as the browser check reads them (scripts/browse_book.py: one walk of the toc)."""
+    spec = importlib.util.spec_from_file_location("browse_book", REPO / "scripts" / "browse_book.py")
+    browse = sys.modules.get("browse_book")
+    if browse is None:
+        browse = sys.modules.setdefault("browse_book", importlib.util.module_from_spec(spec))
+        spec.loader.exec_module(browse)
+    return browse.toc_pages(REPO)
 
 
 def notebooks() -> list[Path]:

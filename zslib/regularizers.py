@@ -77,8 +77,8 @@ def _class_stats(x: torch.Tensor, labels: torch.Tensor) -> _ClassStats:
             f"energy confusion needs samples of at least two classes, but the batch has only "
             f"{classes.numel()} (labels {classes.tolist()}); sample batches of P >= 2 classes x K images"
         )
-    onehot = torch.zeros(labels.shape[0], classes.numel(), dtype=x.dtype, device=x.device)
-    onehot[torch.arange(labels.shape[0], device=x.device), inverse] = 1.0
+    onehot = torch.zeros(x.shape[0], classes.numel(), dtype=x.dtype, device=x.device)
+    onehot[torch.arange(x.shape[0], device=x.device), inverse] = 1.0
     counts = onehot.sum(0)
     means = (onehot.T @ x) / counts[:, None]
     spreads = (onehot.T @ (x - means[inverse]).pow(2).sum(1)) / counts
@@ -329,6 +329,21 @@ def hoeffding_bound(batch_size: int, delta: float, zeta: float = 1.0) -> float:
 # Explicit intra-class distance penalty (JRD Section 2, Eq. 4)
 
 
+def _paired_classes(x, labels, name: str):
+    """``x`` and ``labels`` checked, the batch's classes (``torch.unique``: classes, inverse, counts) and which of
+    them hold two or more samples; an error naming ``name`` when none does (no within-class pair to measure)."""
+    x = features(x)
+    labels = class_ids(labels, x.shape[0], x.device)
+    classes, inverse, counts = torch.unique(labels, return_inverse=True, return_counts=True)
+    paired = counts >= 2
+    if not bool(paired.any()):
+        raise ValueError(
+            f"{name} needs at least one class with two or more samples, but all "
+            f"{classes.numel()} classes of the batch occur once; sample batches of K >= 2 images per class"
+        )
+    return x, classes, inverse, counts, paired
+
+
 def intra_class_distance(x: torch.Tensor, labels, reduction: str = "mean") -> torch.Tensor:
     r"""The explicit penalty on intra-class distances of JRD (Chu et al. 2020), Section 2, Eq. 4, read as
     squared distances (the more probable reading, a Gaussian kernel, is
@@ -372,17 +387,9 @@ def intra_class_distance(x: torch.Tensor, labels, reduction: str = "mean") -> to
     """
     if reduction not in ("mean", "sum"):
         raise ValueError(f"reduction must be 'mean' (over classes) or 'sum', got {reduction!r}")
-    x = features(x)
-    labels = class_ids(labels, x.shape[0], x.device)
-    classes, inverse, counts = torch.unique(labels, return_inverse=True, return_counts=True)
-    paired = counts >= 2
-    if not bool(paired.any()):
-        raise ValueError(
-            f"intra_class_distance needs at least one class with two or more samples, but all "
-            f"{classes.numel()} classes of the batch occur once; sample batches of K >= 2 images per class"
-        )
-    onehot = torch.zeros(labels.shape[0], classes.numel(), dtype=x.dtype, device=x.device)
-    onehot[torch.arange(labels.shape[0], device=x.device), inverse] = 1.0
+    x, classes, inverse, counts, paired = _paired_classes(x, labels, "intra_class_distance")
+    onehot = torch.zeros(x.shape[0], classes.numel(), dtype=x.dtype, device=x.device)
+    onehot[torch.arange(x.shape[0], device=x.device), inverse] = 1.0
     n = counts.to(x.dtype)
     means = (onehot.T @ x) / n[:, None]
     sq_to_mean = onehot.T @ (x - means[inverse]).pow(2).sum(1)  # (K,) sum_i ||x_i - mu_I||^2
@@ -429,22 +436,14 @@ def gaussian_intra_class_distance(x: torch.Tensor, labels, reduction: str = "mea
     sigma2 = float(bandwidth)
     if not math.isfinite(sigma2) or sigma2 <= 0:
         raise ValueError(f"bandwidth (sigma^2) must be a positive finite number, got {bandwidth!r}")
-    x = features(x)
-    labels = class_ids(labels, x.shape[0], x.device)
-    classes, inverse, counts = torch.unique(labels, return_inverse=True, return_counts=True)
-    paired = counts >= 2
-    if not bool(paired.any()):
-        raise ValueError(
-            f"gaussian_intra_class_distance needs at least one class with two or more samples, but all "
-            f"{classes.numel()} classes of the batch occur once; sample batches of K >= 2 images per class"
-        )
+    x, classes, inverse, counts, paired = _paired_classes(x, labels, "gaussian_intra_class_distance")
     centred = x - x.mean(0, keepdim=True)  # distances do not change; cancellation shrinks
     sq = centred.pow(2).sum(1)
     d2 = (sq[:, None] + sq[None, :] - 2.0 * centred @ centred.T).clamp_min(0.0)
     cost = 1.0 - torch.exp(-d2 / sigma2)
     cost = cost * (1.0 - torch.eye(x.shape[0], dtype=x.dtype, device=x.device))  # no i = j terms
-    onehot = torch.zeros(labels.shape[0], classes.numel(), dtype=x.dtype, device=x.device)
-    onehot[torch.arange(labels.shape[0], device=x.device), inverse] = 1.0
+    onehot = torch.zeros(x.shape[0], classes.numel(), dtype=x.dtype, device=x.device)
+    onehot[torch.arange(x.shape[0], device=x.device), inverse] = 1.0
     block = torch.diagonal(onehot.T @ cost @ onehot)  # (K,) sum over ordered same-class pairs i != j
     n = counts.to(x.dtype)
     per_class = block[paired] / (n[paired] * (n[paired] - 1.0))  # ordered pairs: N(N-1)
