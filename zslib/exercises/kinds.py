@@ -95,6 +95,13 @@ class _Base:
     hint: str
     points: int = 1
 
+    def _require_context(self, context: dict) -> None:
+        """The chapter must pass every value the exercise is decided from (``self.context``)."""
+        missing = [k for k in getattr(self, "context", ()) if k not in context]
+        if missing:
+            raise TypeError(f"check({self.name!r}, ...) needs the chapter's {', '.join(missing)}=... as keyword "
+                            "argument(s)")
+
     def header(self) -> str:
         return f"{self.name} ({self.title})"
 
@@ -182,10 +189,7 @@ class NumberExercise(_Base):
     def run(self, answer, **context) -> Outcome:
         if _unanswered(answer):
             return Outcome(self.name, False, f"{self.header()}: {NOT_ANSWERED}.")
-        missing = [k for k in self.context if k not in context]
-        if missing:
-            raise TypeError(f"check({self.name!r}, ...) needs the chapter's {', '.join(missing)}=... as keyword "
-                            "argument(s)")
+        self._require_context(context)
         truth = self.expected(**{k: context[k] for k in self.context})
         truths = truth if isinstance(truth, tuple) else (truth,)
         answers = answer if isinstance(answer, (tuple, list)) else (answer,)
@@ -220,10 +224,7 @@ class ChoiceExercise(_Base):
     def run(self, answer, **context) -> Outcome:
         if _unanswered(answer):
             return Outcome(self.name, False, f"{self.header()}: {NOT_ANSWERED}.")
-        missing = [k for k in self.context if k not in context]
-        if missing:
-            raise TypeError(f"check({self.name!r}, ...) needs the chapter's {', '.join(missing)}=... as keyword "
-                            "argument(s)")
+        self._require_context(context)
         text = str(answer).strip().lower()
         # no fixed options: the keys of the chapter's table (e.g. the losses it compared)
         options = self.options or tuple(str(k).lower() for k in context.get("table", {}))
