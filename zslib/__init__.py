@@ -8,6 +8,10 @@ from __future__ import annotations
 
 import importlib
 
+from .threads import prefer_short_spin
+
+prefer_short_spin()  # before PyTorch is imported: see zslib.threads
+
 from .profile import PROFILES, Profile, device, get_profile, set_profile
 
 __version__ = "0.1.0"
@@ -17,7 +21,7 @@ __all__ = ["PROFILES", "Profile", "device", "get_profile", "set_profile", "__ver
 _SUBMODULES = {
     "data", "models", "losses", "regularizers", "evaluate", "train", "experiment", "theory", "viz", "cache",
     "config", "store", "runner", "grid", "methods", "progress",
-    "checks", "stats",
+    "checks", "stats", "threads",
     "saliency", "pairwise", "cross_update", "diversification", "class_adversary",
     "object_attention", "attention_crop", "localization", "decoupled_losses", "features",
 }

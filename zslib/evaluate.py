@@ -62,6 +62,7 @@ import numpy as np
 import torch
 
 from . import checks
+from .threads import one_thread
 
 __all__ = [
     "METRICS",
@@ -788,6 +789,7 @@ def knn_accuracy(embeddings, labels, k: int = 5, min_agree: int | None = None, m
 # --------------------------------------------------------------------------------------------
 # clustering metrics
 # --------------------------------------------------------------------------------------------
+@one_thread()
 def kmeans(embeddings, n_clusters: int, metric: str = "cosine", seed: int = 0, n_init: int = 1) -> np.ndarray:
     """Cluster assignments from scikit-learn's k-means (k-means++ start, ``random_state=seed``).
 

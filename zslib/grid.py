@@ -23,6 +23,7 @@ from .profile import PROFILES
 from .progress import progress_bar
 from .runner import build_data, run
 from .store import Result, check_writable, result_path, results_dir, stale_code_warning
+from .threads import limit_process
 from .train import distributed
 
 __all__ = ["run_many", "run_grid", "run_seeds", "default_workers", "MissingRunsError"]
@@ -101,6 +102,9 @@ _POOL_JOBS: list[tuple[Config, dict]] = []
 
 
 def _pool_init(threads: int) -> None:
+    # every thread pool of the worker (BLAS, OpenMP of scikit-learn and faiss), not only PyTorch's: two workers
+    # that each start one thread per core would share the cores by spinning (zslib.threads)
+    limit_process(threads)
     torch.set_num_threads(threads)
 
 
@@ -109,6 +113,10 @@ def _warm_up(configs: Iterable[Config]) -> None:
     before the pool forks: every worker then inherits them (copy-on-write) instead of paying for them."""
     import scipy.optimize  # noqa: F401  (cluster accuracy)
     import sklearn.cluster  # noqa: F401  (k-means for NMI / F1)
+    try:
+        import faiss  # noqa: F401  (nearest neighbours for Recall@K on the CPU)
+    except ImportError:
+        pass
 
     seen = set()
     for c in configs:

@@ -56,6 +56,7 @@ from torch import nn
 
 from . import checks
 from .evaluate import Neighbors, cluster_accuracy, nmi, purity
+from .threads import one_thread
 
 __all__ = [
     "PairScorer",
@@ -246,6 +247,7 @@ def _n_clusters(n_clusters, n) -> int:
     return k
 
 
+@one_thread()
 def spectral_clusters(similarity, n_clusters: int, *, seed: int = 0, symmetrize: bool = True) -> np.ndarray:
     """Spectral clustering of a precomputed similarity matrix (scikit-learn ``SpectralClustering``,
     ``affinity="precomputed"``, k-means on the spectral embedding, ``random_state=seed``).

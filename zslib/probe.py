@@ -26,6 +26,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .threads import one_thread
+
 __all__ = ["ProbeReport", "attribute_probe", "probe_folds", "first_per_group"]
 
 
@@ -154,6 +156,7 @@ def probe_folds(n: int, folds: int = 5, groups=None, seed: int = 0) -> np.ndarra
 # --------------------------------------------------------------------------- the probe
 
 
+@one_thread()
 def attribute_probe(embeddings, attributes, *, names: Sequence[str] | None = None, groups=None,
                     folds: int = 5, test_mask=None, seed: int = 0, C: float = 1.0,
                     max_iter: int = 1000, max_per_group: int | None = None) -> ProbeReport:

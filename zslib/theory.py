@@ -77,6 +77,8 @@ import numpy as np
 from scipy import stats
 from sklearn.neighbors import KNeighborsClassifier
 
+from .threads import one_thread
+
 __all__ = ["HDivergence", "IdealJointError", "h_divergence", "ideal_joint_error"]
 
 _METRICS = ("euclidean", "cosine")
@@ -319,6 +321,7 @@ def _clip01(v: float) -> float:
 # --------------------------------------------------------------------------- public API
 
 
+@one_thread()
 def h_divergence(
     seen,
     unseen,
@@ -406,6 +409,7 @@ def h_divergence(
     )
 
 
+@one_thread()
 def ideal_joint_error(
     seen,
     seen_labels,

@@ -10,6 +10,8 @@ from typing import Sequence
 
 import numpy as np
 
+from .threads import one_thread
+
 __all__ = ["set_style", "to_display", "image_grid", "show_retrievals", "CORRECT", "WRONG",
            "project_2d", "embedding_scatter", "plot_curves", "probe_bars", "band_plot"]
 
@@ -131,6 +133,7 @@ def _as_numpy(x, name: str, ndim: int) -> np.ndarray:
     return arr
 
 
+@one_thread()
 def project_2d(embeddings, method: str = "tsne", seed: int = 0, **kwargs) -> np.ndarray:
     """Two-dimensional coordinates of ``embeddings`` (n, d) for a scatter plot.
 

@@ -772,10 +772,10 @@ def _probe_one(ds: SynthParts, attributes, train_fraction: float, C: float) -> t
     if n_tr >= ds.images_per_class:
         raise ValueError("the probe needs at least 2 images per class (one to fit, one to test)")
     tr, te = j < n_tr, j >= n_tr
-    from threadpoolctl import threadpool_limits  # a scikit-learn dependency
+    from ..threads import one_thread
 
     clf = make_pipeline(StandardScaler(), LogisticRegression(C=C, max_iter=3000))
-    with threadpool_limits(1):  # a small problem: BLAS threads only add overhead (and spin when shared)
+    with one_thread():  # a small problem: BLAS threads only add overhead (and spin when shared)
         clf.fit(X[tr], y[tr])
         acc = float((clf.predict(X[te]) == y[te]).mean())
     return acc, int(tr.sum()), int(te.sum())

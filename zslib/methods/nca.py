@@ -24,6 +24,7 @@ import torch
 from torch import nn
 
 from ..pairwise import euclidean_scorer, pairwise_metrics
+from ..threads import one_thread
 from . import register
 from .base import Method, Param, number
 
@@ -84,6 +85,7 @@ class NCA(Method):
     def attach(cls, model, params):
         return LinearMap(model, cls.validate(params)["components"])
 
+    @one_thread()
     def prepare(self, model: LinearMap, train_set) -> None:
         """Fit ``L`` by scikit-learn's NCA on the pooled features of ``train_set``."""
         from sklearn.neighbors import NeighborhoodComponentsAnalysis
