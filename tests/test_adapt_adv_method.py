@@ -66,7 +66,7 @@ def test_extractor_term_is_eq20_with_the_chance_level_lambda_of_eq22():
     lam = -math.tanh(math.log(C) - 1.5) * 1.0  # before the first epoch ends: chance level ln C
     assert method.lam == pytest.approx(lam) and lam < 0  # cooperative start
     lc = torch.nn.functional.cross_entropy(method.classifier(model.extract(images)), labels)
-    assert float(terms["adv"].detach()) == pytest.approx(-lam * float(lc), rel=1e-5)
+    assert float(terms["adv"].detach()) == pytest.approx(-lam * float(lc.detach()), rel=1e-5)
     assert float(terms["triplet"].detach()) == pytest.approx(float(method.loss(model(images), labels).detach()), rel=1e-5)
 
 
