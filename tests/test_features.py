@@ -106,7 +106,7 @@ def test_cached_backbone_unpacks_the_maps_and_a_real_run_trains(tmp_path, monkey
     assert model.roles["intermediate"] == ("block4", "block5", "head")
     with pytest.raises(ValueError, match="rows of the feature cache"):
         model(torch.zeros(2, 3, SIZE, SIZE))
-    result = run(config, progress=False)
+    result = run(config, results_dir=tmp_path / "results", progress=False)
     assert set(result.metrics) == {"seen", "unseen"} and result.provenance["profile"] == "real"
     assert 0.0 <= result.metric("R@1") <= 1.0
 
