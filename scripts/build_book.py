@@ -189,13 +189,16 @@ def fingerprint(root: Path) -> str:
 
 def invalidate_if_stale(root: Path) -> bool:
     """Drop the execution cache when zslib, the environment or the recorded runs changed since it was
-    written."""
+    written, and Sphinx's saved environment with it: Sphinx re-reads only pages whose source changed, so with
+    the environment kept, an unchanged chapter would be neither read nor executed again and its page would keep
+    the old outputs."""
     stamp = root / "_build" / ".zslib_fingerprint"
     cache = root / "_build" / ".jupyter_cache"
     now = fingerprint(root)
     stale = cache.exists() and (not stamp.exists() or stamp.read_text().strip() != now)
     if stale:
         shutil.rmtree(cache)
+        shutil.rmtree(root / "_build" / ".doctrees", ignore_errors=True)
     stamp.parent.mkdir(parents=True, exist_ok=True)
     stamp.write_text(now)
     return stale
