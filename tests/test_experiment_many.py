@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from zslib import experiment
-from zslib.experiment import Config, config_hash, default_workers, run, run_many
+from zslib.experiment import Config, config_hash, default_workers, run, run_grid, run_many
 from zslib.models import build_model
 
 TINY = dict(iterations=4, eval_every=4, batch_classes=4, batch_per_class=2, synth_images_per_class=8,
@@ -143,3 +143,15 @@ def test_load_results_reads_recorded_runs_too(tmp_path, one_thread):
     found = load_results(tmp_path, loss="triplet")
     assert [x.metrics for x in found] == [r.metrics]
     assert load_results(tmp_path, loss="contrastive") == []
+
+
+def test_recorded_grid_names_what_is_missing_and_returns_the_stored_runs(tmp_path, capsys):
+    from zslib.experiment import recorded_grid
+
+    c = Config.from_profile("quick", **TINY)
+    assert recorded_grid({"a": c}, "the tiny grid", seeds=[0], results_dir=tmp_path) is None
+    printed = capsys.readouterr().out
+    assert "the tiny grid are not all recorded" in printed and c.replace(seed=0).name in printed
+    trained = run_grid({"a": c}, seeds=[0], results_dir=tmp_path, progress=False)
+    shown = recorded_grid({"a": c}, "the tiny grid", seeds=[0], results_dir=tmp_path)
+    assert capsys.readouterr().out == "" and shown["a"][0].metrics == trained["a"][0].metrics

@@ -5,7 +5,7 @@ Everything here lives in a module named after its concept; this module gathers t
 * :class:`Config`, :func:`config_hash` -- what a run is (:mod:`zslib.config`);
 * :func:`run`, :func:`build_data`, :func:`build_model`, :func:`load_model`, :func:`evaluate_checkpoint` --
   one run (:mod:`zslib.runner`);
-* :func:`run_grid`, :func:`run_many`, :func:`run_seeds`, :func:`default_workers` -- many runs in parallel
+* :func:`run_grid`, :func:`recorded_grid`, :func:`run_many`, :func:`run_seeds`, :func:`default_workers` -- many runs in parallel
   (:mod:`zslib.grid`);
 * :class:`Result`, :func:`load_result`, :func:`load_results`, :func:`results_dir` -- stored results with
   their provenance (:mod:`zslib.store`);
@@ -15,11 +15,11 @@ Everything here lives in a module named after its concept; this module gathers t
 from __future__ import annotations
 
 from .config import Config, config_hash
-from .grid import MissingRunsError, default_workers, run_grid, run_many, run_seeds
+from .grid import MissingRunsError, default_workers, recorded_grid, run_grid, run_many, run_seeds
 from .runner import build_data, build_model, evaluate_checkpoint, load_model, run
 from .stats import format_interval, paired, summarize
 from .store import Result, ResultFileError, load_result, load_results, results_dir
 
 __all__ = ["Config", "config_hash", "run", "build_data", "build_model", "load_model", "evaluate_checkpoint",
-           "run_grid", "run_many", "run_seeds", "default_workers", "MissingRunsError", "Result", "ResultFileError", "load_result",
+           "run_grid", "recorded_grid", "run_many", "run_seeds", "default_workers", "MissingRunsError", "Result", "ResultFileError", "load_result",
            "load_results", "results_dir", "summarize", "paired", "format_interval"]

@@ -26,7 +26,7 @@ from .store import Result, check_writable, result_path, results_dir, stale_code_
 from .threads import limit_process
 from .train import distributed
 
-__all__ = ["run_many", "run_grid", "run_seeds", "default_workers", "MissingRunsError"]
+__all__ = ["run_many", "run_grid", "recorded_grid", "run_seeds", "default_workers", "MissingRunsError"]
 
 
 class MissingRunsError(LookupError):
@@ -74,6 +74,18 @@ def run_grid(grid: Mapping, seeds: Iterable[int] | None = None, *, stored_only: 
     for (key, _), result in zip(jobs, results):
         out[key].append(result)
     return out
+
+
+def recorded_grid(grid: Mapping, what: str, seeds: Iterable[int] | None = None, *, train: bool = False,
+                  **run_kwargs) -> dict | None:
+    """:func:`run_grid` for a chapter's section of recorded runs: with ``train`` the missing runs are trained;
+    without it only stored runs are read, and if any is missing this prints which (naming the section by
+    ``what``) and returns ``None`` instead of raising, so the rest of the chapter goes on."""
+    try:
+        return run_grid(grid, seeds, stored_only=not train, **run_kwargs)
+    except MissingRunsError as missing:
+        print(f"The real-profile runs of {what} are not all recorded in this copy of the book:\n{missing}")
+        return None
 
 
 def default_workers(device=None) -> int:

@@ -36,7 +36,11 @@ _THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS
 
 
 class one_thread(contextlib.ContextDecorator):
-    """Use as ``@one_thread()`` on a function or ``with one_thread():`` around a block."""
+    """Use as ``@one_thread()`` on a function or ``with one_thread():`` around a block.
+
+    Not ``threadpoolctl.threadpool_limits.wrap``: that one caches the list of thread pools at its first call,
+    and the functions limited here import scikit-learn (and with it its OpenMP) inside their body, so a pool
+    loaded by the first call would never be limited. Each entry here looks the pools up again."""
 
     def __init__(self):
         self._active = []
