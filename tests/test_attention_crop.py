@@ -6,7 +6,8 @@ import torch
 from scipy import ndimage
 
 from zslib.attention_crop import _connected_labels, attention_boxes, crop_and_zoom, zoom_to_attention
-from zslib.localization import box_iou, localization_scores, mass_on_object, peak_on_object
+from zslib.localization import (box_iou, central_mask, central_mass, localization_scores, mass_on_object,
+                                peak_on_object)
 
 
 def _smooth_maps(b=16, h=40, w=40, seed=0):
@@ -112,6 +113,23 @@ def test_localization_scores_and_their_chance_levels():
     att[:, 7, 6] = 5.0
     att[1, 0, 0] = 9.0
     assert peak_on_object(att, masks).tolist() == [True, False, True, True]
+
+
+def test_central_mass_counts_the_middle_box_and_uniform_scores_its_area():
+    mask = central_mask(8, 12)  # middle half of each side: rows 2..5, columns 3..8
+    expected = torch.zeros(8, 12, dtype=torch.bool)
+    expected[2:6, 3:9] = True
+    assert torch.equal(mask, expected)
+    assert central_mask(7, 7, 1.0).all() and central_mask(5, 5, 0.01).sum() == 1
+    assert central_mass(torch.ones(3, 8, 12)).tolist() == pytest.approx([0.25] * 3)
+    att = torch.zeros(2, 8, 12)
+    att[0, 3, 4] = 1.0  # all mass inside the central box
+    att[1, 0, 0], att[1, 4, 5] = 3.0, 1.0  # a quarter inside
+    assert central_mass(att).tolist() == pytest.approx([1.0, 0.25])
+    with pytest.raises(ValueError, match="fraction"):
+        central_mask(8, 8, 0.0)
+    with pytest.raises(ValueError, match=r"\(B, H, W\)"):
+        central_mass(torch.ones(8, 8))
 
 
 def test_box_iou_against_torchvision():

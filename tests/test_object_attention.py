@@ -12,6 +12,7 @@ from zslib.object_attention import (
     object_attention,
     object_attention_map,
     random_walk,
+    shuffle_positions,
     stationary_distribution,
     transition_matrix,
 )
@@ -187,3 +188,30 @@ def test_resizing_is_bilinear_interpolation():
     small = object_attention_map([fmap], (5, 7))  # at the map's own size: the rescaled map itself
     ref = torch.nn.functional.interpolate(small[:, None], size=(23, 31), mode="bilinear", align_corners=False)[:, 0]
     assert torch.allclose(att, ref, atol=1e-6)
+
+
+def test_shuffled_positions_permute_the_plain_attention_but_not_the_gaussian_one():
+    g = torch.Generator().manual_seed(5)
+    maps = {"a": torch.rand(3, 4, 5, 5, generator=g, dtype=torch.float64),
+            "b": torch.rand(3, 6, 5, 5, generator=g, dtype=torch.float64),
+            "c": torch.rand(3, 2, 3, 4, generator=g, dtype=torch.float64)}
+    shuffled = shuffle_positions(maps, seed=1)
+    assert list(shuffled) == ["a", "b", "c"] and all(shuffled[k].shape == maps[k].shape for k in maps)
+    assert torch.equal(shuffle_positions(maps, seed=1)["a"], shuffled["a"])  # the seed fixes the permutations
+    assert not torch.equal(shuffle_positions(maps, seed=2)["a"], shuffled["a"])
+    for i in range(3):
+        # every position's feature vector is moved as a whole; layers of the same size move together
+        flat_a, flat_b = maps["a"][i].flatten(1), maps["b"][i].flatten(1)
+        perm = [int((flat_a == shuffled["a"][i].flatten(1)[:, j:j + 1]).all(0).nonzero()[0]) for j in range(25)]
+        assert sorted(perm) == list(range(25))
+        assert torch.equal(shuffled["b"][i].flatten(1), flat_b[:, perm])
+        plain, moved = object_attention(maps["a"][i:i + 1]), object_attention(shuffled["a"][i:i + 1])
+        assert torch.allclose(moved.flatten(), plain.flatten()[perm], atol=1e-12)
+        gauss = object_attention(maps["a"][i:i + 1], spatial_sigma=0.15).flatten()[perm]
+        assert not torch.allclose(object_attention(shuffled["a"][i:i + 1], spatial_sigma=0.15).flatten(), gauss)
+    as_list = shuffle_positions([maps["a"], maps["c"]], seed=1)
+    assert isinstance(as_list, list) and torch.equal(as_list[0], shuffled["a"])
+    with pytest.raises(ValueError, match="same images"):
+        shuffle_positions([maps["a"], maps["b"][:2]])
+    with pytest.raises(ValueError, match="empty"):
+        shuffle_positions([])

@@ -50,3 +50,27 @@ def test_show_retrievals_reads_images_from_a_dataset():
     shown = fig.axes[1].images[0].get_array()
     np.testing.assert_allclose(np.asarray(shown), 0.2, atol=1e-6)  # gallery item 2 is the one drawn
     matplotlib.pyplot.close("all")
+
+
+def test_attention_panels_lays_out_images_maps_and_boxes():
+    imgs, maps = torch.rand(3, 3, 10, 10), torch.rand(3, 10, 10)
+    boxes = torch.tensor([[1.0, 2.0, 6.0, 7.0]] * 3)
+    fig = viz.attention_panels({"image": imgs, "map": maps}, {"image": [(boxes, "yellow"), (boxes + 1, "cyan")]},
+                               titles=["a", "b", "c"])
+    axes = np.array(fig.axes).reshape(3, 2)  # one row per example, one column per panel
+    assert [ax.get_title() for ax in axes[0]] == ["image", "map"] and axes[2, 0].get_ylabel() == "c"
+    assert len(axes[1, 0].patches) == 2 and len(axes[1, 1].patches) == 0
+    assert axes[0, 0].patches[0].get_xy() == (0.5, 1.5) and axes[0, 0].patches[0].get_width() == 5.0
+    assert axes[0, 1].images[0].get_array().shape == (10, 10)  # a map is drawn as it is, with the colour map
+    rows = viz.attention_panels({"image": imgs, "map": maps}, panels_as="rows", titles=["a", "b", "c"])
+    axes = np.array(rows.axes).reshape(2, 3)
+    assert axes[1, 0].get_ylabel() == "map" and axes[0, 2].get_title() == "c"
+    with pytest.raises(ValueError, match="same, positive number"):
+        viz.attention_panels({"image": imgs, "map": maps[:2]})
+    with pytest.raises(ValueError, match="not panels"):
+        viz.attention_panels({"image": imgs}, {"map": [(boxes, "red")]})
+    with pytest.raises(ValueError, match="titles"):
+        viz.attention_panels({"image": imgs}, titles=["a"])
+    with pytest.raises(ValueError, match="panels_as"):
+        viz.attention_panels({"image": imgs}, panels_as="diagonal")
+    matplotlib.pyplot.close("all")

@@ -12,12 +12,19 @@ number. Three scores, each per image:
   with the object's box. The whole-image box scores the object box's area share.
 
 :func:`localization_scores` returns the means over images together with the two chance levels.
+
+Photographs without masks (Flowers-102 as stored here) allow only a weaker number,
+:func:`central_mass`: the share of the mass in the central region of the frame. It says where the
+attention sits relative to the *frame*, not whether it sits on the *object*: a photograph with its
+object in the centre and a method that prefers the centre whatever the image both raise it.
 """
 from __future__ import annotations
 
 import torch
 
-__all__ = ["mass_on_object", "peak_on_object", "box_iou", "localization_scores"]
+from .checks import finite_number
+
+__all__ = ["mass_on_object", "peak_on_object", "box_iou", "localization_scores", "central_mask", "central_mass"]
 
 
 def _check_pair(attention, masks):
@@ -99,3 +106,34 @@ def localization_scores(attention: torch.Tensor, masks: torch.Tensor, object_box
         "box_iou": float(box_iou(boxes, obj).mean()),
         "box_iou_full_image": float(box_iou(full, obj).mean()),
     }
+
+
+def central_mask(height: int, width: int, fraction: float = 0.5) -> torch.Tensor:
+    """Boolean ``(height, width)`` mask of the central box whose sides are ``fraction`` of the image's.
+
+    The box is centred, its sides are ``round(fraction * side)`` pixels (at least one), so it covers
+    about ``fraction ** 2`` of the image (a quarter for the default 0.5).
+    """
+    fraction = finite_number(fraction, "fraction (the central box's side over the image side)", low=0, high=1, low_open=True)
+    if int(height) < 1 or int(width) < 1:
+        raise ValueError(f"height and width must be positive, got {height} x {width}")
+    mask = torch.zeros(int(height), int(width), dtype=torch.bool)
+    bh, bw = (max(1, round(fraction * s)) for s in (int(height), int(width)))
+    y0, x0 = (int(height) - bh) // 2, (int(width) - bw) // 2
+    mask[y0:y0 + bh, x0:x0 + bw] = True
+    return mask
+
+
+def central_mass(attention: torch.Tensor, fraction: float = 0.5) -> torch.Tensor:
+    """Share of each map's mass in the central box of :func:`central_mask`, ``(B,)``.
+
+    A scale-free number for images without object masks. Uniform attention scores the box's area
+    share (``central_mask(...).float().mean()``, about ``fraction ** 2``). What it measures: how much of
+    the attention the frame's centre receives. What it does not: localization. A centred object
+    and a centre-biased method look the same to it; compare methods on the same images, and with a
+    null (e.g. maps whose positions are shuffled) to see how much of a shift the method makes by itself.
+    """
+    if not torch.is_tensor(attention) or attention.dim() != 3:
+        raise ValueError(f"attention must be (B, H, W), got {tuple(getattr(attention, 'shape', ()))}")
+    mask = central_mask(attention.shape[1], attention.shape[2], fraction).to(attention.device)
+    return mass_on_object(attention, mask.expand_as(attention))

@@ -87,6 +87,7 @@ __all__ = [
     "object_attention",
     "convergence_gap",
     "object_attention_map",
+    "shuffle_positions",
 ]
 
 READINGS = ("walk", "literal")
@@ -333,6 +334,39 @@ def object_attention_map(fmaps, size, steps: int | None = 10, *, spatial_sigma: 
         up = _resize_matrix(h, size[0], m).T @ m @ _resize_matrix(w, size[1], m)
         total += up.reshape(len(members), b, *size).sum(0)
     return total / len(maps)
+
+
+@torch.no_grad()
+def shuffle_positions(fmaps, seed: int = 0):
+    """The same feature maps with their positions permuted at random: a null without spatial layout.
+
+    ``fmaps``: a sequence or mapping of maps ``(B, C_k, h_k, w_k)`` (as :func:`object_attention_map`
+    takes them); returns the same container type with each image's feature vectors moved to random
+    positions. Every image gets its own permutation; layers of the same size share it (their positions
+    stay aligned), and ``seed`` fixes them all. On the plain graph of Eq. 2 the object attention of the
+    shuffled map is the shuffled attention (the graph does not know where a position is); with
+    ``spatial_sigma`` it is not, and what the attention of shuffled maps still prefers (e.g. the centre
+    of the frame, because positions near the border have fewer near neighbours) comes from the graph
+    itself, not from the image.
+    """
+    items = list(fmaps.items()) if isinstance(fmaps, Mapping) else list(enumerate(fmaps))
+    if not items:
+        raise ValueError("fmaps is empty; give at least one feature map (B, C, h, w)")
+    checked = [(k, _check_map(m, f"fmaps[{k!r}]")) for k, m in items]
+    if len({m.shape[0] for _, m in checked}) != 1:
+        raise ValueError(f"all maps must hold the same images; got batch sizes {[m.shape[0] for _, m in checked]}")
+    gen = torch.Generator().manual_seed(int(seed))
+    perms: dict[tuple[int, int], torch.Tensor] = {}
+    out = []
+    for k, m in checked:
+        b, c, h, w = m.shape
+        if (h, w) not in perms:
+            perms[(h, w)] = torch.stack([torch.randperm(h * w, generator=gen) for _ in range(b)]).to(m.device)
+        idx = perms[(h, w)][:, None, :].expand(b, c, h * w)
+        out.append((k, torch.gather(m.reshape(b, c, h * w), 2, idx).reshape(b, c, h, w)))
+    if isinstance(fmaps, Mapping):
+        return dict(out)
+    return [m for _, m in out]
 
 
 def _resize_matrix(n_in: int, n_out: int, like: torch.Tensor) -> torch.Tensor:

@@ -13,7 +13,7 @@ import numpy as np
 from .threads import one_thread
 
 __all__ = ["set_style", "to_display", "image_grid", "show_retrievals", "CORRECT", "WRONG",
-           "project_2d", "embedding_scatter", "plot_curves", "probe_bars", "band_plot"]
+           "project_2d", "embedding_scatter", "plot_curves", "probe_bars", "band_plot", "attention_panels"]
 
 CORRECT = "#2ca02c"
 WRONG = "#d62728"
@@ -85,6 +85,64 @@ def image_grid(images, titles: Sequence[str] | None = None, ncols: int = 8,
             ax.set_title(str(titles[i]), fontsize=8, pad=2)
     if suptitle:
         fig.suptitle(suptitle)
+    fig.tight_layout()
+    return fig
+
+
+def attention_panels(panels: dict, boxes: dict | None = None, *, mean=None, std=None, cmap: str = "magma",
+                     panels_as: str = "columns", size: float = 1.6, titles: Sequence[str] | None = None):
+    """Images and attention maps of the same examples side by side, e.g. DeML's Fig. 4: one grid cell per
+    (example, panel); returns the figure.
+
+    ``panels``: ``{label: batch}`` in display order, every batch holding the same ``B`` examples: a 4-D
+    batch is images (``(B, C, H, W)`` or ``(B, H, W, C)``, shown with :func:`to_display` and ``mean``/``std``),
+    a 3-D batch ``(B, H, W)`` is maps (shown with ``cmap``, each scaled to its own range). ``boxes``:
+    ``{label: [(boxes, colour), ...]}``, rectangles ``(B, 4)`` ``(x_min, y_min, x_max, y_max)`` in the pixels
+    of that panel, drawn on it. ``panels_as``: ``"columns"`` (one row per example, one column per
+    label) or ``"rows"``. ``titles``: one per example (e.g. the class), shown next to its first panel.
+    """
+    import matplotlib.pyplot as plt
+
+    if not panels:
+        raise ValueError("attention_panels needs at least one panel")
+    if panels_as not in ("columns", "rows"):
+        raise ValueError(f"panels_as must be 'columns' or 'rows', got {panels_as!r}")
+    counts = {label: len(batch) for label, batch in panels.items()}
+    if len(set(counts.values())) != 1 or not next(iter(counts.values())):
+        raise ValueError(f"every panel needs the same, positive number of examples; got {counts}")
+    unknown = set(boxes or {}) - set(panels)
+    if unknown:
+        raise ValueError(f"boxes are given for {sorted(unknown)}, which are not panels ({list(panels)})")
+    n, k = next(iter(counts.values())), len(panels)
+    if titles is not None and len(titles) != n:
+        raise ValueError(f"titles needs one entry per example ({n}), got {len(titles)}")
+    rows, cols = (n, k) if panels_as == "columns" else (k, n)
+    fig, axes = plt.subplots(rows, cols, figsize=(size * cols, size * rows), squeeze=False)
+    for p, (label, batch) in enumerate(panels.items()):
+        for i in range(n):
+            ax = axes[i, p] if panels_as == "columns" else axes[p, i]
+            item = batch[i]
+            arr = item.detach().cpu().numpy() if hasattr(item, "detach") else np.asarray(item)
+            if arr.ndim == 2:
+                ax.imshow(arr, cmap=cmap)
+            else:
+                ax.imshow(to_display(arr, mean, std))
+            for bxs, colour in (boxes or {}).get(label, []):
+                x0, y0, x1, y1 = (float(v) for v in bxs[i])
+                ax.add_patch(plt.Rectangle((x0 - 0.5, y0 - 0.5), x1 - x0, y1 - y0, fill=False, color=colour, lw=1.5))
+            _frame(ax, None)
+            # the panel's label heads its column (or starts its row); an example's title starts its row
+            # (or heads its column)
+            if panels_as == "columns":
+                if i == 0:
+                    ax.set_title(label, fontsize=8, pad=2)
+                if p == 0 and titles is not None:
+                    ax.set_ylabel(str(titles[i]), fontsize=8)
+            else:
+                if i == 0:
+                    ax.set_ylabel(label, fontsize=8)
+                if p == 0 and titles is not None:
+                    ax.set_title(str(titles[i]), fontsize=8, pad=2)
     fig.tight_layout()
     return fig
 
