@@ -224,5 +224,9 @@ def test_random_pairs_uniform_mode_hits_the_positive_rate_of_all_pairs():
     rate = sum(c * (c - 1) for c in (5, 10, 15, 20)) / (n * (n - 1))
     assert not (first == second).any()
     assert np.mean(labels[first] == labels[second]) == pytest.approx(rate, abs=0.01)
+    assert cu.uniform_positive_share(labels) == pytest.approx(rate, rel=1e-12)
+    assert cu.uniform_positive_share(np.repeat(np.arange(5), 3)) == pytest.approx(2 / 14)  # (n/C - 1) / (n - 1)
+    with pytest.raises(ValueError, match="at least 2 samples"):
+        cu.uniform_positive_share([0])
     with pytest.raises(ValueError, match="no negative pairs"):
         cu.random_pairs(np.zeros(5, dtype=int), 10, positive_fraction=0.5)

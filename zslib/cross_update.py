@@ -70,6 +70,7 @@ from . import checks
 __all__ = [
     "ZSML_HYPERPARAMETERS",
     "random_pairs",
+    "uniform_positive_share",
     "normalized_sq_distances",
     "continuous_labels",
     "label_bounds",
@@ -178,6 +179,19 @@ def random_pairs(labels, n_pairs: int, *, positive_fraction: float | None = None
     second = np.concatenate([b, d]).astype(np.int64)
     perm = rng.permutation(n_pairs)
     return first[perm], second[perm]
+
+
+def uniform_positive_share(labels) -> float:
+    """The share of same-class pairs that :func:`random_pairs` draws with ``positive_fraction=None``: the
+    probability that a uniform ordered pair of two different samples shares its class,
+    ``sum_c n_c (n_c - 1) / (n (n - 1))`` over the class sizes ``n_c`` (about ``1 / C`` for ``C`` classes
+    of equal size)."""
+    y = checks.class_id_array(labels)
+    n = y.shape[0]
+    if n < 2:
+        raise ValueError(f"need at least 2 samples to build pairs, got {n}")
+    sizes = np.unique(y, return_counts=True)[1].astype(np.float64)
+    return float((sizes * (sizes - 1)).sum() / (n * (n - 1)))
 
 
 def normalized_sq_distances(xa, xb, scale: float | None = None) -> torch.Tensor:
