@@ -45,6 +45,7 @@ def test_an_analysis_from_the_checkpoint_equals_one_from_a_retrained_run(tmp_pat
     assert first.path == analysis_path(c, "bound_terms", tmp_path) and first.path.parent.name == "analyses"
     assert f"-{config_hash(c)}-bound_terms" in first.path.name
     assert first.provenance["run_file"] == result.path.name
+    assert [p.name for p in first.path.parent.iterdir()] == [first.path.name]  # one file, no other folder
     assert analyze(c, results_dir=tmp_path).values == first.values  # stored: loaded, not made again
 
     # as a recorded run: no checkpoint; the run is trained again in a scratch folder and must reproduce
