@@ -178,7 +178,7 @@ def fingerprint(root: Path) -> str:
     environment and the recorded runs."""
     h = hashlib.sha256()
     files = (sorted((root / "zslib").rglob("*.py")) + [root / "constraints.txt", root / "pyproject.toml"]
-             + sorted((root / "results" / "recorded").glob("*.json")))
+             + sorted((root / "results" / "recorded").rglob("*.json")))  # runs and analyses/
     for f in files:
         if f.is_file():
             h.update(f.relative_to(root).as_posix().encode())

@@ -130,7 +130,9 @@ def _parser() -> argparse.ArgumentParser:
                        description="Copy the result files of finished runs of one profile from the results folder "
                                    "into its recorded/ sub-folder, which is committed to the repository: the "
                                    "chapters then show these runs in builds that do not train them (e.g. the real "
-                                   "profile's runs in a quick build). Checkpoints are not copied.")
+                                   "profile's runs in a quick build), and the analysis records of those runs "
+                                   "(results/analyses/, zslib.analysis) into recorded/analyses/. Checkpoints are "
+                                   "not copied.")
     r.add_argument("--profile", required=True, choices=[p for p in sorted(PROFILES) if p != "quick"])
     r.add_argument("--results-dir", help="where results are (default: $ZS_RESULTS or results/)")
     r.add_argument("--dry-run", action="store_true", help="only list what would be copied")
@@ -267,11 +269,18 @@ def _evaluate(args) -> int:
 def _record(args) -> int:
     from zslib.store import record_runs
 
+    from zslib.analysis import record_analyses
+
     copied = record_runs(args.profile, args.results_dir, dry_run=args.dry_run)
     verb = "would copy" if args.dry_run else "copied"
     print(f"{verb} {len(copied)} run(s) of the {args.profile} profile to the recorded runs")
     for path in copied:
         print(f"  {path}")
+    analyses = record_analyses(args.profile, args.results_dir, dry_run=args.dry_run)
+    if analyses:
+        print(f"{verb} {len(analyses)} analysis record(s) of the {args.profile} profile (zslib.analysis)")
+        for path in analyses:
+            print(f"  {path}")
     return 0
 
 

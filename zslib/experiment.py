@@ -7,6 +7,8 @@ Everything here lives in a module named after its concept; this module gathers t
   one run (:mod:`zslib.runner`);
 * :func:`run_grid`, :func:`recorded_grid`, :func:`run_many`, :func:`run_seeds`, :func:`default_workers` -- many runs in parallel
   (:mod:`zslib.grid`);
+* :func:`analyze`, :func:`recorded_analyses` -- analyses that need a run's trained model (e.g. JRD Table 3's
+  lambda and d_H), stored beside the run (:mod:`zslib.analysis`);
 * :class:`Result`, :func:`load_result`, :func:`load_results`, :func:`results_dir` -- stored results with
   their provenance (:mod:`zslib.store`);
 * :func:`summarize`, :func:`paired`, :func:`format_interval` -- intervals and paired verdicts
@@ -14,6 +16,7 @@ Everything here lives in a module named after its concept; this module gathers t
 """
 from __future__ import annotations
 
+from .analysis import analyze, recorded_analyses
 from .config import Config, config_hash
 from .grid import MissingRunsError, default_workers, recorded_grid, run_grid, run_many, run_seeds
 from .runner import build_data, build_model, evaluate_checkpoint, load_model, run
@@ -22,4 +25,4 @@ from .store import Result, ResultFileError, load_result, load_results, results_d
 
 __all__ = ["Config", "config_hash", "run", "build_data", "build_model", "load_model", "evaluate_checkpoint",
            "run_grid", "recorded_grid", "run_many", "run_seeds", "default_workers", "MissingRunsError", "Result", "ResultFileError", "load_result",
-           "load_results", "results_dir", "summarize", "paired", "format_interval"]
+           "load_results", "results_dir", "summarize", "paired", "format_interval", "analyze", "recorded_analyses"]

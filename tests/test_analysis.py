@@ -1,0 +1,109 @@
+"""zslib.analysis: records of analyses that need a run's trained model (JRD Table 3's lambda and d_H), stored
+beside the run and keyed by its config hash, made from the checkpoint or by training the run again."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from zslib.analysis import (AnalysisRecord, analysis_path, analyze, load_analysis, record_analyses,
+                            recorded_analyses)
+from zslib.config import Config, config_hash
+from zslib.store import ResultFileError, load_result
+from zslib.runner import run
+
+REPO = Path(__file__).resolve().parents[1]
+TINY = dict(iterations=4, eval_every=4, batch_classes=4, batch_per_class=2, synth_images_per_class=8,
+            image_size=32, resize_size=36, embedding_dim=16)
+KEYS = {"lambda", "lambda_low", "lambda_high", "lambda_sum", "seen_error", "unseen_error", "d_H", "d_H_low",
+        "d_H_high", "R@1"}
+
+
+@pytest.fixture
+def one_thread():
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def test_an_analysis_from_the_checkpoint_equals_one_from_a_retrained_run(tmp_path, one_thread, capsys):
+    c = Config.from_profile("quick", **TINY)
+    assert recorded_analyses({"a": c}, "bound_terms", "the tiny grid", seeds=[0], results_dir=tmp_path) is None
+    assert "the tiny grid are not all recorded" in capsys.readouterr().out
+    with pytest.raises(LookupError, match="run"):
+        analyze(c, results_dir=tmp_path)  # neither the run nor its analysis is stored
+
+    result = run(c, results_dir=tmp_path, progress=False, device="cpu")
+    first = analyze(c, results_dir=tmp_path, device="cpu")
+    assert KEYS <= set(first.values) and first.provenance["model_from"] == "checkpoint"
+    assert first.values["R@1"] == result.metric("R@1")
+    assert 0 <= first["lambda"] <= 1 and 0 <= first["d_H"] <= 1
+    assert first["lambda_sum"] == pytest.approx(2 * first["lambda"])
+    assert first.path == analysis_path(c, "bound_terms", tmp_path) and first.path.parent.name == "analyses"
+    assert f"-{config_hash(c)}-bound_terms" in first.path.name
+    assert first.provenance["run_file"] == result.path.name
+    assert [p.name for p in first.path.parent.iterdir()] == [first.path.name]  # one file, no other folder
+    assert analyze(c, results_dir=tmp_path).values == first.values  # stored: loaded, not made again
+
+    # as a recorded run: no checkpoint; the run is trained again in a scratch folder and must reproduce
+    (tmp_path / "recorded").mkdir()
+    recorded = tmp_path / "recorded" / result.path.name
+    result.path.rename(recorded)
+    for ck in (tmp_path / "checkpoints").glob("*.pt"):
+        ck.unlink()
+    first.path.unlink()
+    again = analyze(c, results_dir=tmp_path, device="cpu")
+    assert again.provenance["model_from"] == "retrained" and again.provenance["reproduced_max_metric_diff"] == 0.0
+    assert again.values == first.values  # one thread: bitwise the same model, the same estimates
+    assert not list(tmp_path.glob("*.json")) and load_result(recorded).metrics == result.metrics  # nothing else written
+
+    shown = recorded_analyses({"a": c}, "bound_terms", "the tiny grid", seeds=[0], results_dir=tmp_path)
+    assert capsys.readouterr().out == "" and shown["a"][0].values == first.values
+
+    copied = record_analyses("quick", tmp_path)
+    assert [p.parent for p in copied] == [tmp_path / "recorded" / "analyses"]
+    assert record_analyses("quick", tmp_path) == []  # recorded once
+    assert load_analysis(copied[0]).provenance["recorded_from"] == again.path.name
+
+
+def test_a_run_that_does_not_reproduce_is_not_analyzed(tmp_path, one_thread):
+    c = Config.from_profile("quick", **TINY)
+    result = run(c, results_dir=tmp_path, progress=False, device="cpu")
+    for ck in (tmp_path / "checkpoints").glob("*.pt"):
+        ck.unlink()
+    d = json.loads(result.path.read_text())
+    d["metrics"]["unseen"]["R@1"] = min(1.0, d["metrics"]["unseen"]["R@1"] + 0.2)  # not what this config gives
+    result.path.write_text(json.dumps(d))
+    with pytest.raises(RuntimeError, match="does not reproduce"):
+        analyze(c, results_dir=tmp_path, device="cpu")
+
+
+def test_a_damaged_or_moved_record_is_an_error(tmp_path):
+    c = Config.from_profile("quick", **TINY)
+    path = tmp_path / "x-bound_terms.json"
+    path.write_text("{not json")
+    with pytest.raises(ResultFileError, match="not valid JSON"):
+        load_analysis(path)
+    record = AnalysisRecord("bound_terms", c, {}, {"lambda": 0.3}, {})
+    d = record.to_dict()
+    d["config_hash"] = "0" * 12  # stored under another config's hash
+    path.write_text(json.dumps(d))
+    with pytest.raises(ResultFileError, match="hashes to"):
+        load_analysis(path)
+    with pytest.raises(ValueError, match="unknown analysis"):
+        analyze(c, "no_such_analysis", results_dir=tmp_path)
+
+
+def test_every_recorded_analysis_belongs_to_a_recorded_run_with_the_same_numbers():
+    """Fast: the committed records name a committed run of the same config hash, and the model they analyzed
+    had that run's unseen Recall@1 (a retrained model is checked against the run when the record is made)."""
+    for path in sorted((REPO / "results" / "recorded" / "analyses").glob("*.json")):
+        record = load_analysis(path)
+        found = sorted((REPO / "results" / "recorded").glob(f"*-{config_hash(record.config)}.json"))
+        assert found, f"{path.name}: its run is not recorded"
+        run_file = found[0]
+        assert record.provenance["run_file"] == run_file.name
+        assert record["R@1"] == pytest.approx(load_result(run_file).metric("R@1"), abs=0.01)
