@@ -36,8 +36,8 @@ import torch
 
 from .config import Config, config_hash
 from .profile import PROFILES
-from .store import (ResultFileError, load_result, provenance, result_path, results_dir, _json_default,
-                    _slug)
+from .store import (ResultFileError, load_result, provenance, result_path, results_dir, json_default,
+                    file_slug)
 
 __all__ = ["Analysis", "ANALYSES", "AnalysisRecord", "analyze", "analysis_path", "load_analysis",
            "recorded_analyses", "record_analyses", "bound_terms", "MissingAnalysesError"]
@@ -138,7 +138,7 @@ class AnalysisRecord:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
         try:
-            tmp.write_text(json.dumps(self.to_dict(), indent=1, default=_json_default))
+            tmp.write_text(json.dumps(self.to_dict(), indent=1, default=json_default))
             os.replace(tmp, path)
         finally:
             if tmp.exists():
@@ -180,7 +180,7 @@ def analysis_path(config: Config, analysis: str, directory: str | os.PathLike | 
     h = config_hash(config)
     pattern = f"*-{h}-{analysis}.json"
     found = sorted((directory / "analyses").glob(pattern)) or sorted((directory / "recorded" / "analyses").glob(pattern))
-    return found[0] if found else directory / "analyses" / f"{_slug(config.name)}-{h}-{analysis}.json"
+    return found[0] if found else directory / "analyses" / f"{file_slug(config.name)}-{h}-{analysis}.json"
 
 
 # ----------------------------------------------------------------------------------------------------

@@ -31,7 +31,8 @@ from .train.history import History
 
 __all__ = ["Result", "ResultFileError", "ResultsNotWritableError", "results_dir", "result_path", "load_result",
            "load_results", "check_writable", "code_fingerprint", "stale_code_warning",
-           "record_runs", "recorded_runs", "provenance_summary", "git_commit", "device_name", "provenance"]
+           "record_runs", "recorded_runs", "provenance_summary", "git_commit", "device_name", "provenance",
+           "json_default", "file_slug"]
 
 
 class ResultFileError(ValueError):
@@ -91,7 +92,8 @@ def results_dir(path: str | os.PathLike | None = None) -> Path:
     return resolve_folder(path, "ZS_RESULTS", "results", Path.cwd() / "results")
 
 
-def _slug(text: str) -> str:
+def file_slug(text: str) -> str:
+    """``text`` made safe as part of a file name (runs' and analysis records' names)."""
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_") or "run"
 
 
@@ -100,7 +102,7 @@ def result_path(config: Config, directory: Path) -> Path:
     (``directory/recorded``), else where it will be written (in ``directory``)."""
     h = config_hash(config)
     found = sorted(directory.glob(f"*-{h}.json")) or sorted(directory.glob(f"recorded/*-{h}.json"))
-    return found[0] if found else directory / f"{_slug(config.name)}-{h}.json"
+    return found[0] if found else directory / f"{file_slug(config.name)}-{h}.json"
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -194,7 +196,7 @@ class Result:
         tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
         try:
             with open(tmp, "w") as f:
-                f.write(json.dumps(self.to_dict(), indent=1, default=_json_default))
+                f.write(json.dumps(self.to_dict(), indent=1, default=json_default))
                 f.flush()
                 os.fsync(f.fileno())
             os.replace(tmp, path)
@@ -210,7 +212,8 @@ class Result:
         return f"Result({self.config.name!r}, unseen: {head})"
 
 
-def _json_default(obj):
+def json_default(obj):
+    """``json.dumps``'s ``default`` for result and record files: NumPy scalars, paths and tensors."""
     if isinstance(obj, np.generic):
         return obj.item()
     if isinstance(obj, Path):
