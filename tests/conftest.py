@@ -34,6 +34,18 @@ def _quick_profile(monkeypatch, _session_cache):
     monkeypatch.setattr(zslib.profile, "_active", None)
 
 
+@pytest.fixture
+def one_thread():
+    """PyTorch on one thread for the test, restored afterwards (runs compared bitwise must not depend on the
+    number of threads, and forked workers must not oversubscribe the cores)."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 @pytest.fixture(scope="session")
 def built_book():
     """The executed book in ``_build/html``, built once per test session by scripts/build_book.py (the

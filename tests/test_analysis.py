@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 
 import pytest
-import torch
 
 from zslib.analysis import (AnalysisRecord, analysis_path, analyze, load_analysis, record_analyses,
                             recorded_analyses)
@@ -19,14 +18,6 @@ TINY = dict(iterations=4, eval_every=4, batch_classes=4, batch_per_class=2, synt
             image_size=32, resize_size=36, embedding_dim=16)
 KEYS = {"lambda", "lambda_low", "lambda_high", "lambda_sum", "seen_error", "unseen_error", "d_H", "d_H_low",
         "d_H_high", "R@1"}
-
-
-@pytest.fixture
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def test_an_analysis_from_the_checkpoint_equals_one_from_a_retrained_run(tmp_path, one_thread, capsys):

@@ -14,14 +14,6 @@ TINY = dict(iterations=4, eval_every=4, batch_classes=4, batch_per_class=2, synt
             image_size=32, resize_size=36, embedding_dim=16)
 
 
-@pytest.fixture
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 def test_parallel_runs_equal_sequential_runs_and_keep_the_order(tmp_path, one_thread):
     configs = [Config.from_profile("quick", **TINY, seed=s, loss=loss)
                for s, loss in ((1, "triplet"), (0, "contrastive"), (2, "triplet"))]

@@ -35,9 +35,9 @@ import numpy as np
 import torch
 
 from .config import Config, config_hash
-from .profile import PROFILES
-from .store import (ResultFileError, load_result, provenance, result_path, results_dir, json_default,
-                    file_slug)
+from .grid import grid_jobs
+from .store import (ResultFileError, load_result, provenance, result_path, results_dir, file_slug,
+                    write_json)
 
 __all__ = ["Analysis", "ANALYSES", "AnalysisRecord", "analyze", "analysis_path", "load_analysis",
            "recorded_analyses", "record_analyses", "bound_terms", "MissingAnalysesError"]
@@ -133,18 +133,9 @@ class AnalysisRecord:
                 "provenance": self.provenance}
 
     def save(self, path: str | os.PathLike) -> Path:
-        """Write the record atomically (temporary file, renamed)."""
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-        try:
-            tmp.write_text(json.dumps(self.to_dict(), indent=1, default=json_default))
-            os.replace(tmp, path)
-        finally:
-            if tmp.exists():
-                tmp.unlink()
-        self.path = path
-        return path
+        """Write the record atomically (:func:`zslib.store.write_json`)."""
+        self.path = write_json(path, self.to_dict())
+        return self.path
 
 
 def load_analysis(path: str | os.PathLike) -> AnalysisRecord:
@@ -275,12 +266,7 @@ def recorded_analyses(grid: Mapping, analysis: str, what: str, seeds: Iterable[i
     returns ``None``, so that the rest of the chapter goes on."""
     _get(analysis)
     directory = _results(results_dir)
-    jobs = []
-    for key, config in grid.items():
-        if not isinstance(config, Config):
-            raise TypeError(f"recorded_analyses() needs Config values, got {type(config).__name__} for {key!r}")
-        for s in (PROFILES[config.profile].seeds if seeds is None else tuple(seeds)):
-            jobs.append((key, config.replace(seed=int(s))))
+    jobs = grid_jobs(grid, seeds, "recorded_analyses()")
     if not train:
         missing = [c for _, c in jobs if not analysis_path(c, analysis, directory).exists()]
         if missing:

@@ -26,7 +26,7 @@ from .store import Result, check_writable, result_path, results_dir, stale_code_
 from .threads import limit_process
 from .train import distributed
 
-__all__ = ["run_many", "run_grid", "recorded_grid", "run_seeds", "default_workers", "MissingRunsError"]
+__all__ = ["run_many", "run_grid", "grid_jobs", "recorded_grid", "run_seeds", "default_workers", "MissingRunsError"]
 
 
 class MissingRunsError(LookupError):
@@ -48,6 +48,18 @@ def run_seeds(config: Config, seeds: Iterable[int] | None = None, *, workers: in
     return run_many([config.replace(seed=int(s)) for s in seeds], workers=workers, **run_kwargs)
 
 
+def grid_jobs(grid: Mapping, seeds: Iterable[int] | None, caller: str) -> list[tuple]:
+    """``[(key, config with its seed)]`` of a grid ``{key: Config}``, once per seed (default: each config's
+    profile seeds), in the grid's order; ``caller`` names the function in the error for a non-Config value."""
+    jobs = []
+    for key, config in grid.items():
+        if not isinstance(config, Config):
+            raise TypeError(f"{caller} needs Config values, got {type(config).__name__} for {key!r}")
+        for s in (PROFILES[config.profile].seeds if seeds is None else tuple(seeds)):
+            jobs.append((key, config.replace(seed=int(s))))
+    return jobs
+
+
 def run_grid(grid: Mapping, seeds: Iterable[int] | None = None, *, stored_only: bool = False, **run_kwargs) -> dict:
     """Every configuration of ``grid`` (``{key: Config}``) once per seed, all in one :func:`run_many`
     (so the whole grid trains in parallel), returned as ``{key: [Result per seed]}`` in the grid's order.
@@ -58,12 +70,7 @@ def run_grid(grid: Mapping, seeds: Iterable[int] | None = None, *, stored_only: 
     ``results/`` or among the recorded runs of ``results/recorded/``), else :class:`MissingRunsError` lists
     the missing ones -- how a chapter shows the recorded runs of a profile it is not running.
     """
-    jobs = []
-    for key, config in grid.items():
-        if not isinstance(config, Config):
-            raise TypeError(f"run_grid() needs Config values, got {type(config).__name__} for {key!r}")
-        for s in (PROFILES[config.profile].seeds if seeds is None else tuple(seeds)):
-            jobs.append((key, config.replace(seed=int(s))))
+    jobs = grid_jobs(grid, seeds, "run_grid()")
     if stored_only:
         directory = results_dir(run_kwargs.get("results_dir"))
         missing = [c for _, c in jobs if not result_path(c, directory).exists()]

@@ -32,7 +32,7 @@ from .train.history import History
 __all__ = ["Result", "ResultFileError", "ResultsNotWritableError", "results_dir", "result_path", "load_result",
            "load_results", "check_writable", "code_fingerprint", "stale_code_warning",
            "record_runs", "recorded_runs", "provenance_summary", "git_commit", "device_name", "provenance",
-           "json_default", "file_slug"]
+           "json_default", "file_slug", "write_json"]
 
 
 class ResultFileError(ValueError):
@@ -191,25 +191,31 @@ class Result:
 
     def save(self, path: str | os.PathLike) -> Path:
         """Write the result atomically and durably (temporary file, flushed to disk, renamed)."""
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-        try:
-            with open(tmp, "w") as f:
-                f.write(json.dumps(self.to_dict(), indent=1, default=json_default))
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, path)
-        finally:
-            if tmp.exists():
-                tmp.unlink()
-        self.path = path
-        return path
+        self.path = write_json(path, self.to_dict())
+        return self.path
 
     def __repr__(self):
         m = self.metrics.get("unseen", {})
         head = ", ".join(f"{k}={v:.4f}" for k, v in list(m.items())[:4])
         return f"Result({self.config.name!r}, unseen: {head})"
+
+
+def write_json(path: str | os.PathLike, data) -> Path:
+    """Write ``data`` as indented JSON to ``path`` atomically and durably (a temporary file beside it, flushed
+    to disk, renamed over it), creating the folder; a crash leaves the old file or none, never half of one."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        with open(tmp, "w") as f:
+            f.write(json.dumps(data, indent=1, default=json_default))
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    return path
 
 
 def json_default(obj):
