@@ -98,3 +98,20 @@ def test_every_recorded_analysis_belongs_to_a_recorded_run_with_the_same_numbers
         run_file = found[0]
         assert record.provenance["run_file"] == run_file.name
         assert record["R@1"] == pytest.approx(load_result(run_file).metric("R@1"), abs=0.01)
+
+
+def test_every_pair_equals_the_runs_own_evaluation_when_the_run_scored_every_image(tmp_path, one_thread):
+    """With ``eval_per_class=None`` a ZSML run already scores every pair of each split, so the every_pair analysis
+    of its model must give the run's own unseen metrics exactly, its Euclidean row included."""
+    params = {"k": 4, "height": 4, "stride": 4, "hidden": [8], "pairs": 200, "batch_pairs": 16,
+              "eval_per_class": None, "neighbors": 2}
+    c = Config.from_profile("quick", method="zsml", method_params=params, **TINY)
+    result = run(c, results_dir=tmp_path, progress=False, device="cpu")
+    record = analyze(c, "every_pair", results_dir=tmp_path, device="cpu")
+    n = record["n_images"]
+    assert record["pairs"] == n * n and record["matrix_mib"] == pytest.approx(4 * n * n / 2 ** 20)
+    for name, value in result.metrics["unseen"].items():
+        assert record[name] == pytest.approx(value, abs=1e-12), name
+    assert record["seconds"] > 0 and record["peak_rss_mib"] > 0
+    with pytest.raises(TypeError, match="pair scorer"):
+        analyze(Config.from_profile("quick", **TINY), "every_pair", results_dir=tmp_path, train=True, device="cpu")

@@ -40,7 +40,7 @@ from .store import (ResultFileError, load_result, provenance, result_path, resul
                     write_json)
 
 __all__ = ["Analysis", "ANALYSES", "AnalysisRecord", "analyze", "analysis_path", "load_analysis",
-           "recorded_analyses", "record_analyses", "bound_terms", "MissingAnalysesError"]
+           "recorded_analyses", "record_analyses", "bound_terms", "every_pair", "MissingAnalysesError"]
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -81,6 +81,68 @@ def bound_terms(model, data: dict, config: Config, *, k: int = 1, folds: int = 5
             "n_seen": float(len(s_lab)), "n_unseen": float(len(u_lab))}
 
 
+def _peak_rss_reset() -> bool:
+    """Reset the kernel's peak-resident-set counter of this process (Linux ``clear_refs``); False if it cannot."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def _peak_rss_mib() -> float:
+    """The peak resident set of this process in MiB: ``VmHWM`` (since the last reset) where Linux has it,
+    else ``ru_maxrss`` (since the process started)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    import resource
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def every_pair(model, data: dict, config: Config, *, split: str = "unseen", max_pairs: int = 512,
+               progress="text") -> dict[str, float]:
+    """A pair scorer (ZSML, ``model.pair``) evaluated on *every* ordered pair of a split, not on the class-stratified
+    sample of its run (``eval_per_class``): the book's protocol (:func:`zslib.pairwise.matrix_metrics`: Recall@K,
+    spectral clustering's ACC / NMI / purity) on the full ``(n, n)`` score matrix, with the Euclidean distance of the
+    same features beside it (``input ...``). Also measured: ``seconds`` spent scoring, ``pairs``, ``n_images``,
+    ``matrix_mib`` (the float32 matrix) and ``peak_rss_mib``, the process's peak resident memory while the pairs
+    were scored (``peak_since_reset`` is 1 when the kernel counter could be reset before scoring, else the peak of
+    the whole process, training included)."""
+    from .pairwise import euclidean_scorer, matrix_metrics, score_matrix
+    from .train import embed
+
+    pair = getattr(model, "pair", None)
+    if pair is None or not callable(pair):
+        raise TypeError(f"every_pair needs a model with a pair scorer .pair (ZSML's ZSMLNet); "
+                        f"{config.method!r} embeds images, use the run's own metrics instead")
+    if isinstance(data[split], tuple):
+        raise NotImplementedError("every_pair scores one set against itself; In-Shop's query/gallery split is not supported")
+    device = next(model.parameters()).device
+    x, y = embed(model, data[split], batch_size=config.eval_batch_size, device=device, num_workers=config.num_workers)
+    x, y = torch.as_tensor(x), np.asarray(y.cpu() if torch.is_tensor(y) else y)
+    p = config.method_params
+    reset = _peak_rss_reset()
+    started = time.perf_counter()
+    s = score_matrix(pair.eval(), x, max_pairs=max_pairs, device=device, progress=progress)
+    seconds = time.perf_counter() - started
+    peak = _peak_rss_mib()
+    if p.get("symmetric"):
+        s = 0.5 * (s + s.T)
+    seed = config.seed
+    row = matrix_metrics(s.numpy(), y, neighbors=p.get("neighbors", 10), seed=seed)
+    del s
+    base = matrix_metrics(score_matrix(euclidean_scorer, x.cpu(), max_pairs=1 << 16).numpy(), y,
+                          neighbors=p.get("neighbors", 10), seed=seed)
+    n = len(y)
+    return {**row, **{f"input {k}": v for k, v in base.items()}, "n_images": n, "pairs": n * n, "seconds": seconds,
+            "matrix_mib": 4 * n * n / 2 ** 20, "peak_rss_mib": peak, "peak_since_reset": float(reset)}
+
+
 @dataclass(frozen=True)
 class Analysis:
     """A named analysis: ``function(model, data, config, **params) -> {name: number}`` with fixed ``params``
@@ -97,6 +159,7 @@ class Analysis:
 #: The analyses :func:`analyze` knows, by name.
 ANALYSES: dict[str, Analysis] = {
     "bound_terms": Analysis("bound_terms", bound_terms, {"k": 1, "folds": 5, "repeats": 2, "seed": 0}),
+    "every_pair": Analysis("every_pair", every_pair, {"split": "unseen", "max_pairs": 512}),
 }
 
 

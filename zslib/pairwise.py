@@ -121,21 +121,31 @@ def _blocks(scorer: PairScorer, q: torch.Tensor, g: torch.Tensor, max_pairs: int
 
 
 def score_matrix(scorer: PairScorer, query, gallery=None, *, max_pairs: int = DEFAULT_MAX_PAIRS,
-                 device=None) -> torch.Tensor:
+                 device=None, progress=False) -> torch.Tensor:
     """The ``(n_query, n_gallery)`` matrix ``[i, j] = scorer(query[i], gallery[j])`` (CPU).
 
     ``gallery=None`` scores the query set against itself, diagonal included. The scorer sees at
     most ``max_pairs`` pairs per call, on ``device`` (default: the query's). The scores are
     whatever the scorer computes: for ZSML's network, ``[i, j]`` and ``[j, i]`` differ. Average
-    the matrix with its transpose for a symmetric similarity.
+    the matrix with its transpose for a symmetric similarity. ``progress``: a bar over the pairs
+    (:func:`zslib.progress.progress_bar`'s modes; off by default).
     """
+    from .progress import progress_bar
+
     _check_scorer(scorer)
     q, g = _inputs(query, gallery, device)
     out = None
-    for q0, g0, s in _blocks(scorer, q, g, max_pairs):
-        if out is None:
-            out = torch.empty(q.shape[0], g.shape[0], dtype=s.dtype)
-        out[q0:q0 + s.shape[0], g0:g0 + s.shape[1]] = s.cpu()
+    bar = progress_bar(progress, q.shape[0] * g.shape[0], desc="pairs")
+    try:
+        for q0, g0, s in _blocks(scorer, q, g, max_pairs):
+            if out is None:
+                out = torch.empty(q.shape[0], g.shape[0], dtype=s.dtype)
+            out[q0:q0 + s.shape[0], g0:g0 + s.shape[1]] = s.cpu()
+            if bar is not None:
+                bar.update(s.numel())
+    finally:
+        if bar is not None:
+            bar.close()
     return out
 
 
