@@ -86,6 +86,20 @@ def test_a_damaged_or_moved_record_is_an_error(tmp_path):
         load_analysis(path)
     with pytest.raises(ValueError, match="unknown analysis"):
         analyze(c, "no_such_analysis", results_dir=tmp_path)
+    for bad in ([[0.1, 0.2], [0.3]], [0.1, float("nan")], "0.3", True):  # ragged, not finite, not a number
+        d = AnalysisRecord("bound_terms", c, {}, {"lambda": bad}, {}).to_dict()
+        path.write_text(json.dumps(d))
+        with pytest.raises(ResultFileError, match="finite numbers or arrays"):
+            load_analysis(path)
+
+
+def test_an_analysis_may_store_arrays(tmp_path):
+    """Maps (e.g. attention of a few images) are stored as nested lists and read back unchanged."""
+    c = Config.from_profile("quick", **TINY)
+    maps = [[[0.25, 0.5], [0.125, 1.0]], [[0.0, 0.5], [2.0, 3.0]]]
+    saved = AnalysisRecord("bound_terms", c, {}, {"maps": maps, "lambda": 0.5}, {}).save(tmp_path / "a.json")
+    back = load_analysis(saved)
+    assert back["maps"] == maps and back["lambda"] == 0.5
 
 
 def test_every_recorded_analysis_belongs_to_a_recorded_run_with_the_same_numbers():

@@ -23,7 +23,6 @@ again in a scratch folder and checking that the retrained metrics agree with the
 from __future__ import annotations
 
 import json
-import math
 import os
 import tempfile
 import time
@@ -152,8 +151,16 @@ class Analysis:
     function: Callable[..., Mapping[str, float]]
     params: dict = field(default_factory=dict)
 
-    def __call__(self, model, data, config) -> dict[str, float]:
-        return {str(k): float(v) for k, v in self.function(model, data, config, **self.params).items()}
+    def __call__(self, model, data, config) -> dict[str, float | list]:
+        return {str(k): _value(v, k) for k, v in self.function(model, data, config, **self.params).items()}
+
+
+def _value(v, name: str = "value"):
+    """A number, or an array of numbers (e.g. attention maps) as nested lists; finite, else ``ValueError``."""
+    a = np.asarray(v.detach().cpu() if torch.is_tensor(v) else v, dtype=np.float64)
+    if not np.isfinite(a).all():
+        raise ValueError(f"analysis value {name!r} is not finite")
+    return float(a) if a.ndim == 0 else a.tolist()
 
 
 #: The analyses :func:`analyze` knows, by name.
@@ -180,7 +187,7 @@ class AnalysisRecord:
     analysis: str
     config: Config
     params: dict
-    values: dict[str, float]
+    values: dict[str, float | list]  # a number, or an array of numbers as nested lists (np.asarray reads it)
     provenance: dict
     path: Path | None = None
 
@@ -220,11 +227,14 @@ def load_analysis(path: str | os.PathLike) -> AnalysisRecord:
         raise ResultFileError(f"{path}: its config now hashes to {config_hash(config)}, not to the recorded "
                               f"{d.get('config_hash')}; {todo}")
     values = d.get("values")
-    if not isinstance(values, Mapping) or not all(
-            isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in values.values()):
-        raise ResultFileError(f"{path}: 'values' must be an object of finite numbers; {todo}")
-    return AnalysisRecord(str(d.get("analysis")), config, dict(d.get("params") or {}),
-                          {str(k): float(v) for k, v in values.items()}, dict(d.get("provenance") or {}), path)
+    try:
+        if not isinstance(values, Mapping) or any(isinstance(v, (bool, str)) for v in values.values()):
+            raise ValueError
+        values = {str(k): _value(v, k) for k, v in values.items()}
+    except (ValueError, TypeError):
+        raise ResultFileError(f"{path}: 'values' must be an object of finite numbers or arrays of them; {todo}") from None
+    return AnalysisRecord(str(d.get("analysis")), config, dict(d.get("params") or {}), values,
+                          dict(d.get("provenance") or {}), path)
 
 
 def analysis_path(config: Config, analysis: str, directory: str | os.PathLike | None = None) -> Path:
