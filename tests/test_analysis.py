@@ -30,7 +30,7 @@ def test_an_analysis_from_the_checkpoint_equals_one_from_a_retrained_run(tmp_pat
     result = run(c, results_dir=tmp_path, progress=False, device="cpu")
     first = analyze(c, results_dir=tmp_path, device="cpu")
     assert KEYS <= set(first.values) and first.provenance["model_from"] == "checkpoint"
-    assert first.values["R@1"] == result.metric("R@1")
+    assert first.values["R@1"] == first.values["run R@1"] == result.metric("R@1")
     assert 0 <= first["lambda"] <= 1 and 0 <= first["d_H"] <= 1
     assert first["lambda_sum"] == pytest.approx(2 * first["lambda"])
     assert first.path == analysis_path(c, "bound_terms", tmp_path) and first.path.parent.name == "analyses"
@@ -111,7 +111,8 @@ def test_every_recorded_analysis_belongs_to_a_recorded_run_with_the_same_numbers
         assert found, f"{path.name}: its run is not recorded"
         run_file = found[0]
         assert record.provenance["run_file"] == run_file.name
-        assert record["R@1"] == pytest.approx(load_result(run_file).metric("R@1"), abs=0.01)
+        run_r1 = record.values.get("run R@1", record["R@1"])  # records before "run R@1" kept it as "R@1"
+        assert run_r1 == pytest.approx(load_result(run_file).metric("R@1"), abs=0.01)
 
 
 def test_every_pair_equals_the_runs_own_evaluation_when_the_run_scored_every_image(tmp_path, one_thread):
@@ -126,6 +127,36 @@ def test_every_pair_equals_the_runs_own_evaluation_when_the_run_scored_every_ima
     assert record["pairs"] == n * n and record["matrix_mib"] == pytest.approx(4 * n * n / 2 ** 20)
     for name, value in result.metrics["unseen"].items():
         assert record[name] == pytest.approx(value, abs=1e-12), name
+    assert record["run R@1"] == result.metric("R@1")
     assert record["seconds"] > 0 and record["peak_rss_mib"] > 0
     with pytest.raises(TypeError, match="pair scorer"):
         analyze(Config.from_profile("quick", **TINY), "every_pair", results_dir=tmp_path, train=True, device="cpu")
+
+
+@pytest.mark.parametrize("method,params", [("zsml", {"k": 4, "height": 4, "stride": 4, "hidden": [8], "pairs": 200,
+                                                      "batch_pairs": 16, "eval_per_class": 3, "neighbors": 2}),
+                                            ("baseline", {})])
+def test_transfer_evaluates_the_other_dataset_as_the_run_evaluates_its_own(tmp_path, one_thread, monkeypatch, method,
+                                                                          params):
+    """Pointed at a 'dataset' whose unseen images are the run's own, the transfer analysis must give the run's own
+    unseen metrics exactly: the same evaluator (pairs or embeddings) with the same seed."""
+    import zslib.runner
+
+    c = Config.from_profile("quick", method=method, method_params=params, **TINY)
+    result = run(c, results_dir=tmp_path, progress=False, device="cpu")
+    with pytest.raises(ValueError, match="trained on that dataset"):
+        analyze(c, "to_synthparts", results_dir=tmp_path, device="cpu")
+    build = zslib.runner.build_data
+    asked = []
+
+    def same_images(config):
+        asked.append(config.dataset)
+        return build(config.replace(dataset="synthparts"))
+
+    monkeypatch.setattr(zslib.runner, "build_data", same_images)
+    record = analyze(c, "to_flowers102", results_dir=tmp_path, device="cpu")
+    assert "flowers102" in asked and record.params == {"dataset": "flowers102", "split": "unseen"}
+    shared = set(result.metrics["unseen"]) & set(record.values)  # the target dataset decides the standard row
+    assert {"R@1", "NMI"} <= shared
+    for name in shared:
+        assert record[name] == pytest.approx(result.metrics["unseen"][name], abs=1e-12), name

@@ -60,6 +60,23 @@ def test_score_matrix_with_zsml_network_matches_all_pairs():
         want = net.all_pairs(x)
     for max_pairs in (7, 64, 1000):
         torch.testing.assert_close(pw.score_matrix(net, x, max_pairs=max_pairs), want, rtol=1e-12, atol=1e-12)
+    # the network goes through its per-vector halves; a plain function of the pairs takes the generic path
+    calls = []
+
+    def pairs_only(a, b):
+        calls.append(a.shape[0])
+        return net(a, b)
+
+    for relation in ("kernels", "linear"):
+        net = pair_similarity(20, relation, k=4, height=4, stride=3, hidden=(8, 8)).double().eval()
+        q, g = _data(5, 20, seed=4), _data(9, 20, seed=5)
+        with torch.no_grad():
+            want = torch.stack([net(qi.expand(9, -1), g) for qi in q])  # brute force, one row at a time
+        for max_pairs in (1, 4, 9, 30):
+            torch.testing.assert_close(pw.score_matrix(net, q, g, max_pairs=max_pairs), want, rtol=1e-12, atol=1e-12)
+            torch.testing.assert_close(pw.score_matrix(pairs_only, q, g, max_pairs=max_pairs), want, rtol=1e-12,
+                                       atol=1e-12)
+    assert calls and max(calls) <= 30
 
 
 @pytest.mark.parametrize("scorer", [_asym, _tied])

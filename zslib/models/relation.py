@@ -260,6 +260,16 @@ class PairSimilarity(nn.Module):
         u, v = r.first(x), r.second(x)
         return self._score(u, v, u, v, first, second, symmetric)
 
+    def halves(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The relation's per-vector halves ``(first(x), second(x))``: what a vector contributes as the first or as
+        the second member of a pair. :func:`zslib.pairwise.score_matrix` computes them once per vector."""
+        return self.relation.first(x), self.relation.second(x)
+
+    def from_halves(self, u: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        """Scores ``(P,)`` of the pairs whose first members have halves ``u`` and second members ``v`` (rows of
+        :meth:`halves`' first and second outputs)."""
+        return self.head(self.relation.combine(u, v))
+
     def all_pairs(self, x: torch.Tensor, symmetric: bool = False) -> torch.Tensor:
         """The ``(n, n)`` similarity matrix of every ordered pair of the rows of ``x`` (diagonal
         included). It keeps ``n^2`` relation vectors, which training needs for backpropagation anyway;
