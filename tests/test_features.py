@@ -125,3 +125,36 @@ def test_a_missing_dataset_is_downloaded_only_when_allowed(tmp_path, monkeypatch
     monkeypatch.setenv("ZS_DOWNLOAD", "1")
     ds = open_dataset(Flowers102, split="train")
     assert len(calls) == 1 and len(ds) > 0
+
+
+def test_synthparts_features_are_the_frozen_networks_maps_of_its_rendered_images(tmp_path, monkeypatch):
+    """SynthParts through the same frozen network (for transfer between it and the photographs): the cache holds
+    the eager network's maps of the rendered, normalized images, seen classes first; a changed rendering size
+    is another entry."""
+    from torchvision.transforms import v2
+
+    from zslib.data.synthparts import SynthParts
+    from zslib.features import feature_cache
+    from zslib.models import build_model, normalization
+
+    monkeypatch.setenv("ZS_CACHE", str(tmp_path / "cache"))
+    arrays, info = feature_cache("synthparts", "efficientnet_lite0", STAGES, SIZE, RESIZE, progress=False,
+                                 num_workers=0, images_per_class=2)
+    norm = v2.Normalize(*[list(v) for v in normalization("efficientnet_lite0")])
+    seen, unseen = (SynthParts(s, image_size=SIZE, images_per_class=2, transform=norm) for s in ("seen", "unseen"))
+    assert info["built"] and info["images"] == len(seen) + len(unseen) == 200
+    assert arrays["labels"].tolist() == list(seen.labels) + list(unseen.labels)
+    assert arrays["split"].tolist() == [0] * len(seen) + [1] * len(unseen)
+    net = build_model("efficientnet_lite0", 8, pretrained=True).backbone.eval()
+    images = torch.stack([seen[i][0] for i in range(len(seen))] + [unseen[i][0] for i in range(len(unseen))])
+    with torch.no_grad():
+        maps = net.features(images, STAGES)
+    expected = torch.cat([maps[s].flatten(1) for s in STAGES], dim=1).numpy()
+    got = np.asarray(arrays["features"], dtype=np.float32)
+    assert np.abs(got - expected).max() <= 2e-3 * np.abs(expected).max()
+    again = feature_cache("synthparts", "efficientnet_lite0", STAGES, SIZE, RESIZE, progress=False, num_workers=0,
+                          images_per_class=2)[1]
+    assert not again["built"] and again["folder"] == info["folder"]
+    other = feature_cache("synthparts", "efficientnet_lite0", STAGES, SIZE + 8, RESIZE, progress=False,
+                          num_workers=0, images_per_class=2)[1]
+    assert other["built"] and other["folder"] != info["folder"]

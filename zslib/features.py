@@ -72,9 +72,29 @@ def _weights_digest(backbone: str) -> str:
     return sha256_of(path)
 
 
+def _synthparts_splits(image_size: int, images_per_class: int | None, mean, std):
+    """SynthParts' seen and unseen splits rendered at ``image_size`` and normalized for the backbone, and a digest
+    of what they are: the splits' arguments and the source of the module that renders them."""
+    from torchvision.transforms import v2
+
+    from .data import synthparts
+
+    norm = v2.Normalize(list(mean), list(std))
+    kw = dict(image_size=int(image_size), images_per_class=int(images_per_class or 40), transform=norm)
+    train, test = synthparts.SynthParts("seen", **kw), synthparts.SynthParts("unseen", **kw)
+    h = hashlib.sha256(repr((train._cache_key, test._cache_key)).encode())
+    h.update(source_fingerprint(synthparts).encode())
+    return train, test, h.hexdigest()[:16]
+
+
 def feature_cache(dataset: str, backbone: str, stages, image_size: int, resize_size: int, *, root=None,
-                  batch_size: int = 64, num_workers: int = 1, progress="auto") -> tuple[dict, CacheInfo]:
+                  batch_size: int = 64, num_workers: int = 1, progress="auto",
+                  images_per_class: int | None = None) -> tuple[dict, CacheInfo]:
     """The cached maps of every image of ``dataset`` (its train split, then its test split), built if needed.
+
+    ``dataset`` may also be ``"synthparts"``: its seen and unseen classes rendered at ``image_size`` with
+    ``images_per_class`` images each (``resize_size`` unused), so that a pretrained network's features of the
+    synthetic images can be compared with, or transferred to and from, those of a photograph dataset.
 
     Returns ``(arrays, info)``: ``arrays["features"]`` (N, F) float16 (a read-only memory map),
     ``arrays["pooled"]`` (N, C) float32, the global average of the last stage's cached map (exactly what a
@@ -89,12 +109,17 @@ def feature_cache(dataset: str, backbone: str, stages, image_size: int, resize_s
 
     stages = list(stages)
     shapes = layout(backbone, stages, image_size)
-    cls = get_dataset_class(dataset)
     mean, std = normalization(backbone)
-    transform = test_transform(image_size, resize_size, mean, std)
-    train = open_dataset(cls, root=root, split="train", transform=transform)
-    test = open_dataset(cls, root=root, split="test", transform=transform)
-    key = {"dataset": cls.name, "images": _identity(train, test), "backbone": backbone,
+    if str(dataset).lower() == "synthparts":
+        train, test, identity = _synthparts_splits(image_size, images_per_class, mean, std)
+        name = "synthparts"
+    else:
+        cls = get_dataset_class(dataset)
+        transform = test_transform(image_size, resize_size, mean, std)
+        train = open_dataset(cls, root=root, split="train", transform=transform)
+        test = open_dataset(cls, root=root, split="test", transform=transform)
+        identity, name = _identity(train, test), cls.name
+    key = {"dataset": name, "images": identity, "backbone": backbone,
            "weights_sha256": _weights_digest(backbone), "image_size": int(image_size), "resize_size": int(resize_size),
            "stages": stages, "code": _code_fingerprint(backbone)}
     entry = ArrayCache("features", key)

@@ -43,7 +43,7 @@ def build_dataset(profile=None, split: str = "train", train: bool | None = None,
     split = str(split).lower()
     if train is None:
         train = split in ("train", "seen")
-    if str(profile.dataset).lower() == "synthparts":
+    if str(profile.dataset).lower() == "synthparts" and not tuple(getattr(profile, "feature_stages", ()) or ()):
         if split not in _TO_SYNTH:
             raise ValueError(f"SynthParts splits are 'train' (= seen), 'test' (= unseen) or 'all', not {split!r}")
         transform = None
@@ -91,5 +91,5 @@ def _cached_split(profile, split: str, root, pooled_only: bool):
         raise ValueError(f"a feature cache holds the splits 'train' (seen) and 'test' (unseen), not {split!r}")
     stages = tuple(profile.feature_stages)
     arrays, info = feature_cache(profile.dataset, profile.backbone, stages, profile.image_size, profile.resize_size,
-                                 root=root)
+                                 root=root, images_per_class=getattr(profile, "synth_images_per_class", None))
     return FeatureDataset(arrays, split, layout(profile.backbone, stages, profile.image_size), info, pooled_only)
