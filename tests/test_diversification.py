@@ -450,3 +450,16 @@ def test_bad_inputs_get_clear_errors():
         D.jrs_regularizer(layers, y, alpha=-1.0)
     with pytest.raises(ValueError, match="NaN"):
         D.jrs_regularizer([layers[0] * float("nan")], y)
+
+
+def test_jrd_representations_take_the_mixture_sizes_of_the_pooling_and_embedding_layers():
+    torch.manual_seed(0)
+    pooled, emb, proxies = torch.randn(6, 5), torch.randn(6, 4), torch.randn(3, 4)
+    r = D.jrd_representations(pooled, emb, proxies, "jrd", mixture=(5, 2))
+    assert r.kernels == [D.mixture_scales(5), D.mixture_scales(2), D.CLASS_LEVEL_SCALES]
+    default = D.jrd_representations(pooled, emb, proxies, "jrd")
+    assert default.kernels == [D.GAUSSIAN_SCALES, D.GAUSSIAN_SCALES, (1.0,)]
+    with pytest.raises(ValueError, match=r"\(K, K'\)"):
+        D.jrd_representations(pooled, emb, proxies, "jrd", mixture=(3,))
+    with pytest.raises(ValueError, match="has none"):
+        D.jrd_representations(pooled, emb, proxies, "jrd", kernel="laplace", mixture=(1, 1))

@@ -276,3 +276,92 @@ def test_intra_method_gaussian_form_is_the_gaussian_penalty():
     assert m.terms("main", model, x, y)["intra"].item() == pytest.approx(
         2.0 * R.gaussian_intra_class_distance(emb, y).item(), rel=1e-6)
     assert Config(method="intra").method_params["form"] == "squared"  # earlier runs keep their meaning
+
+
+# ------------------------------------------------------------------------------ mixture sizes (Fig. 6)
+def _released_code_scales(k, mul=2.0):
+    """The bandwidth multipliers of the released code's ``guassian_kernel`` (loss.py, github.com/YangLin122/JRD):
+    the mean squared distance divided by ``mul ** (k // 2)``, then times ``mul ** i`` for ``i < k``."""
+    base = 1.0 / mul ** (k // 2)
+    return [base * mul ** i for i in range(k)]
+
+
+@pytest.mark.parametrize("k", [1, 2, 3, 4, 5, 7])
+def test_mixture_scales_are_the_released_codes(k):
+    assert list(D.mixture_scales(k)) == _released_code_scales(k)
+    assert D.mixture_scales(3) == D.GAUSSIAN_SCALES  # the paper's K = 3 (Sec. 5.1)
+
+
+def test_mixture_scales_refuse_an_empty_or_fractional_mixture():
+    for bad in (0, -1, 1.5):
+        with pytest.raises(ValueError):
+            D.mixture_scales(bad)
+
+
+@pytest.mark.parametrize("mixture", [(1, 1), (1, 5), (5, 1), (2, 3), (5, 5)])
+def test_mixture_sizes_set_the_pooling_and_embedding_kernels(mixture):
+    """The method's JRS term with mixture (K, K') against a double loop over pairs with the released code's
+    bandwidths: K Gaussians on the pooling layer, K' on the embedding, one on the class level."""
+    net, (x, y) = _net(), _batch(seed=4)
+    m = _method(alpha=1.0, mixture=list(mixture))
+    value = m.terms("main", net, x, y)["jrs"].item()
+    pooled = net.backbone.pooled(x).detach().numpy()
+    emb = net.head(torch.as_tensor(pooled)).detach()
+    emb = (emb / emb.norm(dim=1, keepdim=True)).numpy()
+    w = m.loss.weight.detach().numpy()
+    layers = {"p": pooled, "e": emb, "c": emb @ (w / np.linalg.norm(w, axis=1, keepdims=True)).T}
+    scales = {"p": _released_code_scales(mixture[0]), "e": _released_code_scales(mixture[1]), "c": [1.0]}
+    n = len(y)
+    d2 = {c: ((a[:, None, :] - a[None, :, :]) ** 2).sum(-1) for c, a in layers.items()}
+    tau = {c: d[~np.eye(n, dtype=bool)].mean() for c, d in d2.items()}
+    labels = y.tolist()
+    brute = np.mean([np.prod([np.mean([math.exp(-d2[c][i, j] / (s * tau[c])) for s in scales[c]]) for c in "pec"])
+                     for i in range(n) for j in range(n) if labels[i] != labels[j]])
+    assert value == pytest.approx(brute, rel=1e-9)
+
+
+def test_mixture_one_one_is_the_single_gaussian_kernel_bitwise():
+    net, (x, y) = _net(), _batch(seed=5)
+    single = _method(alpha=1.0, kernel="gaussian").terms("main", net, x, y)["jrs"]
+    torch.manual_seed(0)
+    a = _method(alpha=1.0, kernel="gaussian")
+    torch.manual_seed(0)
+    b = _method(alpha=1.0, mixture=[1, 1])
+    assert torch.equal(a.terms("main", net, x, y)["jrs"], b.terms("main", net, x, y)["jrs"])
+    assert torch.isfinite(single)
+
+
+def test_mixture_at_its_default_is_left_out_of_the_config_and_its_hash():
+    """``mixture`` was added after JRD runs were recorded: at the paper's [3, 3] it is not in method_params,
+    so those configs keep their hash; another value is kept (and hashed), as a list."""
+    from zslib.config import config_hash
+
+    plain = Config(loss="am_softmax", method="jrd")
+    for same in ([3, 3], (3, 3)):
+        c = Config(loss="am_softmax", method="jrd", method_params={"mixture": same})
+        assert "mixture" not in c.method_params and config_hash(c) == config_hash(plain)
+    other = Config(loss="am_softmax", method="jrd", method_params={"mixture": (1, 5)})
+    assert other.method_params["mixture"] == [1, 5] and config_hash(other) != config_hash(plain)
+    assert Config.from_dict(other.as_dict()) == other
+    assert _method().p["mixture"] == [3, 3]  # the method itself sees the default
+    assert _method(mixture=(5, 1)).p["mixture"] == [5, 1]
+    for bad in ([3], [0, 3], [3, 2.5], 3, "33", [True, 3]):
+        with pytest.raises(ValueError, match="mixture must be"):
+            Config(loss="am_softmax", method="jrd", method_params={"mixture": bad})
+    with pytest.raises(ValueError, match="has none"):
+        Config(loss="am_softmax", method="jrd", method_params={"kernel": "laplace", "mixture": [1, 1]})
+    assert "mixture" not in Config(loss="am_softmax", method="jrd", method_params={"kernel": "laplace"}).method_params
+
+
+def test_recorded_jrd_runs_keep_their_config_hash():
+    """Every recorded JRD run (and analysis record) is still found under the hash in its file name."""
+    import json
+    from pathlib import Path
+
+    from zslib.config import config_hash
+
+    root = Path(__file__).resolve().parents[1] / "results" / "recorded"
+    files = sorted(root.glob("jrd-*.json")) + sorted((root / "analyses").glob("jrd-*.json"))
+    for f in files:
+        d = json.loads(f.read_text())
+        assert config_hash(Config.from_dict(d["config"])) in f.name, f.name

@@ -90,3 +90,67 @@ def test_the_page_lists_every_recorded_run_with_its_provenance_and_metrics(tmp_p
     for text in ("cuda (NVIDIA H100)", "0123456789ab", "2026-11-20 10:15 UTC", "3600.0", "cub200",
                  "0.5125", "0.4875", "0.93"):
         assert text in out, text
+
+
+# ------------------------------------------------------------------------------------------ analysis records
+def _save_analysis(folder: Path, seed: int = 0, **provenance):
+    from zslib.analysis import AnalysisRecord
+    from zslib.config import config_hash
+
+    config = Config.from_profile("real", method="jrd", loss="am_softmax", seed=seed)
+    prov = {"git_commit": "fedcba9876543210" * 2 + "fedcba98", "device": "cpu (x86_64, 2 cores)",
+            "timestamp": "2026-11-24T16:10:07+00:00", "run_file": f"jrd-run-{config_hash(config)}.json",
+            "run_commit": "1d09565586d046fd3aa0868ee6fb621734ab232e", **provenance}
+    name = f"jrd-am_softmax-flowers102-s{seed}-{config_hash(config)}-bound_terms.json"
+    return AnalysisRecord("bound_terms", config, {"k": 1}, {"lambda": 0.3, "d_H": 0.9}, prov).save(folder / name)
+
+
+def test_recorded_analysis_records_lists_only_the_recorded_folder_in_name_order(tmp_path):
+    from zslib.analysis import recorded_analysis_records
+
+    assert recorded_analysis_records(tmp_path) == []
+    _save_analysis(tmp_path / "analyses")  # made here, not recorded
+    b = _save_analysis(tmp_path / "recorded" / "analyses", seed=1)
+    a = _save_analysis(tmp_path / "recorded" / "analyses", seed=0)
+    assert [r.path for r in recorded_analysis_records(tmp_path)] == [a, b]
+    (tmp_path / "recorded" / "analyses" / "broken.json").write_text("{not json")
+    with pytest.raises(ResultFileError, match="broken.json"):
+        recorded_analysis_records(tmp_path)
+
+
+def test_analysis_summary_reads_the_record_as_written(tmp_path):
+    from zslib.analysis import analysis_summary, load_analysis
+
+    path = _save_analysis(tmp_path, seed=2, model_from="retrained", reproduced_max_metric_diff=0.0)
+    stored = json.loads(path.read_text())  # the oracle: the JSON itself
+    row = analysis_summary(load_analysis(path))
+    assert row["file"] == path.name and row["analysis"] == "bound_terms" and row["seed"] == 2
+    assert row["run"] == stored["config"]["name"] and row["profile"] == "real"
+    assert row["config hash"] == stored["config_hash"] and row["config hash"] in path.name
+    assert row["run file"] == stored["provenance"]["run_file"]
+    assert row["commit"] == "fedcba987654" and row["run commit"] == "1d09565586d0"
+    assert row["date"] == "2026-11-24 16:10 UTC" and row["device"] == "cpu (x86_64, 2 cores)"
+    assert row["model_from"] == "retrained" and row["reproduced_max_metric_diff"] == 0.0
+    bare = analysis_summary(load_analysis(_save_analysis(tmp_path / "x", git_commit=None, timestamp=None)))
+    assert bare["commit"] is None and bare["date"] is None
+    assert bare["model_from"] is None and bare["reproduced_max_metric_diff"] is None
+
+
+def test_the_page_lists_the_analysis_records(tmp_path, monkeypatch, capsys):
+    import pandas as pd
+
+    _save(tmp_path / "recorded", "cml-cub")
+    paths = [_save_analysis(tmp_path / "recorded" / "analyses", seed=s, model_from="retrained",
+                            reproduced_max_metric_diff=d) for s, d in ((0, 0.0), (1, 0.0025))]
+    with pd.option_context("display.width", 1000, "display.max_columns", 100, "display.max_colwidth", 100):
+        out = _run_page(monkeypatch, tmp_path, capsys)
+    assert "2 analysis record(s)" in out and "of 2 recorded run(s)" in out
+    for p in paths:
+        assert p.name in out
+    for text in ("bound_terms", "fedcba987654", "1d09565586d0", "2026-11-24 16:10 UTC", "retrained", "0.0025"):
+        assert text in out, text
+
+
+def test_the_page_says_that_no_analysis_is_recorded_yet(tmp_path, monkeypatch, capsys):
+    _save(tmp_path / "recorded", "cml-cub")
+    assert "No analysis is recorded yet" in _run_page(monkeypatch, tmp_path, capsys)

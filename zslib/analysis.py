@@ -35,11 +35,12 @@ import torch
 
 from .config import Config, config_hash
 from .grid import grid_jobs
-from .store import (ResultFileError, load_result, provenance, result_path, results_dir, file_slug,
-                    write_json)
+from .store import (ResultFileError, load_result, provenance, result_path, results_dir, file_slug, short_commit,
+                    utc_minute, write_json)
 
 __all__ = ["Analysis", "ANALYSES", "AnalysisRecord", "analyze", "analysis_path", "load_analysis",
-           "recorded_analyses", "record_analyses", "bound_terms", "every_pair", "transfer", "MissingAnalysesError"]
+           "recorded_analyses", "record_analyses", "recorded_analysis_records", "analysis_summary", "bound_terms",
+           "every_pair", "transfer", "MissingAnalysesError"]
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -397,3 +398,25 @@ def record_analyses(profile: str, directory: str | os.PathLike | None = None, dr
             prov = dict(record.provenance, recorded_from=path.name)
             AnalysisRecord(record.analysis, record.config, record.params, record.values, prov).save(recorded / path.name)
     return out
+
+
+def recorded_analysis_records(directory: str | os.PathLike | None = None) -> list[AnalysisRecord]:
+    """The analysis records committed under ``<results>/recorded/analyses/`` (only those), in file-name order;
+    each is checked by :func:`load_analysis` (a damaged one raises :class:`~zslib.store.ResultFileError`)."""
+    return [load_analysis(p) for p in sorted((_results(directory) / "recorded" / "analyses").glob("*.json"))]
+
+
+def analysis_summary(record: AnalysisRecord) -> dict:
+    """What made an analysis record, one value per field (``None`` where the file does not say): its file; the
+    analysis; the run it analyzed (name, profile, seed, config hash, the run's result file and the commit that
+    trained it); the commit (12 hex digits), device and date (UTC, to the minute) of the analysis itself; where
+    the model came from (``checkpoint``, or ``retrained`` from the recorded config) and, when retrained, the
+    largest difference between a retrained and a recorded metric."""
+    c, p = record.config, record.provenance
+    diff = p.get("reproduced_max_metric_diff")
+    return {"file": record.path.name if record.path is not None else None, "analysis": record.analysis,
+            "run": c.name, "profile": c.profile, "seed": c.seed, "config hash": config_hash(c),
+            "run file": p.get("run_file"), "run commit": short_commit(p.get("run_commit")),
+            "commit": short_commit(p.get("git_commit")), "device": p.get("device"), "date": utc_minute(p.get("timestamp")),
+            "model_from": p.get("model_from"),
+            "reproduced_max_metric_diff": float(diff) if isinstance(diff, (int, float)) else None}

@@ -68,6 +68,8 @@ def check_param(spec: dict | None, value, name: str):
         if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)) or not value or any(
                 isinstance(v, bool) or not isinstance(v, int) or v < 1 for v in value):
             raise ValueError(f"{name} must be a non-empty list of positive whole numbers, got {value!r}")
+        if spec.get("length") is not None and len(value) != spec["length"]:
+            raise ValueError(f"{name} must list {spec['length']} positive whole numbers, got {value!r}")
     elif kind == "number":
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ValueError(f"{name} must be a number, got {value!r}")

@@ -95,6 +95,8 @@ from zslib import checks
 __all__ = [
     "GAUSSIAN_SCALES",
     "CLASS_LEVEL_SCALES",
+    "PAPER_MIXTURE",
+    "mixture_scales",
     "JRD_SETTINGS",
     "VARIANTS",
     "KERNELS",
@@ -121,6 +123,26 @@ __all__ = [
 GAUSSIAN_SCALES: tuple[float, ...] = (0.5, 1.0, 2.0)
 #: Bandwidth multiplier of tau for the class-level layer (JRD Sec. 5.1: K = 1, sigma^2 = tau).
 CLASS_LEVEL_SCALES: tuple[float, ...] = (1.0,)
+#: The mixture sizes ``(K, K')`` of the pooling and embedding layers that JRD fixes (Sec. 5.1: K = 3 for both).
+PAPER_MIXTURE: tuple[int, int] = (3, 3)
+
+
+def mixture_scales(k: int, ratio: float = 2.0) -> tuple[float, ...]:
+    r"""The bandwidth multipliers of a mixture of ``k`` Gaussians: :math:`\text{ratio}^{\,i - \lfloor k/2\rfloor}`,
+    :math:`i = 0, \dots, k-1`, so that :math:`\sigma^2_i = \tau\,2^{\,i - \lfloor k/2\rfloor}`.
+
+    JRD's Fig. 6 varies the number of Gaussians ``(K, K')`` of the pooling and embedding layers
+    (``chu2020jrd``, Sec. 5.3, "On kernel design") but gives bandwidths only for ``K = 3``
+    (:math:`\{\tau/2, \tau, 2\tau\}`, Sec. 5.1). The rule here is the released code's
+    (``guassian_kernel`` in ``loss.py``: the bandwidth divided by ``kernel_mul ** (kernel_num // 2)``, then
+    multiplied by ``kernel_mul ** i``, with ``kernel_mul = 2``), which gives exactly that set for ``k = 3``:
+    ``(1,)`` for 1, ``(0.5, 1)`` for 2, ``(0.5, 1, 2)`` (= :data:`GAUSSIAN_SCALES`) for 3, ``(0.25, ..., 4)``
+    for 5. Each multiplier is a power of two, exact in floating point.
+    """
+    k = int(checks.finite_number(k, "the number of Gaussians of a mixture", low=1, integer=True))
+    ratio = checks.finite_number(ratio, "ratio", low=0.0, low_open=True)
+    return tuple(float(ratio ** (i - k // 2)) for i in range(k))
+
 
 #: The paper's training setting (JRD Sec. 5.1, CUB column; the released code's defaults where the
 #: paper is silent: Adam ``eps`` and weight decay, and batches drawn uniformly at random, not P x K).
@@ -533,10 +555,13 @@ def _on_unit_rows(x: torch.Tensor, kernel: Kernel) -> torch.Tensor:
     return kernel(F.normalize(x, dim=1))
 
 
-def _layer_kernel(kernel: str, code: str):
-    """The kernel of one layer (``p``, ``e`` or ``c``) for a named choice of :data:`KERNELS`."""
+def _layer_kernel(kernel: str, code: str, mixture: tuple[int, int] = PAPER_MIXTURE):
+    """The kernel of one layer (``p``, ``e`` or ``c``) for a named choice of :data:`KERNELS`; ``mixture`` is
+    ``(K, K')``, the number of Gaussians of the pooling and the embedding layer (``gaussian_mixture`` only)."""
     if kernel == "gaussian_mixture":
-        return CLASS_LEVEL_SCALES if code == "c" else GAUSSIAN_SCALES
+        if code == "c":
+            return CLASS_LEVEL_SCALES
+        return mixture_scales(mixture[0] if code == "p" else mixture[1])
     if kernel == "gaussian":
         return (1.0,)
     if kernel == "laplace":
@@ -548,7 +573,8 @@ def _layer_kernel(kernel: str, code: str):
 
 
 def jrd_representations(pooled: torch.Tensor | None, embedding: torch.Tensor, proxies: torch.Tensor | None = None,
-                        variant: str = "jrd", kernel: str = "gaussian_mixture") -> Representations:
+                        variant: str = "jrd", kernel: str = "gaussian_mixture",
+                        mixture: Sequence[int] = PAPER_MIXTURE) -> Representations:
     r"""The representations and kernels of JRD (Fig. 3, Eq. 9, Sec. 5.1) or one of its Table 2 variants.
 
     * pooling representation :math:`x'`: ``pooled`` as the backbone gives it, Gaussian mixture at
@@ -560,7 +586,9 @@ def jrd_representations(pooled: torch.Tensor | None, embedding: torch.Tensor, pr
     ``variant`` is a key of :data:`VARIANTS`; ``pooled`` or ``proxies`` may be ``None`` when the variant
     does not use them. ``kernel`` (a name of :data:`KERNELS`) replaces the kernel of *every* layer:
 
-    * ``"gaussian_mixture"``: the kernels above (Sec. 5.1; the released code);
+    * ``"gaussian_mixture"``: the kernels above (Sec. 5.1; the released code), with ``mixture`` =
+      :math:`(K, K')` Gaussians on the pooling and the embedding layer (Fig. 6; default the paper's
+      ``(3, 3)``; bandwidths by :func:`mixture_scales`). ``(1, 1)`` is the ``"gaussian"`` kernel below;
     * ``"gaussian"``: one Gaussian at :math:`\tau` per layer (Fig. 6's :math:`(K, K') = (1, 1)`; Table 4's
       first row is named so, but it reports the R@1 of Table 1's JRD, 67.9, which used the mixture);
     * ``"laplace"``: :math:`\exp(-\|x - x'\|_1/\sigma)`, :math:`\sigma` the batch's mean L1 distance
@@ -585,6 +613,13 @@ def jrd_representations(pooled: torch.Tensor | None, embedding: torch.Tensor, pr
         raise ValueError(f"variant must be one of {sorted(VARIANTS)}, got {variant!r}")
     if kernel not in KERNELS:
         raise ValueError(f"kernel must be one of {list(KERNELS)}, got {kernel!r}")
+    mixture = tuple(mixture)
+    if len(mixture) != 2:
+        raise ValueError(f"mixture must be (K, K'), the number of Gaussians of the pooling and the embedding layer; "
+                         f"got {mixture!r}")
+    mixture_scales(mixture[0]), mixture_scales(mixture[1])  # checks: positive whole numbers
+    if kernel != "gaussian_mixture" and mixture != PAPER_MIXTURE:
+        raise ValueError(f"mixture {mixture!r} sets the sizes of the Gaussian mixture; kernel {kernel!r} has none")
     which, combine = VARIANTS[variant]
     embedding = checks.features(embedding, "embedding")
     layers, kernels = [], []
@@ -599,7 +634,7 @@ def jrd_representations(pooled: torch.Tensor | None, embedding: torch.Tensor, pr
             if proxies is None:
                 raise ValueError(f"variant {variant!r} uses the class-level representation; pass the class proxies")
             layers.append(class_level_representation(embedding, proxies))
-        kernels.append(_layer_kernel(kernel, code))
+        kernels.append(_layer_kernel(kernel, code, mixture))
     return Representations(layers, kernels, combine)
 
 

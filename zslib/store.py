@@ -31,7 +31,7 @@ from .train.history import History
 
 __all__ = ["Result", "ResultFileError", "ResultsNotWritableError", "results_dir", "result_path", "load_result",
            "load_results", "check_writable", "code_fingerprint", "stale_code_warning",
-           "record_runs", "recorded_runs", "provenance_summary", "git_commit", "device_name", "provenance",
+           "record_runs", "recorded_runs", "provenance_summary", "utc_minute", "short_commit", "git_commit", "device_name", "provenance",
            "json_default", "file_slug", "write_json"]
 
 
@@ -315,22 +315,32 @@ def recorded_runs(directory: str | os.PathLike | None = None) -> list[Result]:
     return [load_result(p) for p in sorted((results_dir(directory) / "recorded").glob("*.json"))]
 
 
+def utc_minute(timestamp) -> str | None:
+    """A provenance timestamp (ISO 8601) as ``YYYY-MM-DD HH:MM UTC``; the text itself if it is not ISO 8601,
+    ``None`` if empty."""
+    if not timestamp:
+        return None
+    try:
+        return _dt.datetime.fromisoformat(timestamp).astimezone(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    except (TypeError, ValueError):
+        return str(timestamp)
+
+
+def short_commit(commit) -> str | None:
+    """The first 12 hex digits of a provenance's commit; ``None`` where it has none."""
+    return commit[:12] if isinstance(commit, str) else None
+
+
 def provenance_summary(result: Result) -> dict:
     """What made ``result``, one value per field: its file name; the run's name, profile, dataset,
     backbone, method, loss and seed (from its config); the device, commit (12 hex digits), date (UTC, to
     the minute), wall time in seconds, zslib and torch versions (from its provenance; ``None`` where the
     file does not say)."""
     c, p = result.config, result.provenance
-    date = p.get("timestamp")
-    if date:
-        try:
-            date = _dt.datetime.fromisoformat(date).astimezone(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-        except (TypeError, ValueError):
-            date = str(date)
     commit, wall = p.get("git_commit"), p.get("wall_seconds")
     return {"file": result.path.name if result.path is not None else None, "run": c.name,
             "profile": c.profile, "dataset": c.dataset, "backbone": c.backbone, "method": c.method,
             "loss": c.loss, "seed": c.seed, "device": p.get("device"),
-            "commit": commit[:12] if isinstance(commit, str) else None, "date": date or None,
+            "commit": short_commit(commit), "date": utc_minute(p.get("timestamp")),
             "wall seconds": round(float(wall), 1) if isinstance(wall, (int, float)) else None,
             "zslib": p.get("zslib_version"), "torch": p.get("torch_version")}

@@ -64,11 +64,18 @@ __all__ = ["Method", "Param", "number", "one_of", "boolean", "ObjectiveMethod", 
 @dataclass(frozen=True)
 class Param:
     """A method hyperparameter: its ``default``, one sentence ``doc``, and ``check(value) -> value``
-    (raises ``ValueError``/``TypeError`` saying what is accepted)."""
+    (raises ``ValueError``/``TypeError`` saying what is accepted).
+
+    ``omit_default``: a parameter added to a method after runs of it were recorded. Its key is left out of
+    the validated parameters (:meth:`Method.validate`, hence ``Config.method_params`` and
+    :func:`~zslib.config.config_hash`) whenever its checked value equals the default, so every existing
+    config, and every new one that leaves it at its default, keeps its hash; the method itself still sees
+    the default in ``self.p``."""
 
     default: Any
     doc: str
     check: Callable[[Any], Any] | None = None
+    omit_default: bool = False
 
 
 def number(low: float | None = None, high: float | None = None, *, low_open: bool = False,
@@ -119,7 +126,7 @@ class Method(nn.Module):
 
     def __init__(self, config=None, model: nn.Module | None = None, num_classes: int | None = None):
         super().__init__()
-        self.p = self.validate(getattr(config, "method_params", None))
+        self.p = self.settings(getattr(config, "method_params", None))
         self.loss_name = getattr(config, "loss", None)
         if config is not None:
             from ..losses import get_loss
@@ -131,7 +138,8 @@ class Method(nn.Module):
     # ----- hyperparameters ---------------------------------------------------------------------------
     @classmethod
     def validate(cls, params: Mapping | None) -> dict:
-        """``params`` completed with the defaults and checked; unknown keys list the accepted ones."""
+        """``params`` completed with the defaults and checked; unknown keys list the accepted ones. A parameter
+        declared with ``omit_default`` is left out while it equals its default (see :class:`Param`)."""
         params = dict(params or {})
         unknown = sorted(set(params) - set(cls.params))
         if unknown:
@@ -140,8 +148,18 @@ class Method(nn.Module):
         out = {}
         for key, spec in cls.params.items():
             value = params.get(key, spec.default)
-            out[key] = spec.check(value, f"{cls.name} parameter {key}") if spec.check is not None else value
+            value = spec.check(value, f"{cls.name} parameter {key}") if spec.check is not None else value
+            if spec.omit_default and value == spec.default:
+                continue  # left out, so that the configs recorded before the parameter existed keep their hash
+            out[key] = value
         return out
+
+    @classmethod
+    def settings(cls, params: Mapping | None) -> dict:
+        """:meth:`validate`'s parameters with the defaults of the ``omit_default`` ones filled back in: every
+        parameter, as the method uses them (``self.p``)."""
+        out = cls.validate(params)
+        return {key: out.get(key, spec.default) for key, spec in cls.params.items()}
 
     @classmethod
     def describe(cls) -> str:

@@ -13,8 +13,8 @@ class-level cosines to the AM-Softmax proxies (Eq. 9). The math is in :mod:`zsli
 (:func:`~zslib.diversification.jrd_representations` picks the layers and kernels,
 :func:`~zslib.diversification.jrs_regularizer` is Eqs. 10-11); this file says which features feed it and
 holds the paper's settings. The method's parameters also give the paper's comparisons: the variants of
-Table 2 (MRD, JRD-C, JRD-pooling), the regularizers of Fig. 5 and Table 3 (JMMD, Eq. 15; JIntra, Eq. 16)
-and the kernels of Table 4.
+Table 2 (MRD, JRD-C, JRD-pooling), the regularizers of Fig. 5 and Table 3 (JMMD, Eq. 15; JIntra, Eq. 16),
+the mixture sizes ``(K, K')`` of Fig. 6 (``mixture``) and the kernels of Table 4.
 
 Where the features come from. One forward pass gives both the pooled feature and the embedding:
 ``u = model.pooled(x)``, then ``model.embed_pooled(u)``. The pooled feature enters the regularizer raw,
@@ -32,7 +32,7 @@ from __future__ import annotations
 import math
 
 from ..checks import finite_number
-from ..diversification import JRD_SETTINGS, KERNELS, REGULARIZERS, VARIANTS, jrd_representations
+from ..diversification import JRD_SETTINGS, KERNELS, PAPER_MIXTURE, REGULARIZERS, VARIANTS, jrd_representations
 from ..regularizers import gaussian_intra_class_distance, intra_class_distance
 from . import register
 from .base import Method, Param, number, one_of
@@ -50,6 +50,18 @@ _optional_positive.spec = {"kind": "number", "low": 0.0, "high": None, "low_open
                            "optional": True}
 
 
+def _mixture(value, name="value"):
+    """A check: ``[K, K']``, two whole numbers >= 1 (the Gaussians of the pooling and the embedding layer)."""
+    if (isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)) or len(value) != 2
+            or any(isinstance(v, bool) or not isinstance(v, int) or v < 1 for v in value)):
+        raise ValueError(f"{name} must be [K, K'], two whole numbers >= 1 (Gaussians of the pooling and the "
+                         f"embedding layer), got {value!r}")
+    return [int(v) for v in value]
+
+
+_mixture.spec = {"kind": "sizes", "length": 2}
+
+
 @register
 class JRD(Method):
     name = "jrd"
@@ -57,7 +69,7 @@ class JRD(Method):
              "embedding and class-level representations")
     paper = "chu2020jrd"
     equations = ("Eq. 6-8 (kernel mean embeddings, JRS), Eq. 9 (representations), Eq. 10, Eq. 11 (regularizer and "
-                 "objective), Eq. 15-16 (JMMD, JIntra), Table 2 (variants), Table 4 (kernels)")
+                 "objective), Eq. 15-16 (JMMD, JIntra), Table 2 (variants), Fig. 6 (mixture sizes), Table 4 (kernels)")
     params = {
         "alpha": Param(1.0, "weight of the regularizer (Eq. 11: 1 on CUB and Cars, 0.4 on SOP); 0 leaves the "
                             "loss alone", number(low=0.0)),
@@ -73,7 +85,23 @@ class JRD(Method):
                         one_of(*KERNELS)),
         "adam_eps": Param(None, "Adam's epsilon for every parameter group of the run (None: torch's 1e-8; the "
                                 "released code uses 0.01)", _optional_positive),
+        "mixture": Param(list(PAPER_MIXTURE), "[K, K']: the number of Gaussians of the pooling and of the embedding "
+                                              "layer's mixture (kernel gaussian_mixture only; Sec. 5.3 and Fig. 6; "
+                                              "the paper's [3, 3] is the default; bandwidths "
+                                              "tau * 2^(i - K//2), i < K, as in the released code)",
+                         _mixture, omit_default=True),
     }
+
+    @classmethod
+    def validate(cls, params):
+        """The parameters checked; ``mixture`` only goes with the Gaussian mixture. It is an ``omit_default``
+        parameter, added after JRD runs were recorded: at its default ``[3, 3]`` it is left out of
+        ``method_params``, so those runs keep their config hash."""
+        p = super().validate(params)
+        if "mixture" in p and p["kernel"] != "gaussian_mixture":
+            raise ValueError(f"jrd parameter mixture {p['mixture']!r} sets the sizes of the Gaussian mixture; kernel "
+                             f"{p['kernel']!r} has none (use kernel='gaussian_mixture')")
+        return p
 
     def __init__(self, config, model, num_classes):
         super().__init__(config, model, num_classes)
@@ -104,7 +132,7 @@ class JRD(Method):
         terms = {self.loss_name: self.loss(emb, labels)}
         if self.p["alpha"] > 0:
             r = jrd_representations(pooled, emb, self._proxies() if self.uses_proxies else None,
-                                    self.p["variant"], self.p["kernel"])
+                                    self.p["variant"], self.p["kernel"], self.p["mixture"])
             regularizer = REGULARIZERS[self.p["regularizer"]]
             terms[self.p["regularizer"]] = regularizer(r.layers, labels, r.kernels, r.combine, alpha=self.p["alpha"])
         return terms
