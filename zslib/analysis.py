@@ -35,6 +35,7 @@ import torch
 
 from .config import Config, config_hash
 from .grid import grid_jobs
+from .methods.deml import learner_attention
 from .store import (ResultFileError, load_result, provenance, result_path, results_dir, file_slug,
                     write_json)
 
@@ -167,6 +168,8 @@ def _value(v, name: str = "value"):
 ANALYSES: dict[str, Analysis] = {
     "bound_terms": Analysis("bound_terms", bound_terms, {"k": 1, "folds": 5, "repeats": 2, "seed": 0}),
     "every_pair": Analysis("every_pair", every_pair, {"split": "unseen", "max_pairs": 512}),
+    "learner_attention": Analysis("learner_attention", learner_attention,
+                                  {"split": "unseen", "show": 6, "top": 64, "digits": 4}),
 }
 
 
