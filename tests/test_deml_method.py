@@ -229,3 +229,32 @@ def test_a_real_profile_run_on_a_tiny_flowers_tree(tmp_path, monkeypatch):
     result = run(config, results_dir=tmp_path / "results", progress=False)
     assert result.provenance["profile"] == "real" and "adversary" in result.history.losses[-1]
     assert math.isfinite(result.metric("R@1"))
+
+
+def test_learner_attention_analysis_splits_each_output_over_positions(tmp_path):
+    """The learner_attention analysis (DeML Fig. 4 (b) analogue): its evidence maps add up to each learner's
+    output length, its 'init' numbers are those of the network the run starts from, and it is stored."""
+    import zslib.analysis as analysis
+    from zslib.methods.deml import learner_attention_parts
+    from zslib.runner import build_data, build_model, load_model, run
+    from zslib.train import set_seed
+
+    config = _config(learners=4)
+    result = run(config, results_dir=tmp_path, progress=False)
+    record = analysis.analyze(config, "learner_attention", tmp_path)
+    v = record.values
+    assert v["learners"] == 4 and v["images"] == len(np.unique(build_data(config)["unseen"].labels))
+    assert v["evidence_error"] < 1e-4 and v["evidence_error_init"] < 1e-4
+    assert -1 <= v["channel_corr"] <= 1 and 0 <= v["top_overlap"] <= 1
+    assert np.asarray(v["maps"]).shape[:2] == (4, 6) and np.asarray(v["mean_weights"]).shape[0] == 4
+    assert record["R@1"] == pytest.approx(result.metric("R@1"))
+    data = build_data(config)["unseen"]
+    x = torch.stack([data[int(i)][0] for i in v["shown"]])
+    set_seed(config.seed)
+    initial = build_model(config).eval()
+    with torch.no_grad():
+        parts = learner_attention_parts(initial, x)
+        trained = learner_attention_parts(load_model(result, device="cpu"), x)
+    assert np.allclose(parts["evidence"].numpy(), v["maps_init"], atol=1e-4)
+    assert np.allclose(trained["evidence"].numpy(), v["maps"], atol=1e-4)
+    assert analysis.load_analysis(record.path).values == v

@@ -35,6 +35,7 @@ import torch
 
 from .config import Config, config_hash
 from .grid import grid_jobs
+from .methods.deml import learner_attention
 from .store import (ResultFileError, load_result, provenance, result_path, results_dir, file_slug, short_commit,
                     utc_minute, write_json)
 
@@ -196,6 +197,8 @@ ANALYSES: dict[str, Analysis] = {
     "every_pair": Analysis("every_pair", every_pair, {"split": "unseen", "max_pairs": 512}),
     "to_synthparts": Analysis("to_synthparts", transfer, {"dataset": "synthparts", "split": "unseen"}),
     "to_flowers102": Analysis("to_flowers102", transfer, {"dataset": "flowers102", "split": "unseen"}),
+    "learner_attention": Analysis("learner_attention", learner_attention,
+                                  {"split": "unseen", "show": 6, "top": 64, "digits": 4}),
 }
 
 
