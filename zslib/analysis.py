@@ -35,6 +35,7 @@ import torch
 
 from .config import Config, config_hash
 from .grid import grid_jobs
+from .methods.adapt_adv import cached_map_gradcam
 from .store import (ResultFileError, load_result, provenance, result_path, results_dir, file_slug,
                     write_json)
 
@@ -167,6 +168,7 @@ def _value(v, name: str = "value"):
 ANALYSES: dict[str, Analysis] = {
     "bound_terms": Analysis("bound_terms", bound_terms, {"k": 1, "folds": 5, "repeats": 2, "seed": 0}),
     "every_pair": Analysis("every_pair", every_pair, {"split": "unseen", "max_pairs": 512}),
+    "cached_map_gradcam": Analysis("cached_map_gradcam", cached_map_gradcam, {"classes": 6, "stage": None, "fraction": 0.5}),
 }
 
 
