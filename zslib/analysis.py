@@ -35,6 +35,7 @@ import torch
 
 from .config import Config, config_hash
 from .grid import grid_jobs
+from .methods.adapt_adv import cached_map_gradcam
 from .methods.deml import learner_attention
 from .store import (ResultFileError, load_result, provenance, result_path, results_dir, file_slug, short_commit,
                     utc_minute, write_json)
@@ -199,6 +200,7 @@ ANALYSES: dict[str, Analysis] = {
     "to_flowers102": Analysis("to_flowers102", transfer, {"dataset": "flowers102", "split": "unseen"}),
     "learner_attention": Analysis("learner_attention", learner_attention,
                                   {"split": "unseen", "show": 6, "top": 64, "digits": 4}),
+    "cached_map_gradcam": Analysis("cached_map_gradcam", cached_map_gradcam, {"classes": 6, "stage": None, "fraction": 0.5}),
 }
 
 
