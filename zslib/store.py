@@ -203,19 +203,10 @@ class Result:
 def write_json(path: str | os.PathLike, data) -> Path:
     """Write ``data`` as indented JSON to ``path`` atomically and durably (a temporary file beside it, flushed
     to disk, renamed over it), creating the folder; a crash leaves the old file or none, never half of one."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
-        with open(tmp, "w") as f:
-            f.write(json.dumps(data, indent=1, default=json_default))
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-    return path
+    from .train.checkpoint import atomic_write
+
+    text = json.dumps(data, indent=1, default=json_default)
+    return atomic_write(path, lambda f: f.write(text), "w")
 
 
 def json_default(obj):

@@ -91,20 +91,28 @@ def from_safe(obj):
     return obj
 
 
-def save_checkpoint(path: str | os.PathLike, state: dict) -> None:
-    """Write ``state`` atomically: a temporary file in the same folder, flushed to disk, then ``os.replace``."""
+def atomic_write(path: str | os.PathLike, write, mode: str = "wb") -> Path:
+    """Call ``write(f)`` on a temporary file beside ``path`` (opened with ``mode``), flush it to disk and rename it
+    over ``path``, creating the folder: a crash leaves the old file or none, never half of one."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     try:
-        with open(tmp, "wb") as f:
-            torch.save(state, f)
+        with open(tmp, mode) as f:
+            write(f)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
     finally:
         if tmp.exists():
             tmp.unlink()
+    return path
+
+
+def save_checkpoint(path: str | os.PathLike, state: dict) -> None:
+    """Write ``state`` atomically (:func:`atomic_write`): a temporary file in the same folder, flushed to disk,
+    then ``os.replace``."""
+    atomic_write(path, lambda f: torch.save(state, f))
 
 
 def load_checkpoint(path: str | os.PathLike, map_location=None) -> dict:
