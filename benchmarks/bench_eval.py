@@ -65,35 +65,19 @@ def make_data(n: int, dim: int, n_classes: int, seed: int = 0):
     return x, labels
 
 
-def _status_kb(field: str) -> int:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    return -1
-
-
-def _reset_peak() -> bool:
-    try:  # Linux: writing 5 resets VmHWM to the current RSS
-        with open("/proc/self/clear_refs", "w") as f:
-            f.write("5")
-        return True
-    except OSError:
-        return False
-
-
 def worker(name: str, x: np.ndarray, y: np.ndarray) -> dict:
     """Time one contender on ``(x, y)``; runs in a child process of its own (see :func:`_run_one`)."""
     import faiss
     import torch
 
     from zslib import evaluate as ev
+    from zslib.memory import peak_rss_mib, reset_peak_rss, rss_mib
 
     if name == "pml":
         from pytorch_metric_learning.utils.accuracy_calculator import AccuracyCalculator
     n = len(y)
-    _reset_peak()
-    base = _status_kb("VmRSS")
+    reset_peak_rss()
+    base = rss_mib()
     t0 = time.perf_counter()
     if name == "floor":
         index = faiss.IndexFlatIP(x.shape[1])
@@ -108,7 +92,7 @@ def worker(name: str, x: np.ndarray, y: np.ndarray) -> dict:
                                   k="max_bin_count", device=torch.device("cpu"))
         res = calc.get_accuracy(torch.from_numpy(x), torch.from_numpy(y))
         row = {"R@1": res["precision_at_1"], "MAP@R": res["mean_average_precision_at_r"], "RP": res["r_precision"]}
-    out = {"seconds": time.perf_counter() - t0, "peak_extra_mb": (_status_kb("VmHWM") - base) / 1024,
+    out = {"seconds": time.perf_counter() - t0, "peak_extra_mb": peak_rss_mib() - base,
            "threads": torch.get_num_threads()}
     if name == "floor":  # cross-check (untimed): recall from its first 101 neighbours, self dropped
         top = I[:, :101]

@@ -34,22 +34,6 @@ class _Stop(Exception):
     pass
 
 
-def _status_kb(field: str) -> int:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    return -1
-
-
-def _reset_peak() -> None:
-    try:  # Linux: writing 5 resets VmHWM to the current RSS
-        with open("/proc/self/clear_refs", "w") as f:
-            f.write("5")
-    except OSError:
-        pass
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n", type=int, default=N_UNSEEN)
@@ -60,6 +44,7 @@ def main():
     args = ap.parse_args()
 
     from zslib import pairwise as pw
+    from zslib.memory import peak_rss_mib, reset_peak_rss, rss_mib
     from zslib.models.relation import pair_similarity
 
     max_pairs = args.max_pairs or pw.DEFAULT_MAX_PAIRS
@@ -68,8 +53,8 @@ def main():
     x = torch.rand(args.n, args.dim, device=args.device)  # non-negative, like pooled ReLU features
     with torch.no_grad():  # warm-up chunk (allocator, BLAS threads)
         net(x[:256], x[-256:])
-    _reset_peak()
-    base = _status_kb("VmRSS")
+    reset_peak_rss()
+    base = rss_mib()
 
     done = [0]
     t0 = time.perf_counter()
@@ -90,7 +75,7 @@ def main():
     elapsed = time.perf_counter() - t0
     total = args.n * args.n
     matrix_mb = total * 4 / 2**20
-    peak = (_status_kb("VmHWM") - base) / 1024
+    peak = peak_rss_mib() - base
     out = {
         "n": args.n, "dim": args.dim, "pairs_total": total, "max_pairs": max_pairs, "device": args.device,
         "threads": torch.get_num_threads(), "cpus": os.cpu_count(), "load_avg": os.getloadavg(),

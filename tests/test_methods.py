@@ -16,6 +16,7 @@ from zslib.methods import METHODS, Method, Param, get_method, number, objective_
 from zslib.methods.cml import CML_PRESETS, CML_TRAINING, cml_method, cml_preset, with_confusion
 from zslib.models.grl import grad_reverse
 from zslib.train import train
+from toys import Blocks
 
 
 # ------------------------------------------------------------------------------------ registry, params
@@ -115,20 +116,6 @@ class AlternatingAdversary(Method):
             adv = nn.functional.cross_entropy(self.adversary(grad_reverse(emb)), labels)
             return {"pair": pair, "reversed_ce": self.p["weight"] * adv}
         return {"adversary_ce": nn.functional.cross_entropy(self.adversary(self.stored), labels)}
-
-
-class Blocks(torch.utils.data.Dataset):
-    def __init__(self, n_classes=4, per_class=6):
-        g = torch.Generator().manual_seed(0)
-        self.labels = np.repeat(np.arange(n_classes), per_class)
-        self.x = torch.randn(n_classes, 3, 2, 2, generator=g)[self.labels] + 0.3 * torch.randn(
-            len(self.labels), 3, 2, 2, generator=g)
-
-    def __len__(self):
-        return len(self.labels)
-
-    def __getitem__(self, i):
-        return self.x[i], int(self.labels[i])
 
 
 def _train_toy(tmp_path=None, iterations=6, callbacks=(), seed=0, checkpoint_every=None):

@@ -16,6 +16,7 @@ from zslib.methods import METHODS
 from zslib.methods.zsml import ZSML
 from zslib.pairwise import class_sample, euclidean_scorer, matrix_metrics, neighbor_graph, pairwise_metrics
 from zslib.train import train
+from toys import Blocks
 
 SMALL = {"k": 3, "height": 4, "stride": 4, "hidden": [5], "pairs": 60, "batch_pairs": 8, "eval_per_class": 3,
          "neighbors": 2}
@@ -35,20 +36,6 @@ class Feat(nn.Module):
 
     def forward(self, x):
         return nn.functional.normalize(self.head(self.pooled(x)), dim=1)
-
-
-class Blocks(torch.utils.data.Dataset):
-    def __init__(self, n_classes=4, per_class=6):
-        g = torch.Generator().manual_seed(0)
-        self.labels = np.repeat(np.arange(n_classes), per_class)
-        self.x = torch.randn(n_classes, 3, 2, 2, generator=g)[self.labels] + 0.3 * torch.randn(
-            len(self.labels), 3, 2, 2, generator=g)
-
-    def __len__(self):
-        return len(self.labels)
-
-    def __getitem__(self, i):
-        return self.x[i], int(self.labels[i])
 
 
 def _build(seed=0, **params):

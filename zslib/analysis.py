@@ -35,6 +35,7 @@ import torch
 
 from .config import Config, config_hash
 from .grid import grid_jobs
+from .memory import peak_rss_mib, reset_peak_rss
 from .methods.adapt_adv import cached_map_gradcam
 from .methods.deml import learner_attention
 from .store import (ResultFileError, load_result, provenance, result_path, results_dir, file_slug, short_commit,
@@ -83,29 +84,6 @@ def bound_terms(model, data: dict, config: Config, *, k: int = 1, folds: int = 5
             "n_seen": float(len(s_lab)), "n_unseen": float(len(u_lab))}
 
 
-def _peak_rss_reset() -> bool:
-    """Reset the kernel's peak-resident-set counter of this process (Linux ``clear_refs``); False if it cannot."""
-    try:
-        with open("/proc/self/clear_refs", "w") as f:
-            f.write("5")
-        return True
-    except OSError:
-        return False
-
-
-def _peak_rss_mib() -> float:
-    """The peak resident set of this process in MiB: ``VmHWM`` (since the last reset) where Linux has it,
-    else ``ru_maxrss`` (since the process started)."""
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    import resource
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
 def every_pair(model, data: dict, config: Config, *, split: str = "unseen", max_pairs: int = 512,
                progress="text") -> dict[str, float]:
     """A pair scorer (ZSML, ``model.pair``) evaluated on *every* ordered pair of a split, not on the class-stratified
@@ -128,11 +106,11 @@ def every_pair(model, data: dict, config: Config, *, split: str = "unseen", max_
     x, y = embed(model, data[split], batch_size=config.eval_batch_size, device=device, num_workers=config.num_workers)
     x, y = torch.as_tensor(x), np.asarray(y.cpu() if torch.is_tensor(y) else y)
     p = config.method_params
-    reset = _peak_rss_reset()
+    reset = reset_peak_rss()
     started = time.perf_counter()
     s = score_matrix(pair.eval(), x, max_pairs=max_pairs, device=device, progress=progress)
     seconds = time.perf_counter() - started
-    peak = _peak_rss_mib()
+    peak = peak_rss_mib()
     if p.get("symmetric"):
         s = 0.5 * (s + s.T)
     seed = config.seed
