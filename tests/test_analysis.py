@@ -160,3 +160,23 @@ def test_transfer_evaluates_the_other_dataset_as_the_run_evaluates_its_own(tmp_p
     assert {"R@1", "NMI"} <= shared
     for name in shared:
         assert record[name] == pytest.approx(result.metrics["unseen"][name], abs=1e-12), name
+
+
+def test_the_5nn_bound_terms_are_bound_terms_with_five_neighbours(tmp_path, one_thread):
+    """JRD's second estimator setting: the registered analysis passes k = 5 (and the rest of its settings) through to
+    bound_terms; its record equals a direct call with those settings and differs from the 1-NN record."""
+    import torch
+
+    from zslib.analysis import ANALYSES, bound_terms
+    from zslib.runner import build_data, load_model
+
+    c = Config.from_profile("quick", **dict(TINY, synth_images_per_class=16))
+    result = run(c, results_dir=tmp_path, progress=False, device="cpu")
+    five = analyze(c, "bound_terms_5nn", tmp_path, device="cpu")
+    assert ANALYSES["bound_terms_5nn"].function is bound_terms
+    assert five.params == {"k": 5, "folds": 5, "repeats": 2, "seed": 0} and five.path.name.endswith("-bound_terms_5nn.json")
+    with torch.no_grad():
+        direct = bound_terms(load_model(result, "cpu").eval(), build_data(c), c, k=5, folds=5, repeats=2, seed=0)
+    assert {k: five[k] for k in direct} == pytest.approx(direct, abs=1e-12)
+    one = analyze(c, "bound_terms", tmp_path, device="cpu")
+    assert (one["lambda"], one["d_H"]) != (five["lambda"], five["d_H"])  # k reached the estimators
