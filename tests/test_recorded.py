@@ -7,8 +7,11 @@ The first run on a machine builds the feature cache (a few minutes on 2 cores); 
 
 Tolerance: a recorded run and its retraining agree to the last bit on the machine that recorded it with the
 same thread count (one thread, as a grid's workers train). Another CPU may sum in another order, and 200
-steps of Adam can carry such a difference into the embedding: we allow 0.01 absolute on every metric (47
-of the 4,696 unseen queries for Recall@1), and report the largest difference.
+steps of Adam can carry such a difference into the embedding: we allow 0.01 absolute on every retrieval
+metric (47 of the 4,696 unseen queries for Recall@1). NMI comes from one k-means start, which a last-bit
+difference can send to another local optimum (0.7470 recorded, 0.7734 retrained on another CPU, with every
+Recall@K equal): it must lie within 0.01 of the range the retrained embedding gives over five k-means seeds
+(:func:`zslib.reproduce.check_reproduced`). The largest gap is reported.
 """
 from __future__ import annotations
 
@@ -50,6 +53,7 @@ def _choose(runs):
 
 
 def test_a_recorded_real_run_is_reproduced(tmp_path, monkeypatch):
+    from zslib.reproduce import check_reproduced
     from zslib.runner import run
 
     runs = _recorded_real_runs()
@@ -64,11 +68,5 @@ def test_a_recorded_real_run_is_reproduced(tmp_path, monkeypatch):
         again = run(recorded.config, results_dir=tmp_path, force=True, progress=False, device="cpu")
     finally:
         torch.set_num_threads(threads)
-    worst = 0.0
-    for split, row in recorded.metrics.items():
-        for name, value in row.items():
-            diff = abs(again.metrics[split][name] - value)
-            worst = max(worst, diff)
-            assert diff <= TOLERANCE, (f"{recorded.path.name}: {split} {name} recorded {value:.4f}, retrained "
-                                       f"{again.metrics[split][name]:.4f} (tolerance {TOLERANCE})")
-    print(f"reproduced {recorded.path.name}: largest metric difference {worst:.2e}")
+    worst = check_reproduced(recorded, again, TOLERANCE)
+    print(f"reproduced {recorded.path.name}: largest metric gap {worst:.2e}")

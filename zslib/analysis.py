@@ -272,10 +272,11 @@ def analyze(config: Config, analysis: str = "bound_terms", results_dir: str | os
 
     The run must be stored (in ``results_dir`` or its ``recorded/`` folder); with ``train`` a missing run is
     trained first (:func:`zslib.runner.run`). The model comes from the run's checkpoint when it has one, else
-    the run is trained again in a scratch folder with the thread count of its provenance, and every metric of
-    the retrained run must agree with the stored one within ``tolerance`` (else ``RuntimeError``: the stored
-    run no longer reproduces, and an analysis of another model would be mislabelled).
+    the run is trained again in a scratch folder with the thread count of its provenance, and the retrained run
+    must reproduce the stored one within ``tolerance`` (:func:`zslib.reproduce.check_reproduced`; else
+    ``RuntimeError``: an analysis of another model would be mislabelled).
     """
+    from .reproduce import check_reproduced
     from .runner import build_data, load_model, run
 
     spec = _get(analysis)
@@ -308,11 +309,7 @@ def analyze(config: Config, analysis: str = "bound_terms", results_dir: str | os
                 again = run(config, results_dir=scratch, force=True, progress=False, device=device)
             finally:
                 torch.set_num_threads(threads)
-            worst = max((abs(again.metrics[s][m] - v) for s, row in stored.metrics.items() for m, v in row.items()),
-                        default=0.0)
-            if worst > tolerance:
-                raise RuntimeError(f"{stored.path.name} does not reproduce: a metric of the retrained run differs by "
-                                   f"{worst:.4f} (tolerance {tolerance}); its model cannot be analyzed as this run's")
+            worst = check_reproduced(stored, again, tolerance, device)  # else its model is not this run's
             model, source = load_model(again, device), again
             extra.update(model_from="retrained", reproduced_max_metric_diff=worst)
         with torch.no_grad():

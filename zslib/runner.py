@@ -30,7 +30,7 @@ from .store import Result, check_writable, load_result, provenance, result_path,
 from .train import default_eval, distributed, embed, load_checkpoint, set_seed, train
 from .train.precision import Precision
 
-__all__ = ["build_data", "build_model", "build_method", "run", "load_model", "evaluate_checkpoint"]
+__all__ = ["build_data", "build_model", "build_method", "run", "load_model", "evaluate_checkpoint", "split_metrics"]
 
 
 def build_data(config: Config) -> dict:
@@ -90,37 +90,49 @@ def build_method(config: Config, model: nn.Module, classes) -> nn.Module:
     return method
 
 
-def _final_metrics(config, model, data, history, device, method=None) -> dict:
-    """Evaluate the trained model once: the full :func:`zslib.evaluate.evaluate` row on the unseen (and
-    validation) classes, Recall@K on the seen classes. The Recall@K values also close the history's
-    curves (the trainer leaves the last evaluation to this function, so nothing is embedded twice).
+def split_metrics(config: Config, model: nn.Module, data: dict, device, method=None, cluster_seed: int | None = None
+                  ) -> dict[str, dict[str, float]]:
+    """The final evaluation of a trained model: the full :func:`zslib.evaluate.evaluate` row on the unseen (and
+    validation) classes, Recall@K on the seen classes, as ``{split: {metric: value}}``.
 
     A method with a pair evaluator (:meth:`zslib.methods.Method.pair_evaluator`, e.g. ZSML) scores pairs of
-    the rows ``model(x)`` instead, with the same evaluator (and the run's seed) on every split."""
+    the rows ``model(x)`` instead, with the same evaluator on every split. ``cluster_seed`` seeds the clustering
+    (k-means; for a pair evaluator also its sample of pairs); ``None`` is the run's own choice (k-means seed 0,
+    a pair evaluator the run's seed), the one a stored result was measured with."""
     from .evaluate import evaluate
 
     def emb(ds):
         return embed(model, ds, batch_size=config.eval_batch_size, device=device, num_workers=config.num_workers)
 
     pairwise = method.pair_evaluator(model) if method is not None else None
-    metrics, last_row = {}, {"step": config.iterations}
+    kmeans_seed = 0 if cluster_seed is None else int(cluster_seed)
+    metrics = {}
     for split in ("seen", "val", "unseen"):
         if split not in data:
             continue
-        score = default_eval if split == "seen" else partial(evaluate, dataset=config.dataset)
+        score = default_eval if split == "seen" else partial(evaluate, dataset=config.dataset, seed=kmeans_seed)
         if pairwise is not None:
             if isinstance(data[split], tuple):
                 raise NotImplementedError(f"method {config.method!r} evaluates pairs of one set; separate query "
                                           "and gallery sets (In-Shop) are not supported")
             with torch.no_grad():
-                row = pairwise(*emb(data[split]), seed=config.seed)
+                row = pairwise(*emb(data[split]), seed=config.seed if cluster_seed is None else int(cluster_seed))
         elif isinstance(data[split], tuple):  # In-Shop: queries against the gallery
             (q, ql), (g, gl) = emb(data[split][0]), emb(data[split][1])
             row = score(g, gl, query_embeddings=q, query_labels=ql)
         else:
             row = score(*emb(data[split]))
         metrics[split] = {str(k): float(v) for k, v in row.items()}
-        last_row[split] = {k: v for k, v in metrics[split].items() if k.startswith("R@")}
+    return metrics
+
+
+def _final_metrics(config, model, data, history, device, method=None) -> dict:
+    """:func:`split_metrics` of the trained model; its Recall@K values also close the history's curves (the
+    trainer leaves the last evaluation to this function, so nothing is embedded twice)."""
+    metrics = split_metrics(config, model, data, device, method)
+    last_row = {"step": config.iterations}
+    for split, row in metrics.items():
+        last_row[split] = {k: v for k, v in row.items() if k.startswith("R@")}
     history.evals.append(last_row)
     return metrics
 

@@ -31,7 +31,7 @@ from .train.history import History
 
 __all__ = ["Result", "ResultFileError", "ResultsNotWritableError", "results_dir", "result_path", "load_result",
            "load_results", "check_writable", "code_fingerprint", "stale_code_warning",
-           "record_runs", "recorded_runs", "provenance_summary", "utc_minute", "short_commit", "git_commit", "device_name", "provenance",
+           "record_runs", "recorded_runs", "provenance_summary", "utc_minute", "short_commit", "git_commit", "device_name", "cpu_model", "provenance",
            "json_default", "file_slug", "write_json"]
 
 
@@ -132,6 +132,20 @@ def device_name(device: torch.device) -> str:
     return f"{device.type} ({platform.processor() or platform.machine()}, {os.cpu_count()} cores)"
 
 
+def cpu_model() -> str:
+    """The CPU's model name (``/proc/cpuinfo`` on Linux, else :func:`platform.processor`); ``""`` when unknown.
+    Recorded because another CPU sums in another order: the last bits of a run, and through one k-means
+    start its NMI, can differ there (:mod:`zslib.reproduce`)."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if line.lower().startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or ""
+
+
 def provenance(config: Config, device: torch.device, **extra) -> dict:
     """What made a result: versions, commit, profile, device, threads, seed, date, plus ``extra``."""
     from . import __version__
@@ -144,6 +158,7 @@ def provenance(config: Config, device: torch.device, **extra) -> dict:
         "python_version": platform.python_version(),
         "profile": config.profile,
         "device": device_name(device),
+        "cpu": cpu_model(),
         "torch_threads": torch.get_num_threads(),  # CPU float sums, hence bitwise results, depend on it
         "seed": config.seed,
         "code_fingerprint": code_fingerprint(),
