@@ -83,7 +83,7 @@ def test_two_different_runs_are_refused(runs):
         reproduction_gaps(other, again)
 
 
-def test_a_run_records_the_cpu_it_ran_on(runs, tmp_path):
+def test_a_run_records_the_cpu_it_ran_on(runs):
     from pathlib import Path
 
     from zslib.store import cpu_model

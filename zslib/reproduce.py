@@ -51,9 +51,10 @@ def reproduction_gaps(stored, again, device="cpu", cluster_seeds: Iterable[int] 
     method = build_method(config, model, np.unique(np.asarray(data["train"].labels)))
     method.to(device)
     values = {key: [again.metrics[key[0]][key[1]]] for key in clustered}
+    splits = tuple(dict.fromkeys(s for s, _ in clustered))  # only the splits with a clustering metric
     with torch.no_grad():
         for seed in cluster_seeds:
-            rows = split_metrics(config, model, data, device, method, cluster_seed=seed)
+            rows = split_metrics(config, model, data, device, method, cluster_seed=seed, splits=splits)
             for s, m in clustered:
                 values[s, m].append(rows[s][m])
     for (s, m), vs in values.items():

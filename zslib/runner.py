@@ -90,15 +90,16 @@ def build_method(config: Config, model: nn.Module, classes) -> nn.Module:
     return method
 
 
-def split_metrics(config: Config, model: nn.Module, data: dict, device, method=None, cluster_seed: int | None = None
-                  ) -> dict[str, dict[str, float]]:
+def split_metrics(config: Config, model: nn.Module, data: dict, device, method=None, cluster_seed: int | None = None,
+                  splits=("seen", "val", "unseen")) -> dict[str, dict[str, float]]:
     """The final evaluation of a trained model: the full :func:`zslib.evaluate.evaluate` row on the unseen (and
     validation) classes, Recall@K on the seen classes, as ``{split: {metric: value}}``.
 
     A method with a pair evaluator (:meth:`zslib.methods.Method.pair_evaluator`, e.g. ZSML) scores pairs of
     the rows ``model(x)`` instead, with the same evaluator on every split. ``cluster_seed`` seeds the clustering
     (k-means; for a pair evaluator also its sample of pairs); ``None`` is the run's own choice (k-means seed 0,
-    a pair evaluator the run's seed), the one a stored result was measured with."""
+    a pair evaluator the run's seed), the one a stored result was measured with. ``splits`` limits the evaluation
+    to those of ``data``'s splits (each one is embedded and scored in full)."""
     from .evaluate import evaluate
 
     def emb(ds):
@@ -107,7 +108,7 @@ def split_metrics(config: Config, model: nn.Module, data: dict, device, method=N
     pairwise = method.pair_evaluator(model) if method is not None else None
     kmeans_seed = 0 if cluster_seed is None else int(cluster_seed)
     metrics = {}
-    for split in ("seen", "val", "unseen"):
+    for split in splits:
         if split not in data:
             continue
         score = default_eval if split == "seen" else partial(evaluate, dataset=config.dataset, seed=kmeans_seed)
