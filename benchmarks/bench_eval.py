@@ -1,4 +1,4 @@
-"""Benchmark: retrieval metrics of ``zslib.evaluate`` against a bare faiss search and PML.
+"""Benchmark: retrieval metrics of ``zslib.engine.evaluate`` against a bare faiss search and PML.
 
 Stanford Online Products' test split is 60,502 images of 11,316 classes (about 5.3 images per class,
 at least 2). This script builds random embeddings of that shape (512-d, float32, a weak class
@@ -70,8 +70,8 @@ def worker(name: str, x: np.ndarray, y: np.ndarray) -> dict:
     import faiss
     import torch
 
-    from zslib import evaluate as ev
-    from zslib.memory import peak_rss_mib, reset_peak_rss, rss_mib
+    from zslib.engine import evaluate as ev
+    from zslib.engine.memory import peak_rss_mib, reset_peak_rss, rss_mib
 
     if name == "pml":
         from pytorch_metric_learning.utils.accuracy_calculator import AccuracyCalculator
@@ -195,7 +195,7 @@ def main():
     import faiss  # noqa: F401
     import torch  # noqa: F401
 
-    import zslib.evaluate  # noqa: F401
+    import zslib.engine.evaluate  # noqa: F401
     sizes = [args.n] if args.n else [QUICK_N] if args.quick else [SOP_N, QUICK_N]
     for n in sizes:
         table(n, args)

@@ -1,6 +1,6 @@
 """Benchmark: DeML's object attention batched over images against a per-image Python loop.
 
-The same function, :func:`zslib.object_attention.object_attention_map` (graph, T = 10 walk steps,
+The same function, :func:`zslib.methods.deml.object_attention.object_attention_map` (graph, T = 10 walk steps,
 rescale, resize to the image, average over layers), is timed on a batch of 64 images in one call and
 image by image in a Python loop; the goal is a batched speed-up of at least 20x. Maps have the sizes
 of the two profiles:
@@ -29,7 +29,7 @@ import time
 
 import torch
 
-from zslib.object_attention import object_attention_map
+from zslib.methods.deml.object_attention import object_attention_map
 
 SIZES = {
     "real": ([(112, 14, 14), (1280, 7, 7)], 224),

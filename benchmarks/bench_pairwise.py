@@ -2,10 +2,10 @@
 
 The unseen classes 52-102 of Flowers-102 hold 4,696 images. ZSML scores every ordered pair with its
 network, 4,696^2 = 22.05 million network evaluations. This script builds the network with the
-paper's sizes (``zslib.models.relation.pair_similarity``: k = 96 kernels 8 x 2 with stride 10,
+paper's sizes (``zslib.methods.zsml.relation.pair_similarity``: k = 96 kernels 8 x 2 with stride 10,
 FC 1,000 - 1,000 - 1), random features of the real shape (4,696 x 1,280, EfficientNet-Lite0's
 pooled feature size; the values do not change the cost), and runs
-``zslib.pairwise.score_matrix`` over the full problem.
+``zslib.methods.zsml.pairwise.score_matrix`` over the full problem.
 
 The full matrix takes hours on a 2-core CPU, so by default the run stops after ``--seconds``
 seconds. It then extrapolates the time from the measured rate of scored pairs. Peak memory is the
@@ -38,14 +38,14 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n", type=int, default=N_UNSEEN)
     ap.add_argument("--dim", type=int, default=DIM)
-    ap.add_argument("--max-pairs", type=int, default=None, help="default: zslib.pairwise.DEFAULT_MAX_PAIRS")
+    ap.add_argument("--max-pairs", type=int, default=None, help="default: zslib.methods.zsml.pairwise.DEFAULT_MAX_PAIRS")
     ap.add_argument("--seconds", type=float, default=120.0, help="stop after this long and extrapolate; 0 = run all")
     ap.add_argument("--device", default="cpu")
     args = ap.parse_args()
 
-    from zslib import pairwise as pw
-    from zslib.memory import peak_rss_mib, reset_peak_rss, rss_mib
-    from zslib.models.relation import pair_similarity
+    from zslib.methods.zsml import pairwise as pw
+    from zslib.engine.memory import peak_rss_mib, reset_peak_rss, rss_mib
+    from zslib.methods.zsml.relation import pair_similarity
 
     max_pairs = args.max_pairs or pw.DEFAULT_MAX_PAIRS
     torch.manual_seed(0)

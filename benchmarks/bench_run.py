@@ -27,7 +27,7 @@ import zslib.experiment as E
 t_import = time.perf_counter() - t0
 config = E.Config.from_profile("quick", eval_every=300, name="bench")
 t = time.perf_counter(); E.build_data(config); t_data_cold = time.perf_counter() - t
-import zslib.data.synthparts as S
+import zslib.engine.data.synthparts as S
 S._RENDERED.clear()
 t = time.perf_counter(); E.build_data(config); t_data_warm = time.perf_counter() - t
 S._RENDERED.clear()

@@ -7,14 +7,14 @@ and peak GPU memory, for GoogLeNet and EfficientNet-Lite0.
     python benchmarks/bench_train.py --small                        # 8 x 2 images, a few steps: a CPU check
     python benchmarks/bench_train.py --loader-only --data fake-cub  # the data path alone, without a network
 
-What runs is the trainer itself (:func:`zslib.train.train`) on the network, method and data path a run of the
-full profile builds (:func:`zslib.runner.build_model`, ``build_method``, ``build_data``), with random
+What runs is the trainer itself (:func:`zslib.engine.train.train`) on the network, method and data path a run of the
+full profile builds (:func:`zslib.engine.runner.build_model`, ``build_method``, ``build_data``), with random
 weights instead of the ImageNet ones (the speed is the same) and no evaluation. The first ``--warmup``
 steps (cuDNN's algorithm search, the loader's start) are not timed. Printed per backbone:
 
 * ``img/s``: images trained per second over the timed steps;
 * ``data wait``: the share of the timed wall time the loop spent getting the next batch (from the loader,
-  onto the device) -- :attr:`zslib.train.History.data_seconds`. The loop waits for the GPU once per step
+  onto the device) -- :attr:`zslib.engine.train.History.data_seconds`. The loop waits for the GPU once per step
   (it reads the loss to check it is finite), so this is time the GPU had no work queued, up to the part
   of the wait that overlaps the step's last kernels: an upper bound of the GPU's idle share due to data;
 * ``peak mem``: the peak of ``torch.cuda.max_memory_allocated`` over the timed steps (on the CPU, the
@@ -92,9 +92,9 @@ def fake_cub(folder: Path, classes: int = 100, per_class: int = 6) -> Path:
 
 def loader_rate(train_set, config, batches: int) -> float:
     """Images per second the trainer's batch stream delivers on the host, without a network."""
-    from zslib.data import ClassBalancedSampler
-    from zslib.data.splits import labels_of
-    from zslib.train.batches import BatchStream
+    from zslib.engine.data import ClassBalancedSampler
+    from zslib.engine.data.splits import labels_of
+    from zslib.engine.train.batches import BatchStream
 
     sampler = ClassBalancedSampler(labels_of(train_set), config.batch_classes, config.batch_per_class, seed=0)
     stream = BatchStream(train_set, sampler, seed=0, num_workers=config.num_workers)
@@ -110,11 +110,11 @@ def loader_rate(train_set, config, batches: int) -> float:
 
 
 def bench(backbone: str, args, device) -> dict:
-    from zslib.config import Config
-    from zslib.data import build_dataset
-    from zslib.models import normalization
-    from zslib.runner import build_method, build_model
-    from zslib.train import Precision, set_seed, train
+    from zslib.engine.config import Config
+    from zslib.engine.data import build_dataset
+    from zslib.engine.models import normalization
+    from zslib.engine.runner import build_method, build_model
+    from zslib.engine.train import Precision, set_seed, train
 
     config = Config.from_profile("full", backbone=backbone, pretrained=False, dataset=args.dataset,
                                  image_cache=args.cache == "on", **args.sizes)
@@ -183,7 +183,7 @@ def main(argv=None) -> int:
     if args.loader_only and args.data == "memory":
         p.error("--loader-only measures reading image files: use --data flowers or fake-cub")
 
-    from zslib.profile import PROFILES, device as default_device
+    from zslib.engine.profile import PROFILES, device as default_device
 
     device = torch.device(args.device) if args.device else default_device()
     full = PROFILES["full"]
@@ -208,8 +208,8 @@ def main(argv=None) -> int:
         os.environ["ZS_DATA"] = str(fake_cub(Path(tmp.name) / "cub200"))
     else:
         args.dataset = "cub200"
-    from zslib.store import device_name
-    from zslib.train.batches import loader_workers
+    from zslib.engine.store import device_name
+    from zslib.engine.train.batches import loader_workers
 
     print(f"device {device_name(device)}; torch {torch.__version__}; {torch.get_num_threads()} threads; "
           f"data {args.data} (image cache {args.cache}); batch {sizes['batch_classes']} x {sizes['batch_per_class']}; "

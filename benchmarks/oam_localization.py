@@ -1,9 +1,9 @@
 """Measured demo: how well DeML's random-walk object attention finds the SynthParts bird.
 
 For the quick profile's backbone (SmallCNN, widths 16-128), untrained and after a short triplet
-training (``--steps``, default 200, ``zslib.train.train`` with the quick profile's optimizer), at 48 px
+training (``--steps``, default 200, ``zslib.engine.train.train`` with the quick profile's optimizer), at 48 px
 (maps 6 x 6 and 3 x 3) and 96 px (12 x 12 and 6 x 6), on the unseen classes, this prints
-:func:`zslib.localization.localization_scores` for:
+:func:`zslib.analysis.localization.localization_scores` for:
 
 * the layers ``stage3``, ``stage4`` and both (averaged), T = 10 (the paper's OAM);
 * the number of steps: T = 1, 2, 10 and the exact stationary distribution;
@@ -28,14 +28,14 @@ import time
 
 import torch
 
-from zslib.attention_crop import attention_boxes
-from zslib.data import SynthParts, build_dataset
-from zslib.localization import localization_scores
-from zslib.losses import get_loss
-from zslib.models import build_model, normalization
-from zslib.object_attention import convergence_gap, object_attention_map
-from zslib.profile import PROFILES
-from zslib.train import metric_objective, train
+from zslib.methods.deml.attention_crop import attention_boxes
+from zslib.engine.data import SynthParts, build_dataset
+from zslib.analysis.localization import localization_scores
+from zslib.engine.losses import get_loss
+from zslib.engine.models import build_model, normalization
+from zslib.methods.deml.object_attention import convergence_gap, object_attention_map
+from zslib.engine.profile import PROFILES
+from zslib.engine.train import metric_objective, train
 
 LAYERS = ("stage3", "stage4")
 

@@ -51,7 +51,7 @@ REFERENCE_SECONDS = 1.0
 CALIBRATION = r"""
 import time, torch
 torch.set_num_threads(1)
-from zslib.models import build_model
+from zslib.engine.models import build_model
 torch.manual_seed(0)
 net = build_model("smallcnn", 64, widths=[16, 32, 64, 128]).to(memory_format=torch.channels_last)
 opt = torch.optim.Adam(net.parameters(), lr=1e-3)

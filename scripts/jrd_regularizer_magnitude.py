@@ -20,10 +20,10 @@ import numpy as np
 import torch
 from torch import nn
 
-from zslib import diversification as D
+from zslib.methods.jrd import diversification as D
 from zslib.experiment import Config, build_data, build_model
-from zslib.losses import AMSoftmax
-from zslib.train import set_seed, train
+from zslib.engine.losses import AMSoftmax
+from zslib.engine.train import set_seed, train
 
 REPORT_STEPS = (0, 25, 50, 100, 200, 300, 400, 600, 800, 1000)
 

@@ -24,14 +24,14 @@ def _session_cache(tmp_path_factory):
 @pytest.fixture(autouse=True)
 def _quick_profile(monkeypatch, _session_cache):
     """Every test starts on the quick profile, whatever the caller's environment says, with weight
-    downloads off, and caches arrays (zslib.cache) in a folder of the test session, not in the checkout."""
-    import zslib.profile
+    downloads off, and caches arrays (zslib.engine.cache) in a folder of the test session, not in the checkout."""
+    import zslib.engine.profile
 
     monkeypatch.setenv("ZS_PROFILE", "quick")
     for name in ("ZS_DOWNLOAD", "ZS_WEIGHTS_MIRROR", "ZS_DATA_MIRROR"):  # tests never download: no caller's switch leaks in
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("ZS_CACHE", str(_session_cache))
-    monkeypatch.setattr(zslib.profile, "_active", None)
+    monkeypatch.setattr(zslib.engine.profile, "_active", None)
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""zslib.methods.adapt_adv.cached_map_gradcam (the analysis "cached_map_gradcam"): Grad-CAM of a same-class
+"""zslib.methods.adapt_adv.analyses.cached_map_gradcam (the analysis "cached_map_gradcam"): Grad-CAM of a same-class
 similarity on the real profile's cached maps, for a pooled base network and a GDFL network.
 
 Oracle: for the base, whose embedding reads the average-pooled last map, Grad-CAM has a closed form: the
@@ -22,11 +22,11 @@ pytestmark = pytest.mark.skipif(importlib.util.find_spec("efficientnet_lite0_pyt
 
 
 def test_gradcam_on_cached_maps_matches_the_closed_form_and_both_models_share_the_map(tmp_path, monkeypatch):
-    from zslib.analysis import ANALYSES
-    from zslib.data import build_dataset
+    from zslib.analysis.records import get_analysis
+    from zslib.engine.data import build_dataset
     from zslib.experiment import Config, build_model
-    from zslib.methods.adapt_adv import cached_map_gradcam
-    from zslib.models.cached import CachedBackbone
+    from zslib.methods.adapt_adv.analyses import cached_map_gradcam
+    from zslib.engine.models.cached import CachedBackbone
 
     build_flowers(tmp_path / "data", labels=[c for c in (1, 2, 3, 52, 53, 54) for _ in range(4)])
     monkeypatch.setenv("ZS_DATA", str(tmp_path / "data"))
@@ -35,7 +35,7 @@ def test_gradcam_on_cached_maps_matches_the_closed_form_and_both_models_share_th
     adapt = base.replace(method="adapt_adv")
     torch.manual_seed(0)
     models = {c.method: build_model(c) for c in (base, adapt)}
-    assert ANALYSES["cached_map_gradcam"].function is cached_map_gradcam
+    assert get_analysis("cached_map_gradcam").function is cached_map_gradcam
     out = {c.method: cached_map_gradcam(models[c.method], None, c, classes=3) for c in (base, adapt)}
     with pytest.raises(ValueError, match="unseen classes"):
         cached_map_gradcam(models["baseline"], None, base, classes=4)

@@ -1,4 +1,4 @@
-"""Adapt-Adv as a method (zslib.methods.adapt_adv): parameters, the network attach builds, the two phases of
+"""Adapt-Adv as a method (zslib.methods.adapt_adv.method): parameters, the network attach builds, the two phases of
 Algorithm 1 (each moves only its own parameters), the extractor's term against Eq. 20 and Eq. 22 computed by
 hand, the per-epoch lambda schedule against a replay from the logged losses, end-to-end runs and exact resume."""
 from __future__ import annotations
@@ -9,13 +9,13 @@ import numpy as np
 import pytest
 import torch
 
-from zslib.class_adversary import adaptive_lambda
-from zslib.config import Config
+from zslib.methods.adapt_adv.class_adversary import adaptive_lambda
+from zslib.engine.config import Config
 from zslib.methods import METHODS, get_method
-from zslib.methods.adapt_adv import AdaptAdv, lambda_trace
-from zslib.models import GDFLNet
-from zslib.runner import build_data, build_method, build_model, run
-from zslib.train.optim import OptimSettings
+from zslib.methods.adapt_adv.method import AdaptAdv, lambda_trace
+from zslib.methods.adapt_adv.gdfl import GDFLNet
+from zslib.engine.runner import build_data, build_method, build_model, run
+from zslib.engine.train.optim import OptimSettings
 
 TINY = dict(iterations=4, eval_every=4, synth_images_per_class=8, image_size=32, resize_size=36, embedding_dim=16,
             batch_classes=4, batch_per_class=2)

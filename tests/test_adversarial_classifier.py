@@ -12,9 +12,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from zslib.class_adversary import (AdversarialClassifier, EpochLambda, adaptive_lambda, adversarial_term,
-                                   classification_loss, extractor_objective)
-from zslib.models.grl import grad_reverse
+from zslib.methods.adapt_adv.class_adversary import (AdversarialClassifier, EpochLambda, adaptive_lambda,
+                                                     adversarial_term, classification_loss, extractor_objective)
+from zslib.engine.models.grl import grad_reverse
 
 
 # ----- Eq. 22 ----------------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""zslib.analysis: records of analyses that need a run's trained model (JRD Table 3's lambda and d_H), stored
+"""zslib.analysis.records: records of analyses that need a run's trained model (JRD Table 3's lambda and d_H), stored
 beside the run and keyed by its config hash, made from the checkpoint or by training the run again."""
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from zslib.analysis import (AnalysisRecord, analysis_path, analyze, load_analysis, record_analyses,
-                            recorded_analyses)
-from zslib.config import Config, config_hash
-from zslib.store import ResultFileError, load_result
-from zslib.runner import run
+from zslib.analysis.records import (AnalysisRecord, analysis_path, analyze, load_analysis, record_analyses,
+                                    recorded_analyses)
+from zslib.engine.config import Config, config_hash
+from zslib.engine.store import ResultFileError, load_result
+from zslib.engine.runner import run
 
 REPO = Path(__file__).resolve().parents[1]
 TINY = dict(iterations=4, eval_every=4, batch_classes=4, batch_per_class=2, synth_images_per_class=8,
@@ -140,20 +140,20 @@ def test_transfer_evaluates_the_other_dataset_as_the_run_evaluates_its_own(tmp_p
                                                                           params):
     """Pointed at a 'dataset' whose unseen images are the run's own, the transfer analysis must give the run's own
     unseen metrics exactly: the same evaluator (pairs or embeddings) with the same seed."""
-    import zslib.runner
+    import zslib.engine.runner
 
     c = Config.from_profile("quick", method=method, method_params=params, **TINY)
     result = run(c, results_dir=tmp_path, progress=False, device="cpu")
     with pytest.raises(ValueError, match="trained on that dataset"):
         analyze(c, "to_synthparts", results_dir=tmp_path, device="cpu")
-    build = zslib.runner.build_data
+    build = zslib.engine.runner.build_data
     asked = []
 
     def same_images(config):
         asked.append(config.dataset)
         return build(config.replace(dataset="synthparts"))
 
-    monkeypatch.setattr(zslib.runner, "build_data", same_images)
+    monkeypatch.setattr(zslib.engine.runner, "build_data", same_images)
     record = analyze(c, "to_flowers102", results_dir=tmp_path, device="cpu")
     assert "flowers102" in asked and record.params == {"dataset": "flowers102", "split": "unseen"}
     shared = set(result.metrics["unseen"]) & set(record.values)  # the target dataset decides the standard row
@@ -167,13 +167,14 @@ def test_the_5nn_bound_terms_are_bound_terms_with_five_neighbours(tmp_path, one_
     bound_terms; its record equals a direct call with those settings and differs from the 1-NN record."""
     import torch
 
-    from zslib.analysis import ANALYSES, bound_terms
-    from zslib.runner import build_data, load_model
+    from zslib.analysis.records import get_analysis
+    from zslib.methods.jrd.analyses import bound_terms
+    from zslib.engine.runner import build_data, load_model
 
     c = Config.from_profile("quick", **dict(TINY, synth_images_per_class=16))
     result = run(c, results_dir=tmp_path, progress=False, device="cpu")
     five = analyze(c, "bound_terms_5nn", tmp_path, device="cpu")
-    assert ANALYSES["bound_terms_5nn"].function is bound_terms
+    assert get_analysis("bound_terms_5nn").function is bound_terms
     assert five.params == {"k": 5, "folds": 5, "repeats": 2, "seed": 0} and five.path.name.endswith("-bound_terms_5nn.json")
     with torch.no_grad():
         direct = bound_terms(load_model(result, "cpu").eval(), build_data(c), c, k=5, folds=5, repeats=2, seed=0)

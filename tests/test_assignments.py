@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from zslib.assignments import (BOOK_DIR, HIDE_TAG, SOLUTION_TAG, build_pack, exercise_names, grade, solution_text,
-                               strip_solutions)
-from zslib.exercises import REGISTRY
+from zslib.teaching.assignments import (BOOK_DIR, HIDE_TAG, SOLUTION_TAG, build_pack, exercise_names, grade,
+                                        solution_text, strip_solutions)
+from zslib.teaching.exercises import REGISTRY
 
 CHAPTERS = sorted(p for p in BOOK_DIR.glob("*.ipynb") if p.stem != "recorded_runs")
 
@@ -30,7 +30,7 @@ def _code(text, tags=()):
 
 TINY = _nb([
     {"cell_type": "markdown", "metadata": {}, "source": "# Tiny chapter\n\n### Exercise 1"},
-    _code("from zslib.exercises import check"),
+    _code("from zslib.teaching.exercises import check"),
     _code("def floor():\n    # BEGIN SOLUTION\n    import math\n    return math.log(1 + 49 * math.exp(-4))\n"
           "    # END SOLUTION\n\nanswer = 1.0  # SOLUTION", tags=(SOLUTION_TAG, HIDE_TAG)),
     _code('check("deep_metric_learning.proxy_nca_floor", floor())'),

@@ -1,13 +1,13 @@
-"""Crop and zoom (zslib.attention_crop) and localization scores (zslib.localization): connected regions
+"""Crop and zoom (zslib.methods.deml.attention_crop) and localization scores (zslib.analysis.localization): connected regions
 against scipy.ndimage, boxes against brute-force NumPy, IoU against torchvision, crops against slicing."""
 import numpy as np
 import pytest
 import torch
 from scipy import ndimage
 
-from zslib.attention_crop import _connected_labels, attention_boxes, crop_and_zoom, zoom_to_attention
-from zslib.localization import (box_iou, central_mask, central_mass, localization_scores, mass_on_object,
-                                peak_on_object)
+from zslib.methods.deml.attention_crop import _connected_labels, attention_boxes, crop_and_zoom, zoom_to_attention
+from zslib.analysis.localization import (box_iou, central_mask, central_mass, localization_scores, mass_on_object,
+                                         peak_on_object)
 
 
 def _smooth_maps(b=16, h=40, w=40, seed=0):

@@ -1,4 +1,4 @@
-"""zslib.cache: keyed, verified arrays on disk, and the SynthParts splits stored through it."""
+"""zslib.engine.cache: keyed, verified arrays on disk, and the SynthParts splits stored through it."""
 from __future__ import annotations
 
 import json
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from zslib.cache import ArrayCache, cache_dir, source_fingerprint
+from zslib.engine.cache import ArrayCache, cache_dir, source_fingerprint
 
 
 def test_round_trip_and_key_separation(tmp_path):
@@ -32,7 +32,7 @@ def test_a_damaged_entry_is_removed_and_reported(tmp_path):
     raw = np.load(entry.path / "x.npy")
     raw[500] = -1  # same shape and dtype, different bytes: only the checksum can tell
     np.save(entry.path / "x.npy", raw)
-    import zslib.cache as C
+    import zslib.engine.cache as C
     C._VERIFIED.discard(str(entry.path))
     with pytest.warns(UserWarning, match="damaged"):
         assert entry.load() is None
@@ -67,7 +67,7 @@ def test_source_fingerprint_follows_the_bytes(tmp_path):
 
 
 def test_synthparts_split_is_stored_and_loaded_bitwise(tmp_path, monkeypatch):
-    from zslib.data import synthparts as S
+    from zslib.engine.data import synthparts as S
 
     monkeypatch.setenv("ZS_CACHE", str(tmp_path))
     monkeypatch.setattr(S, "_RENDERED", type(S._RENDERED)())

@@ -1,5 +1,5 @@
-"""zslib.checks (shared input validation), zslib.stats (intervals, paired verdicts) and the gradient
-reversal layer of zslib.models.grl."""
+"""zslib.engine.checks (shared input validation), zslib.engine.stats (intervals, paired verdicts) and the gradient
+reversal layer of zslib.engine.models.grl."""
 from __future__ import annotations
 
 import math
@@ -10,8 +10,8 @@ import pytest
 import torch
 from scipy import stats as sps
 
-from zslib import checks, stats
-from zslib.models.grl import GradientReversal, grad_reverse
+from zslib.engine import checks, stats
+from zslib.engine.models.grl import GradientReversal, grad_reverse
 
 
 # ------------------------------------------------------------------------------------------- checks
@@ -130,7 +130,7 @@ def test_a_whole_number_check_refuses_infinity_and_nan_with_a_value_error():
 
     import pytest as _pytest
 
-    from zslib.checks import finite_number
+    from zslib.engine.checks import finite_number
 
     for bad in (_math.inf, -_math.inf, _math.nan):
         with _pytest.raises(ValueError, match="finite"):

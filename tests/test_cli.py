@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from zslib import catalog
+from zslib.engine import catalog
 
 BAD = [
     (["--loss", "nosuch"], "unknown loss 'nosuch'"),
@@ -29,7 +29,7 @@ BAD = [
 
 def test_the_catalog_equals_the_registries():
     assert catalog.load() == json.loads(json.dumps(catalog.build(), sort_keys=True)), \
-        "zslib/catalog.json is out of date: run `python -m zslib.catalog` to rewrite it from the registries"
+        "zslib/catalog.json is out of date: run `python -m zslib.engine.catalog` to rewrite it from the registries"
 
 
 def test_the_catalog_checks_agree_with_the_methods_own_checks():

@@ -19,9 +19,9 @@ from pathlib import Path
 import torch
 
 import zslib
-import zslib.models as zm
-from zslib.data import CUB200
-from zslib.data.download import file_checksum
+import zslib.engine.models as zm
+from zslib.engine.data import CUB200
+from zslib.engine.data.download import file_checksum
 
 from data_fixtures import build_cub
 
@@ -73,11 +73,11 @@ def test_full_profile_run_all_needs_no_manual_step(tmp_path, monkeypatch):
     for name, folder in (("ZS_DATA", "data"), ("ZS_WEIGHTS", "weights"), ("ZS_CACHE", "cache"),
                          ("ZS_RESULTS", "results")):
         monkeypatch.setenv(name, str(tmp_path / folder))
-    monkeypatch.setattr("zslib.profile._active", None)
+    monkeypatch.setattr("zslib.engine.profile._active", None)
 
     # the chapter's full-profile branch (book/cml.ipynb), then its first configuration at a CPU's size
     from zslib.experiment import Config, run_grid
-    from zslib.methods.cml import cml_method, cml_preset
+    from zslib.methods.cml.method import cml_method, cml_preset
 
     profile = zslib.get_profile()
     assert profile.name == "full" and profile.image_cache

@@ -1,4 +1,4 @@
-"""Tests of zslib.cross_update: ZSML's continuous labels (Eq. 3), cross-update regression loss
+"""Tests of zslib.methods.zsml.cross_update: ZSML's continuous labels (Eq. 3), cross-update regression loss
 (Eq. 4-8), its gradients (Eq. 9-10) and the label step of Algorithm 1 (xu2019zsml).
 
 Oracles: the closed forms of Eq. 3 and Eq. 6, autograd and gradcheck (float64) for every hinge term,
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from zslib import cross_update as cu
+from zslib.methods.zsml import cross_update as cu
 
 ALPHA, BETA = 0.3, 0.7
 

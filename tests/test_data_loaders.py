@@ -12,9 +12,9 @@ import scipy.io
 import torch
 
 import zslib
-from zslib import data as zd
-from zslib.data import (CUB200, SOP, Cars196, ChecksumError, CorruptFileError, CountMismatchError, Flowers102,
-                        InShop, ManualDownloadError, MissingDataError)
+from zslib.engine import data as zd
+from zslib.engine.data import (CUB200, SOP, Cars196, ChecksumError, CorruptFileError, CountMismatchError, Flowers102,
+                               InShop, ManualDownloadError, MissingDataError)
 
 from data_fixtures import (CARS_SPEC, CUB_CLASSES, FLOWERS_LABELS, INSHOP_ROWS, SOP_TEST, SOP_TRAIN, LocalServer,
                            build_cars_annos, build_cars_devkit, build_cars_folders, build_cub, build_flowers,
@@ -27,7 +27,7 @@ def test_data_root_order(tmp_path, monkeypatch):
     assert zd.data_root(tmp_path / "arg") == tmp_path / "arg"
     assert zd.data_root() == tmp_path / "env"
     monkeypatch.delenv("ZS_DATA")
-    repo = Path(zd.__file__).resolve().parents[2]
+    repo = Path(zd.__file__).resolve().parents[3]
     assert zd.data_root() == repo / "data"  # running from the checkout
 
 

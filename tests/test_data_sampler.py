@@ -6,7 +6,7 @@ import pytest
 import torch
 from torch.utils.data import DataLoader, TensorDataset
 
-from zslib.data import ClassBalancedSampler
+from zslib.engine.data import ClassBalancedSampler
 
 
 def _labels(sizes, seed=0):

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 import torch
 
-from zslib.data import SynthParts, shortcut_probe
-from zslib.data import synthparts as sp
+from zslib.engine.data import SynthParts, shortcut_probe
+from zslib.engine.data import synthparts as sp
 
 
 @pytest.fixture(scope="module")

@@ -1,5 +1,5 @@
-"""The registered DeML method (zslib.methods.deml): parameters, the terms it returns against the functions
-of the equations (Eq. 5 against zslib.decoupled_losses, Eq. 6, Eq. 4), the signs of the adversarial game
+"""The registered DeML method (zslib.methods.deml.method): parameters, the terms it returns against the functions
+of the equations (Eq. 5 against zslib.methods.deml.decoupled_losses, Eq. 6, Eq. 4), the signs of the adversarial game
 through one real step of the trainer, the ablation switches against a manual pass, the real profile's
 variant on cached maps (CAM then pooling against gating the pooled feature), an end-to-end run and a
 bitwise resume of a run killed mid-way."""
@@ -14,12 +14,13 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from zslib.config import Config
-from zslib.decoupled_losses import activation_decay, decoupled_binomial_loss, nontrivial_term
+from zslib.engine.config import Config
+from zslib.methods.deml.decoupled_losses import activation_decay, decoupled_binomial_loss, nontrivial_term
 from zslib.methods import METHODS, get_method
-from zslib.methods.deml import DeML, split_learners
-from zslib.models import DeMLNet, build_model as build_net
-from zslib.models.learner_adversary import adversary_loss, learner_hinge_loss
+from zslib.methods.deml.method import DeML, split_learners
+from zslib.methods.deml.network import DeMLNet
+from zslib.engine.models import build_model as build_net
+from zslib.methods.deml.learner_adversary import adversary_loss, learner_hinge_loss
 
 TINY = dict(iterations=4, eval_every=4, synth_images_per_class=8, image_size=32, resize_size=36, embedding_dim=16,
             batch_classes=4, batch_per_class=2, loss="binomial_deml", method="deml")
@@ -31,7 +32,7 @@ def _config(**params):
 
 def _built(seed=0, **params):
     """A DeMLNet on the quick profile's SmallCNN (32 px) and its method, as the runner builds them."""
-    from zslib.runner import build_method, build_model
+    from zslib.engine.runner import build_method, build_model
 
     config = _config(**params)
     torch.manual_seed(seed)
@@ -115,10 +116,10 @@ def test_the_ablation_switches():
 
 # ---------------------------------------------------------------------- the adversarial game, end to end
 def test_gradient_reversal_signs_through_one_trainer_step():
-    """One step of zslib.train.train with a dominant adversary term: F (the adversary) moves down the
+    """One step of zslib.engine.train.train with a dominant adversary term: F (the adversary) moves down the
     discrepancy of Eq. 4, the feature extractor (backbone, CAMs, learners) moves up it."""
-    from zslib.runner import build_data
-    from zslib.train import train
+    from zslib.engine.runner import build_data
+    from zslib.engine.train import train
 
     config, model, method = _built(learners=2, lambda0=1e4, lambda1=0.0, lambda2=0.0)
     seen = {}
@@ -149,7 +150,7 @@ def test_gradient_reversal_signs_through_one_trainer_step():
 
 
 def test_one_phase_groups_hold_the_network_and_the_adversary():
-    from zslib.train.optim import OptimSettings
+    from zslib.engine.train.optim import OptimSettings
 
     _, model, method = _built(scales=2, learners=2)
     groups = method.param_groups("main", model, OptimSettings(1e-3, 0.0, 10.0, 5e-4))
@@ -181,15 +182,15 @@ def test_on_cached_maps_cam_then_pooling_is_gating_the_pooled_feature():
 
 # ------------------------------------------------------------------------------ runs, resume, helpers
 def test_a_run_trains_and_the_evaluation_embedding_splits_into_learners(tmp_path):
-    from zslib.runner import build_data, load_model, run
-    from zslib.train import embed
+    from zslib.engine.runner import build_data, load_model, run
+    from zslib.engine.train import embed
 
     config = _config(scales=2, learners=2)
     result = run(config, results_dir=tmp_path, progress=False)
     assert set(result.history.losses[-1]) >= {"binomial_deml", "adversary", "activation_decay", "nontrivial"}
     model = load_model(result, device="cpu")
     emb, labels = embed(model, build_data(config)["unseen"])
-    from zslib.evaluate import recall_at_k
+    from zslib.engine.evaluate import recall_at_k
     assert recall_at_k(emb, labels, ks=(1,))[1] == pytest.approx(result.metric("R@1"), abs=1e-12)
     parts = split_learners(emb, 2, 2)
     assert parts.shape == (len(emb), 2, 2, 4)
@@ -199,8 +200,8 @@ def test_a_run_trains_and_the_evaluation_embedding_splits_into_learners(tmp_path
 
 
 def test_a_run_killed_mid_way_resumes_bitwise(tmp_path):
-    from zslib.runner import run
-    from zslib.train import load_checkpoint
+    from zslib.engine.runner import run
+    from zslib.engine.train import load_checkpoint
 
     config = _config(scales=2, learners=2).replace(iterations=6, eval_every=3)
     whole = run(config, results_dir=tmp_path / "a", progress=False)
@@ -218,7 +219,7 @@ def test_a_run_killed_mid_way_resumes_bitwise(tmp_path):
                     reason="the EfficientNet-Lite0 weights package is not installed (zslib[full])")
 def test_a_real_profile_run_on_a_tiny_flowers_tree(tmp_path, monkeypatch):
     from data_fixtures import build_flowers
-    from zslib.runner import run
+    from zslib.engine.runner import run
 
     build_flowers(tmp_path / "data", labels=[c for c in (1, 2, 3, 52, 53, 54) for _ in range(4)])
     monkeypatch.setenv("ZS_DATA", str(tmp_path / "data"))
@@ -234,10 +235,10 @@ def test_a_real_profile_run_on_a_tiny_flowers_tree(tmp_path, monkeypatch):
 def test_learner_attention_analysis_splits_each_output_over_positions(tmp_path):
     """The learner_attention analysis (DeML Fig. 4 (b) analogue): its evidence maps add up to each learner's
     output length, its 'init' numbers are those of the network the run starts from, and it is stored."""
-    import zslib.analysis as analysis
-    from zslib.methods.deml import learner_attention_parts
-    from zslib.runner import build_data, build_model, load_model, run
-    from zslib.train import set_seed
+    import zslib.analysis.records as analysis
+    from zslib.methods.deml.analyses import learner_attention_parts
+    from zslib.engine.runner import build_data, build_model, load_model, run
+    from zslib.engine.train import set_seed
 
     config = _config(learners=4)
     result = run(config, results_dir=tmp_path, progress=False)

@@ -7,17 +7,13 @@ import numpy as np
 import pytest
 import torch
 
-from zslib.decoupled_losses import activation_decay, decoupled_binomial_loss, nontrivial_term
-from zslib.losses import binomial_deviance_loss
-from zslib.models import build_backbone
-from zslib.models.channel_attention import ChannelAttention
-from zslib.models.deml import DeMLNet
-from zslib.models.learner_adversary import (
-    LearnerAdversary,
-    adversary_loss,
-    learner_discrepancy,
-    learner_hinge_loss,
-)
+from zslib.methods.deml.decoupled_losses import activation_decay, decoupled_binomial_loss, nontrivial_term
+from zslib.engine.losses import binomial_deviance_loss
+from zslib.engine.models import build_backbone
+from zslib.methods.deml.channel_attention import ChannelAttention
+from zslib.methods.deml.network import DeMLNet
+from zslib.methods.deml.learner_adversary import (LearnerAdversary, adversary_loss, learner_discrepancy,
+                                                  learner_hinge_loss)
 
 
 # ----- channel attention ------------------------------------------------------------------------
@@ -201,7 +197,7 @@ def test_deml_net_wiring_matches_a_manual_pass():
                 pooled = bb.pool(bb.run(cap, "stage2", None))
                 assert torch.allclose(out.embeddings[2 * i + j], pooled @ net.heads[i][j].T, atol=1e-5)
         # scale 2 is scale 1's image cropped to the boxes of scale 1's attention
-        from zslib.attention_crop import crop_and_zoom
+        from zslib.methods.deml.attention_crop import crop_and_zoom
 
         assert torch.allclose(out.images[1], crop_and_zoom(x, out.boxes[0], 48))
         assert len(out.attention) == 2 and out.attention[0].shape == (4, 48, 48)

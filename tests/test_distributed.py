@@ -1,4 +1,4 @@
-"""Several processes train one model as one process does (zslib.train.distributed), checked on the CPU.
+"""Several processes train one model as one process does (zslib.engine.train.distributed), checked on the CPU.
 
 Two gloo processes on this machine stand in for two GPUs. The oracle is the single-process trainer on the
 same global batch: the gradient of one step (model, BatchNorm and the method's own parameters) must equal
@@ -20,10 +20,10 @@ import torch
 import torch.multiprocessing as mp
 from torch import nn
 
-from zslib.data import ClassBalancedSampler, split_batch
+from zslib.engine.data import ClassBalancedSampler, split_batch
 from zslib.methods import objective_method
-from zslib.train import train
-from zslib.train.distributed import GatheredModel, SyncedBatchNorm, world
+from zslib.engine.train import train
+from zslib.engine.train.distributed import GatheredModel, SyncedBatchNorm, world
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -50,7 +50,7 @@ def test_split_batch_gives_disjoint_contiguous_shares_of_whole_classes():
 
 
 def test_loader_workers_share_the_cores_among_the_processes_of_a_machine(monkeypatch):
-    from zslib.train.batches import loader_workers
+    from zslib.engine.train.batches import loader_workers
 
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(2)), raising=False)
     monkeypatch.delenv("LOCAL_WORLD_SIZE", raising=False)

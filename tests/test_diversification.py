@@ -1,9 +1,9 @@
-"""Tests of zslib.diversification: JRD's joint representation similarity (chu2020jrd, Eqs. 6-11), its
+"""Tests of zslib.methods.jrd.diversification: JRD's joint representation similarity (chu2020jrd, Eqs. 6-11), its
 Table 2 variants, the comparison regularizers JMMD and JIntra (Eqs. 15-16) and the link to CML's energy
 confusion.
 
 Oracles: brute-force NumPy loops over sample pairs, layers and bandwidths in float64; the definitions
-of the kernels written out entry by entry; zslib.regularizers (CML Eq. 3) for the energy-confusion
+of the kernels written out entry by entry; zslib.methods.cml.confusion (CML Eq. 3) for the energy-confusion
 identity; torch.autograd.gradcheck in float64.
 """
 from __future__ import annotations
@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 import torch
 
-from zslib import diversification as D
-from zslib import regularizers as R
+from zslib.methods.jrd import diversification as D
+from zslib.methods.cml import confusion as R
 
 
 def _batch(seed, sizes=(1, 3, 2, 4, 1), dims=(7, 5, 4), dtype=torch.float64):

@@ -1,4 +1,4 @@
-"""Tests for zslib.evaluate against independent oracles.
+"""Tests for zslib.engine.evaluate against independent oracles.
 
 * brute-force NumPy (float64, full sort with ties broken by index) for every retrieval metric, on
   data built so that float32 arithmetic is exact and ties are frequent;
@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import torch
 
-from zslib import evaluate as ev
+from zslib.engine import evaluate as ev
 
 BACKENDS = ["torch", "faiss"]
 

@@ -6,8 +6,8 @@ import re
 import pytest
 import torch
 
-from zslib.exercises import REGISTRY, check, verdict
-from zslib.exercises.kinds import ChoiceExercise, FunctionExercise, NumberExercise
+from zslib.teaching.exercises import REGISTRY, check, verdict
+from zslib.teaching.exercises.kinds import ChoiceExercise, FunctionExercise, NumberExercise
 
 FUNCTIONS = [e for e in REGISTRY.values() if isinstance(e, FunctionExercise)]
 NUMBERS = [e for e in REGISTRY.values() if isinstance(e, NumberExercise)]

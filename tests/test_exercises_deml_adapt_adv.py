@@ -4,8 +4,8 @@ import math
 
 import torch
 
-from zslib.exercises import verdict
-from zslib.exercises.bank_deml import toy_map
+from zslib.teaching.exercises import verdict
+from zslib.teaching.exercises.bank_deml import toy_map
 
 
 def test_stationary_mass_by_counting_degrees():

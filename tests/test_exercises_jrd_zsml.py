@@ -4,7 +4,7 @@ import math
 
 import torch
 
-from zslib.exercises import verdict
+from zslib.teaching.exercises import verdict
 
 
 def _loop_jrs(pooled, embedding, labels, detach_tau=True):

@@ -17,7 +17,7 @@ import torch
 import zslib
 from zslib import experiment
 from zslib.experiment import Config, Result, config_hash, load_result, results_dir, run, run_seeds, summarize
-from zslib.train import History, load_checkpoint
+from zslib.engine.train import History, load_checkpoint
 
 # A SynthParts run small enough for a unit test: 4 x 2 batches, 8 images per class, 32 px.
 TINY = dict(iterations=6, eval_every=3, batch_classes=4, batch_per_class=2, synth_images_per_class=8,
@@ -113,7 +113,7 @@ def test_run_trains_stores_provenance_and_then_loads(tiny_config, tmp_path, monk
     # a second call loads the stored result: training must not run again
     def no_training(*args, **kwargs):
         raise AssertionError("a stored result was recomputed")
-    from zslib import runner
+    from zslib.engine import runner
     monkeypatch.setattr(runner, "train", no_training)
     again = run(tiny_config, results_dir=tmp_path)
     assert again.metrics == r.metrics and again.history == r.history and again.config == tiny_config
@@ -254,8 +254,8 @@ def test_full_profile_end_to_end_on_a_cub_fixture(tmp_path, monkeypatch, capsys)
 
 
 def test_load_model_gives_back_the_network_that_made_the_result(tiny_config, tmp_path):
-    from zslib.evaluate import recall_at_k
-    from zslib.train import embed
+    from zslib.engine.evaluate import recall_at_k
+    from zslib.engine.train import embed
 
     r = run(tiny_config, results_dir=tmp_path, progress=False)
     model = experiment.load_model(r, device="cpu")
@@ -269,7 +269,7 @@ def test_load_model_gives_back_the_network_that_made_the_result(tiny_config, tmp
 
 
 def test_cml_runs_with_the_confusion_terms_its_config_names(tiny_config, tmp_path):
-    from zslib.methods.cml import with_confusion
+    from zslib.methods.cml.method import with_confusion
 
     c = with_confusion(tiny_config.replace(normalize=False, iterations=2), 0.1, 0.01)
     r = run(c, results_dir=tmp_path, progress=False)

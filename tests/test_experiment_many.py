@@ -8,7 +8,7 @@ import torch
 
 from zslib import experiment
 from zslib.experiment import Config, config_hash, default_workers, run, run_grid, run_many
-from zslib.models import build_model
+from zslib.engine.models import build_model
 
 TINY = dict(iterations=4, eval_every=4, batch_classes=4, batch_per_class=2, synth_images_per_class=8,
             image_size=32, resize_size=36, embedding_dim=16)
@@ -31,7 +31,7 @@ def test_stored_runs_are_loaded_and_equal_configs_train_once(tmp_path, monkeypat
     a = Config.from_profile("quick", **TINY, seed=0)
     first = run(a, results_dir=tmp_path, progress=False)
     trained = []
-    from zslib import grid, store
+    from zslib.engine import grid, store
     real_run = grid.run
 
     def counting_run(config, *args, **kwargs):

@@ -1,4 +1,4 @@
-"""The real profile's frozen features (zslib.features, zslib.models.CachedBackbone), on a tiny Flowers-102 tree.
+"""The real profile's frozen features (zslib.engine.data.features, zslib.engine.models.CachedBackbone), on a tiny Flowers-102 tree.
 
 Oracle: the pretrained EfficientNet-Lite0 run eagerly on the same images; the cache must hand back its
 maps (to float16 precision), keyed so that a changed input is recomputed, and a real-profile run must
@@ -31,16 +31,16 @@ def tree(tmp_path, monkeypatch):
 
 
 def _cache(**kw):
-    from zslib.features import feature_cache
+    from zslib.engine.data.features import feature_cache
 
     return feature_cache("flowers102", "efficientnet_lite0", kw.pop("stages", STAGES), kw.pop("size", SIZE),
                          kw.pop("resize", RESIZE), progress=False, num_workers=0, **kw)
 
 
 def test_the_cache_holds_the_frozen_networks_maps(tree):
-    from zslib.data import Flowers102, test_transform
-    from zslib.features import layout
-    from zslib.models import build_model, normalization
+    from zslib.engine.data import Flowers102, test_transform
+    from zslib.engine.models.registry import layout
+    from zslib.engine.models import build_model, normalization
 
     arrays, info = _cache()
     assert info["built"] and info["images"] == len(FLOWERS_LABELS)
@@ -61,7 +61,7 @@ def test_the_cache_holds_the_frozen_networks_maps(tree):
 
 
 def test_a_second_call_loads_and_a_changed_input_rebuilds(tree, monkeypatch):
-    import zslib.features as F
+    import zslib.engine.data.features as F
 
     first, info = _cache()
     again, info2 = _cache()
@@ -74,7 +74,7 @@ def test_a_second_call_loads_and_a_changed_input_rebuilds(tree, monkeypatch):
 
 def test_cached_backbone_unpacks_the_maps_and_a_real_run_trains(tmp_path, monkeypatch):
     from zslib.experiment import Config, build_data, build_model, run
-    from zslib.features import FeatureDataset
+    from zslib.engine.data.features import FeatureDataset
 
     # four images of each of three seen and three unseen classes: enough for Recall@8 on the unseen split
     build_flowers(tmp_path / "data", labels=[c for c in (1, 2, 3, 52, 53, 54) for _ in range(4)])
@@ -112,8 +112,8 @@ def test_cached_backbone_unpacks_the_maps_and_a_real_run_trains(tmp_path, monkey
 
 
 def test_a_missing_dataset_is_downloaded_only_when_allowed(tmp_path, monkeypatch):
-    from zslib.data import Flowers102, MissingDataError
-    from zslib.data.build import open_dataset
+    from zslib.engine.data import Flowers102, MissingDataError
+    from zslib.engine.data.datasets import open_dataset
 
     monkeypatch.setenv("ZS_DATA", str(tmp_path / "empty"))
     calls = []
@@ -133,9 +133,9 @@ def test_synthparts_features_are_the_frozen_networks_maps_of_its_rendered_images
     is another entry."""
     from torchvision.transforms import v2
 
-    from zslib.data.synthparts import SynthParts
-    from zslib.features import feature_cache
-    from zslib.models import build_model, normalization
+    from zslib.engine.data.synthparts import SynthParts
+    from zslib.engine.data.features import feature_cache
+    from zslib.engine.models import build_model, normalization
 
     monkeypatch.setenv("ZS_CACHE", str(tmp_path / "cache"))
     arrays, info = feature_cache("synthparts", "efficientnet_lite0", STAGES, SIZE, RESIZE, progress=False,

@@ -9,10 +9,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from zslib.data.synthparts import SHORTCUT_COLORS, SynthParts
-from zslib.models import EmbeddingNet, GDFLNet, build_model
-from zslib.models.backbones import Backbone
-from zslib.saliency import part_shares, similarity_gradcam
+from zslib.engine.data.synthparts import SHORTCUT_COLORS, SynthParts
+from zslib.engine.models import EmbeddingNet, build_model
+from zslib.methods.adapt_adv.gdfl import GDFLNet
+from zslib.engine.models.backbones import Backbone
+from zslib.analysis.saliency import part_shares, similarity_gradcam
 
 
 def _direct_gradcam(model, queries, ref_emb, stage, sign=1.0, size=None):

@@ -1,4 +1,4 @@
-"""The pre-resized image cache (zslib.data.cached): the same tensors as decoding the files, keyed and verified.
+"""The pre-resized image cache (zslib.engine.data.cached): the same tensors as decoding the files, keyed and verified.
 
 The oracle is the uncached dataset itself: with the same random state, a cached item and a decoded item
 must be bitwise equal, for the random training transform as for the test transform, item by item and
@@ -14,12 +14,12 @@ import torch
 from PIL import Image
 
 import zslib
-import zslib.cache
-from zslib import data as zd
-from zslib.config import Config
-from zslib.data import CUB200
-from zslib.data.cache import resized_shape
-from zslib.train.batches import BatchStream
+import zslib.engine.cache
+from zslib.engine import data as zd
+from zslib.engine.config import Config
+from zslib.engine.data import CUB200
+from zslib.engine.data.cache import resized_shape
+from zslib.engine.train.batches import BatchStream
 
 from data_fixtures import build_cub, write_jpeg
 
@@ -102,7 +102,7 @@ def test_the_cache_is_keyed_reused_and_verified(cub, tmp_path):
     raw = np.load(entry / "pixels.npy")
     raw[5] ^= 0xFF
     np.save(entry / "pixels.npy", raw)
-    zslib.cache._VERIFIED.discard(str(entry))
+    zslib.engine.cache._VERIFIED.discard(str(entry))
     with pytest.warns(UserWarning, match="damaged"):
         rebuilt = zd.cached(ds, 14, cache_dir=folder, progress=False)
     assert all(torch.equal(rebuilt.pixels(i), p) for i, p in enumerate(pixels))

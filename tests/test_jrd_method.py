@@ -1,9 +1,9 @@
-"""The JRD method (zslib.methods.jrd.JRD, chu2020jrd Eq. 11) and the Gaussian reading of the intra-class
+"""The JRD method (zslib.methods.jrd.method.JRD, chu2020jrd Eq. 11) and the Gaussian reading of the intra-class
 penalty (``intra`` with ``form="gaussian"``, Eq. 4).
 
-Oracles: the functions of zslib.diversification called directly on the same features (the method must add
+Oracles: the functions of zslib.methods.jrd.diversification called directly on the same features (the method must add
 nothing), a brute-force double loop over sample pairs and bandwidths for the default JRD term, CML's energy
-confusion (zslib.regularizers, CML Eq. 3) for the linear-kernel identity, the baseline method for alpha = 0,
+confusion (zslib.methods.cml.confusion, CML Eq. 3) for the linear-kernel identity, the baseline method for alpha = 0,
 and the optimizer the trainer builds for the Adam epsilon of the released code.
 """
 from __future__ import annotations
@@ -15,13 +15,14 @@ import pytest
 import torch
 from torch import nn
 
-from zslib import diversification as D
-from zslib import regularizers as R
-from zslib.config import Config
+from zslib.methods.jrd import diversification as D
+from zslib.methods.cml import confusion as R
+from zslib.methods.jrd.intra import gaussian_intra_class_distance
+from zslib.engine.config import Config
 from zslib.methods import METHODS, get_method
-from zslib.methods.jrd import JRD_PRESETS, jrd_method, jrd_preset
-from zslib.models import CachedBackbone, EmbeddingNet, build_model
-from zslib.train.optim import OptimSettings
+from zslib.methods.jrd.method import JRD_PRESETS, jrd_method, jrd_preset
+from zslib.engine.models import CachedBackbone, EmbeddingNet, build_model
+from zslib.engine.train.optim import OptimSettings
 
 
 class _Backbone(nn.Module):
@@ -207,7 +208,7 @@ def test_on_the_real_profile_the_pooled_feature_is_a_constant():
 def test_energy_confusion_of_the_embedding_is_two_minus_twice_linear_jrs():
     """JRD Sec. 6: CML's EC is the JRS-like quantity with the embedding layer alone and the degree-1
     homogeneous polynomial kernel. On the method's (unit-norm) embedding and a P x K batch, the mean EC over
-    all class pairs (zslib.regularizers, CML Eq. 3) is 2 - 2 x the Eq. 11 JRS with the linear kernel."""
+    all class pairs (zslib.methods.cml.confusion, CML Eq. 3) is 2 - 2 x the Eq. 11 JRS with the linear kernel."""
     net, (x, y) = _net(), _batch(classes=6, per_class=3, seed=2)
     emb = net(x)
     ec = R.energy_confusion(emb, y, pairs="all")
@@ -252,7 +253,7 @@ def test_presets_are_the_papers_settings():
 
 # -------------------------------------------------------------------------------------- end to end
 def test_a_tiny_run_trains_and_logs_the_regularizer(tmp_path):
-    from zslib.runner import run
+    from zslib.engine.runner import run
 
     config = Config(iterations=4, eval_every=4, synth_images_per_class=8, image_size=32, resize_size=36,
                     embedding_dim=16, batch_classes=4, batch_per_class=2, objective_lr=1e-2,
@@ -274,7 +275,7 @@ def test_intra_method_gaussian_form_is_the_gaussian_penalty():
     x, y = torch.randn(10, 6), torch.arange(5).repeat_interleave(2)
     emb = model(x)
     assert m.terms("main", model, x, y)["intra"].item() == pytest.approx(
-        2.0 * R.gaussian_intra_class_distance(emb, y).item(), rel=1e-6)
+        2.0 * gaussian_intra_class_distance(emb, y).item(), rel=1e-6)
     assert Config(method="intra").method_params["form"] == "squared"  # earlier runs keep their meaning
 
 
@@ -334,7 +335,7 @@ def test_mixture_one_one_is_the_single_gaussian_kernel_bitwise():
 def test_mixture_at_its_default_is_left_out_of_the_config_and_its_hash():
     """``mixture`` was added after JRD runs were recorded: at the paper's [3, 3] it is not in method_params,
     so those configs keep their hash; another value is kept (and hashed), as a list."""
-    from zslib.config import config_hash
+    from zslib.engine.config import config_hash
 
     plain = Config(loss="am_softmax", method="jrd")
     for same in ([3, 3], (3, 3)):
@@ -358,7 +359,7 @@ def test_recorded_jrd_runs_keep_their_config_hash():
     import json
     from pathlib import Path
 
-    from zslib.config import config_hash
+    from zslib.engine.config import config_hash
 
     root = Path(__file__).resolve().parents[1] / "results" / "recorded"
     files = sorted(root.glob("jrd-*.json")) + sorted((root / "analyses").glob("jrd-*.json"))

@@ -1,4 +1,4 @@
-"""Oracle tests for zslib.losses.
+"""Oracle tests for zslib.engine.losses.
 
 Values and gradients are compared in float64 with pytorch-metric-learning (PML, test-only oracle)
 wherever it has the same loss, configured so that both sides compute the same quantity (same
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import torch
 
-from zslib import losses as L
+from zslib.engine import losses as L
 
 pml_losses = pytest.importorskip("pytorch_metric_learning.losses")
 from pytorch_metric_learning import distances as pml_dist  # noqa: E402

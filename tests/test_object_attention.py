@@ -1,4 +1,4 @@
-"""DeML's random-walk object attention (zslib.object_attention), checked against an independent
+"""DeML's random-walk object attention (zslib.methods.deml.object_attention), checked against an independent
 eigenvector computation (NumPy), exact stationary masses of a designed map, and per-image loops."""
 import math
 
@@ -6,16 +6,9 @@ import numpy as np
 import pytest
 import torch
 
-from zslib.object_attention import (
-    convergence_gap,
-    dissimilarity_graph,
-    object_attention,
-    object_attention_map,
-    random_walk,
-    shuffle_positions,
-    stationary_distribution,
-    transition_matrix,
-)
+from zslib.methods.deml.object_attention import (convergence_gap, dissimilarity_graph, object_attention,
+                                                 object_attention_map, random_walk, shuffle_positions,
+                                                 stationary_distribution, transition_matrix)
 
 
 def _numpy_chain(fmap: np.ndarray, sigma=None) -> np.ndarray:

@@ -1,7 +1,7 @@
-"""Tests of zslib.pairwise: retrieval and clustering from a pair scorer, in chunks (xu2019zsml).
+"""Tests of zslib.methods.zsml.pairwise: retrieval and clustering from a pair scorer, in chunks (xu2019zsml).
 
 Oracles: brute-force Python loops over every pair (scores, top-k with ties by gallery index, Recall@K),
-zslib.evaluate.recall_at_k with a dot-product scorer, separable toy data for the clusterings, and
+zslib.engine.evaluate.recall_at_k with a dot-product scorer, separable toy data for the clusterings, and
 invariance of every result to the chunk size.
 """
 from __future__ import annotations
@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 import torch
 
-from zslib import evaluate as ev
-from zslib import pairwise as pw
-from zslib.models.relation import pair_similarity
+from zslib.engine import evaluate as ev
+from zslib.methods.zsml import pairwise as pw
+from zslib.methods.zsml.relation import pair_similarity
 
 
 def _asym(a, b):

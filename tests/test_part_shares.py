@@ -3,8 +3,8 @@ import numpy as np
 import pytest
 import torch
 
-from zslib.data.synthparts import PART_NAMES, SynthParts
-from zslib.saliency import part_shares
+from zslib.engine.data.synthparts import PART_NAMES, SynthParts
+from zslib.analysis.saliency import part_shares
 
 
 def test_hand_counted_case():

@@ -1,4 +1,4 @@
-"""Mixed precision (zslib.train.precision): which 16-bit format a device gets, and that each works in a step.
+"""Mixed precision (zslib.engine.train.precision): which 16-bit format a device gets, and that each works in a step.
 
 No GPU here: the choice is checked against a stand-in for ``torch.cuda`` (the capability answer is what
 decides), and the two formats are run on the CPU, where ``torch.autocast`` supports both, against a
@@ -12,8 +12,8 @@ import pytest
 import torch
 from torch import nn
 
-from zslib.train import Precision
-from zslib.train.precision import amp_dtype
+from zslib.engine.train import Precision
+from zslib.engine.train.precision import amp_dtype
 
 
 def test_the_cpu_always_computes_in_float32():

@@ -1,4 +1,4 @@
-"""Tests of zslib.probe: linear attribute probes.
+"""Tests of zslib.analysis.probe: linear attribute probes.
 
 Truth checks: an embedding that carries attribute A linearly and not B decodes A and B at chance;
 the explicit split reproduces a direct scikit-learn fit exactly; class-disjoint folds stop a probe
@@ -12,7 +12,7 @@ import torch
 from sklearn.linear_model import LogisticRegression
 from sklearn.preprocessing import StandardScaler
 
-from zslib.probe import attribute_probe, probe_folds
+from zslib.analysis.probe import attribute_probe, probe_folds
 
 
 def _embedding_with_a_not_b(seed=0, n=600, d=16):
@@ -106,7 +106,7 @@ def test_bad_inputs_are_refused_clearly():
 def test_first_per_group_against_a_loop():
     rng = np.random.default_rng(0)
     groups = rng.integers(0, 7, size=200)
-    from zslib.probe import first_per_group
+    from zslib.analysis.probe import first_per_group
 
     for k in (1, 3, 50):
         seen, expected = {}, []
@@ -122,7 +122,7 @@ def test_max_per_group_equals_probing_the_subset():
     groups = np.repeat(np.arange(20), 12)
     attrs = (groups % 3)[:, None]
     x = rng.normal(size=(groups.size, 8)) + attrs * 1.5
-    from zslib.probe import first_per_group
+    from zslib.analysis.probe import first_per_group
 
     rows = first_per_group(groups, 4)
     direct = attribute_probe(x[rows], attrs[rows], names=["a"], groups=groups[rows], folds=4)

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 import zslib
-from zslib.profile import PROFILES
+from zslib.engine.profile import PROFILES
 
 
 def test_default_profile_is_quick(monkeypatch):
@@ -70,7 +70,7 @@ def test_lazy_submodule_access():
 
 
 def test_resolve_folder_order(monkeypatch, tmp_path):
-    from zslib.profile import repository_root, resolve_folder
+    from zslib.engine.profile import repository_root, resolve_folder
 
     monkeypatch.setenv("ZS_TEST_DIR", str(tmp_path / "env"))
     assert resolve_folder(tmp_path / "arg", "ZS_TEST_DIR", "x", "/fallback") == tmp_path / "arg"

@@ -11,7 +11,7 @@ steps of Adam can carry such a difference into the embedding: we allow 0.01 abso
 metric (47 of the 4,696 unseen queries for Recall@1). NMI comes from one k-means start, which a last-bit
 difference can send to another local optimum (0.7470 recorded, 0.7734 retrained on another CPU, with every
 Recall@K equal): it must lie within 0.01 of the range the retrained embedding gives over five k-means seeds
-(:func:`zslib.reproduce.check_reproduced`). The largest gap is reported.
+(:func:`zslib.analysis.reproduce.check_reproduced`). The largest gap is reported.
 """
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ pytestmark = [pytest.mark.shared_data,
 
 
 def _recorded_real_runs():
-    from zslib.store import load_result
+    from zslib.engine.store import load_result
 
     out = []
     for path in sorted((REPO / "results" / "recorded").glob("*.json")):
@@ -53,8 +53,8 @@ def _choose(runs):
 
 
 def test_a_recorded_real_run_is_reproduced(tmp_path, monkeypatch):
-    from zslib.reproduce import check_reproduced
-    from zslib.runner import run
+    from zslib.analysis.reproduce import check_reproduced
+    from zslib.engine.runner import run
 
     runs = _recorded_real_runs()
     assert runs, "results/recorded/ holds no run of the real profile; record some (python -m zslib record)"

@@ -1,4 +1,4 @@
-"""The recorded runs (zslib.store.recorded_runs, provenance_summary) and the book page that lists them
+"""The recorded runs (zslib.engine.store.recorded_runs, provenance_summary) and the book page that lists them
 (book/recorded_runs.ipynb), whose code is run here against folders made by the test."""
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from zslib.config import Config
-from zslib.store import Result, ResultFileError, provenance_summary, recorded_runs
-from zslib.train.history import History
+from zslib.engine.config import Config
+from zslib.engine.store import Result, ResultFileError, provenance_summary, recorded_runs
+from zslib.engine.train.history import History
 
 REPO = Path(__file__).resolve().parents[1]
 PAGE = REPO / "book" / "recorded_runs.ipynb"
@@ -94,8 +94,8 @@ def test_the_page_lists_every_recorded_run_with_its_provenance_and_metrics(tmp_p
 
 # ------------------------------------------------------------------------------------------ analysis records
 def _save_analysis(folder: Path, seed: int = 0, **provenance):
-    from zslib.analysis import AnalysisRecord
-    from zslib.config import config_hash
+    from zslib.analysis.records import AnalysisRecord
+    from zslib.engine.config import config_hash
 
     config = Config.from_profile("real", method="jrd", loss="am_softmax", seed=seed)
     prov = {"git_commit": "fedcba9876543210" * 2 + "fedcba98", "device": "cpu (x86_64, 2 cores)",
@@ -106,7 +106,7 @@ def _save_analysis(folder: Path, seed: int = 0, **provenance):
 
 
 def test_recorded_analysis_records_lists_only_the_recorded_folder_in_name_order(tmp_path):
-    from zslib.analysis import recorded_analysis_records
+    from zslib.analysis.records import recorded_analysis_records
 
     assert recorded_analysis_records(tmp_path) == []
     _save_analysis(tmp_path / "analyses")  # made here, not recorded
@@ -119,7 +119,7 @@ def test_recorded_analysis_records_lists_only_the_recorded_folder_in_name_order(
 
 
 def test_analysis_summary_reads_the_record_as_written(tmp_path):
-    from zslib.analysis import analysis_summary, load_analysis
+    from zslib.analysis.records import analysis_summary, load_analysis
 
     path = _save_analysis(tmp_path, seed=2, model_from="retrained", reproduced_max_metric_diff=0.0)
     stored = json.loads(path.read_text())  # the oracle: the JSON itself

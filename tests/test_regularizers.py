@@ -1,4 +1,4 @@
-"""Tests of zslib.regularizers: the confusion terms of CML (chen2022cml) and the paper's Lemmas 1-5.
+"""Tests of zslib.methods.cml.confusion: the confusion terms of CML (chen2022cml) and the paper's Lemmas 1-5.
 
 Oracles: brute-force NumPy double loops over samples, NumPy eigenvalues, Monte Carlo sampling, and
 torch.autograd.gradcheck in float64.
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import torch
 
-from zslib import regularizers as R
+from zslib.methods.cml import confusion as R
 
 
 def _batch(seed, n_classes=5, per_class=(1, 4), d=6, shift=0.0, dtype=torch.float64):

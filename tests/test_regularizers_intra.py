@@ -1,4 +1,4 @@
-"""Tests of zslib.regularizers.intra_class_distance (JRD Eq. 4, chu2020jrd).
+"""Tests of zslib.methods.jrd.intra.intra_class_distance (JRD Eq. 4, chu2020jrd).
 
 Oracles: a brute-force double loop over same-class pairs, the centroid identity, and gradcheck.
 """
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from zslib.regularizers import gaussian_intra_class_distance, intra_class_distance
+from zslib.methods.jrd.intra import gaussian_intra_class_distance, intra_class_distance
 
 
 def _batch(seed, sizes=(1, 2, 3, 5), d=4):

@@ -1,4 +1,4 @@
-"""Tests of zslib.models.relation: ZSML's relation function R (Eq. 1), similarity function S (Eq. 2)
+"""Tests of zslib.methods.zsml.relation: ZSML's relation function R (Eq. 1), similarity function S (Eq. 2)
 and the linear relation of Table 9 (xu2019zsml).
 
 Oracles: a hand-computed small case, the paper's Table 1 arithmetic, the literal 2-D convolution over
@@ -11,14 +11,8 @@ import pytest
 import torch
 from torch import nn
 
-from zslib.models.relation import (
-    ZSML_ARCHITECTURE,
-    LinearRelation,
-    PairSimilarity,
-    RelationKernels,
-    SimilarityHead,
-    pair_similarity,
-)
+from zslib.methods.zsml.relation import (ZSML_ARCHITECTURE, LinearRelation, PairSimilarity, RelationKernels,
+                                         SimilarityHead, pair_similarity)
 
 
 def _hand_kernels():

@@ -57,7 +57,7 @@ def test_same_runs_agree_across_tables():
 
 
 def test_lambda_captions_match_regularizer_presets():
-    from zslib.methods.cml import CML_PRESETS
+    from zslib.methods.cml.method import CML_PRESETS
 
     for key, ds in (("II", "cars196"), ("III", "sop"), ("IV", "cub200"), ("V", "inshop")):
         caption = CML_TABLES[key]["caption"]

@@ -1,4 +1,4 @@
-"""zslib.reproduce: a retrained run against its stored result. Retrieval metrics must agree; a clustering
+"""zslib.analysis.reproduce: a retrained run against its stored result. Retrieval metrics must agree; a clustering
 metric must lie in the range its k-means seeds give, because one k-means start can land in another optimum."""
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ import dataclasses
 import numpy as np
 import pytest
 
-from zslib.config import Config
-from zslib.evaluate import evaluate
-from zslib.reproduce import CLUSTER_METRICS, check_reproduced, reproduction_gaps
-from zslib.runner import build_data, build_method, load_model, run, split_metrics
-from zslib.train import embed
+from zslib.engine.config import Config
+from zslib.engine.evaluate import evaluate
+from zslib.analysis.reproduce import CLUSTER_METRICS, check_reproduced, reproduction_gaps
+from zslib.engine.runner import build_data, build_method, load_model, run, split_metrics
+from zslib.engine.train import embed
 
 TINY = dict(iterations=4, eval_every=4, batch_classes=4, batch_per_class=2, synth_images_per_class=8,
             image_size=32, resize_size=36, embedding_dim=16)
@@ -37,7 +37,7 @@ def test_split_metrics_at_the_runs_own_seed_is_the_stored_evaluation(runs, one_t
     model = load_model(again, "cpu")
     method = build_method(again.config, model, np.unique(np.asarray(data["train"].labels)))
     assert split_metrics(again.config, model, data, "cpu", method) == again.metrics
-    # another k-means seed: the unseen row of zslib.evaluate with that seed, computed here independently
+    # another k-means seed: the unseen row of zslib.engine.evaluate with that seed, computed here independently
     e, labels = embed(model, data["unseen"], batch_size=again.config.eval_batch_size, device="cpu")
     seeded = split_metrics(again.config, model, data, "cpu", method, cluster_seed=3)
     assert seeded["unseen"] == evaluate(e, labels, dataset=again.config.dataset, seed=3)
@@ -86,7 +86,7 @@ def test_two_different_runs_are_refused(runs):
 def test_a_run_records_the_cpu_it_ran_on(runs):
     from pathlib import Path
 
-    from zslib.store import cpu_model
+    from zslib.engine.store import cpu_model
 
     first, _ = runs
     assert first.provenance["cpu"] == cpu_model()

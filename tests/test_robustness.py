@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 import torch
 
-from zslib.config import Config
-from zslib.store import ResultFileError, ResultsNotWritableError, load_result, load_results
+from zslib.engine.config import Config
+from zslib.engine.store import ResultFileError, ResultsNotWritableError, load_result, load_results
 
 TINY = dict(iterations=4, eval_every=4, batch_classes=4, batch_per_class=2, synth_images_per_class=8,
             image_size=32, resize_size=36, embedding_dim=16)
@@ -19,21 +19,21 @@ TINY = dict(iterations=4, eval_every=4, batch_classes=4, batch_per_class=2, synt
 
 # ------------------------------------------------------------------------------- 2. unwritable results
 def test_an_unwritable_results_folder_is_found_before_any_work(tmp_path, monkeypatch):
-    from zslib import runner
+    from zslib.engine import runner
 
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder")
     monkeypatch.setattr(runner, "build_data", lambda config: pytest.fail("data was built before the check"))
     with pytest.raises(ResultsNotWritableError, match="set ZS_RESULTS to a writable folder"):
         runner.run(Config(**TINY), results_dir=blocker / "results", progress=False)
-    from zslib.grid import run_many
+    from zslib.engine.grid import run_many
     with pytest.raises(ResultsNotWritableError):
         run_many([Config(**TINY)], results_dir=blocker / "results", progress=False)
 
 
 # ------------------------------------------------------------------------------------ 3. divergence
 def test_a_diverged_run_is_not_stored(tmp_path):
-    from zslib.runner import run
+    from zslib.engine.runner import run
 
     with pytest.raises(FloatingPointError, match="exploded|non-finite|became"):
         run(Config(**{**TINY, "iterations": 20, "eval_every": 20}, lr=1e6), results_dir=tmp_path, progress=False)
@@ -45,7 +45,7 @@ def test_a_diverged_run_is_not_stored(tmp_path):
 
 def test_a_loss_that_never_moves_is_not_a_result(tmp_path, monkeypatch):
     from zslib import methods
-    from zslib.runner import run
+    from zslib.engine.runner import run
 
     class Frozen(methods.Method):
         name, paper, equations = "frozen_test", "test", "none"
@@ -62,7 +62,7 @@ def test_a_loss_that_never_moves_is_not_a_result(tmp_path, monkeypatch):
 
 # ----------------------------------------------------------------------------- 4. result files checked
 def _stored(tmp_path):
-    from zslib.runner import run
+    from zslib.engine.runner import run
 
     return run(Config(**TINY), results_dir=tmp_path, progress=False)
 
@@ -95,7 +95,7 @@ def test_a_truncated_result_is_an_error_not_a_missing_run(tmp_path):
 
 
 def test_summarize_refuses_strings():
-    from zslib.stats import summarize
+    from zslib.engine.stats import summarize
 
     with pytest.raises(TypeError):
         summarize(["0.9", "0.8"])
@@ -103,7 +103,7 @@ def test_summarize_refuses_strings():
 
 # ------------------------------------------------------------------------- 5. results and changed code
 def test_a_result_computed_by_other_code_is_named(tmp_path):
-    from zslib.runner import run
+    from zslib.engine.runner import run
 
     result = _stored(tmp_path)
     assert result.provenance["code_fingerprint"]

@@ -4,7 +4,7 @@ import pytest
 import torch
 from torch import nn
 
-from zslib.saliency import activation_map, last_conv_stage
+from zslib.analysis.saliency import activation_map, last_conv_stage
 
 
 class _Fake(nn.Module):
@@ -48,7 +48,7 @@ def test_normalization_and_constant_maps():
 
 
 def test_real_model_restores_mode_and_is_nonnegative():
-    from zslib.models import build_model
+    from zslib.engine.models import build_model
 
     torch.manual_seed(0)
     model = build_model("smallcnn", 16, pretrained=False).train()

@@ -10,7 +10,9 @@ import pytest
 import torch
 from torch import nn
 
-from zslib.models import ATTENTION_FORMS, GDFLNet, SpatialAttention, build_model
+from zslib.methods.adapt_adv.spatial_attention import ATTENTION_FORMS, SpatialAttention
+from zslib.methods.adapt_adv.gdfl import GDFLNet
+from zslib.engine.models import build_model
 
 LN3 = math.log(3.0)
 AT6 = math.atanh(0.6)  # tanh(AT6) = 0.6

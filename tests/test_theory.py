@@ -1,4 +1,4 @@
-"""Tests of zslib.theory: the H-divergence and λ of Ben-David et al. (2010) as JRD Section 2 uses them.
+"""Tests of zslib.methods.jrd.theory: the H-divergence and λ of Ben-David et al. (2010) as JRD Section 2 uses them.
 
 Constructed cases with known answers: identical distributions (d_H = 0), separable sets (d_H = 1),
 two Gaussians (d_H between the 1-NN Cover-Hart bound and the total variation distance),
@@ -11,7 +11,7 @@ import pytest
 import torch
 from scipy.stats import norm
 
-from zslib import theory
+from zslib.methods.jrd import theory
 
 
 def gaussian(rng, n, dim, shift=0.0):

@@ -1,4 +1,4 @@
-"""zslib.threads: one thread for small problems, the worker limit, and the OpenMP spin default."""
+"""zslib.engine.threads: one thread for small problems, the worker limit, and the OpenMP spin default."""
 from __future__ import annotations
 
 import json
@@ -9,7 +9,7 @@ import sys
 import numpy as np
 from threadpoolctl import threadpool_info
 
-from zslib.threads import SPIN_COUNT, one_thread
+from zslib.engine.threads import SPIN_COUNT, one_thread
 
 
 def _counts():
@@ -33,7 +33,7 @@ def test_one_thread_limits_every_pool_inside_and_restores_after():
 
 
 def test_one_thread_changes_no_result():
-    from zslib.probe import attribute_probe
+    from zslib.analysis.probe import attribute_probe
 
     rng = np.random.default_rng(0)
     labels = np.repeat(np.arange(20), 10)
@@ -42,7 +42,7 @@ def test_one_thread_changes_no_result():
     probed = attribute_probe(x, {"a": attribute}, groups=labels, folds=4, C=0.5)
     from sklearn.linear_model import LogisticRegression  # the same fits without the limit, by hand
     from sklearn.preprocessing import StandardScaler
-    from zslib.probe import probe_folds
+    from zslib.analysis.probe import probe_folds
 
     fold = probe_folds(200, 4, groups=labels, seed=0)
     hits = 0
@@ -69,7 +69,7 @@ def test_import_sets_a_short_openmp_spin_unless_the_user_chose_one():
 
 def test_a_grid_worker_runs_every_pool_on_its_share_of_threads():
     code = ("import json, torch, sklearn.cluster; from threadpoolctl import threadpool_info; "
-            "from zslib.grid import _pool_init; _pool_init(1); "
+            "from zslib.engine.grid import _pool_init; _pool_init(1); "
             "print(json.dumps([torch.get_num_threads()] + [p['num_threads'] for p in threadpool_info()]))")
     counts = _fresh_python(code, dict(os.environ))
     assert counts and all(c == 1 for c in counts)

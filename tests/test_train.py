@@ -13,9 +13,9 @@ import pytest
 import torch
 from torch import nn
 
-from zslib.data import LabeledSubset, split_classes
+from zslib.engine.data import LabeledSubset, split_classes
 from zslib.methods import objective_method
-from zslib.train import History, embed, load_checkpoint, make_scheduler, train
+from zslib.engine.train import History, embed, load_checkpoint, make_scheduler, train
 
 # ----------------------------------------------------------------------------------------------------
 # Tiny fixtures
@@ -363,7 +363,7 @@ def test_history_round_trip_and_curves():
 
 def test_checkpoint_write_is_atomic(tmp_path, monkeypatch):
     """A crash in the middle of writing leaves the previous checkpoint whole and no stray file."""
-    import zslib.train.checkpoint as zt
+    import zslib.engine.train.checkpoint as zt
 
     run_tiny(tmp_path, iterations=4)
     good = (tmp_path / "ck.pt").read_bytes()

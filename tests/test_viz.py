@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from zslib import viz
+from zslib.analysis import viz
 
 
 def test_to_display_undoes_normalization_and_layout():

@@ -1,4 +1,4 @@
-"""Tests of the zslib.viz additions: 2-D projections, scatter with thumbnails, curves, probe bars, bands."""
+"""Tests of the zslib.analysis.viz additions: 2-D projections, scatter with thumbnails, curves, probe bars, bands."""
 import matplotlib
 
 matplotlib.use("Agg")
@@ -9,9 +9,9 @@ import pytest
 import torch
 from matplotlib.offsetbox import AnnotationBbox
 
-from zslib import viz
-from zslib.probe import ProbeReport
-from zslib.train import History
+from zslib.analysis import viz
+from zslib.analysis.probe import ProbeReport
+from zslib.engine.train import History
 
 
 def _two_clusters(n=60, d=10, seed=0):

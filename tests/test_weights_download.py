@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 import torch
 
-import zslib.models as zm
-from zslib.models import ChecksumError, build_model, download_weights, downloads_allowed, weights_url
+import zslib.engine.models as zm
+from zslib.engine.models import ChecksumError, build_model, download_weights, downloads_allowed, weights_url
 
 from data_fixtures import LocalServer
 
@@ -198,7 +198,7 @@ def test_full_profile_model_needs_no_manual_step(tmp_path, monkeypatch, publishe
     monkeypatch.setitem(zm.KNOWN_WEIGHTS, "googlenet", type(known)("googlenet", published.name,
                                                                      published.as_uri(), known.note))
     monkeypatch.setenv("ZS_PROFILE", "full")
-    monkeypatch.setattr("zslib.profile._active", None)
+    monkeypatch.setattr("zslib.engine.profile._active", None)
     monkeypatch.setenv("ZS_DOWNLOAD", "1")
     monkeypatch.setenv("ZS_WEIGHTS", str(tmp_path / "weights"))
     config = Config.from_profile()  # what a chapter does; the profile comes from $ZS_PROFILE

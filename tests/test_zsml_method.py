@@ -1,4 +1,4 @@
-"""The ZSML method (zslib.methods.zsml) and its classic comparison NCA (zslib.methods.nca): parameter
+"""The ZSML method (zslib.methods.zsml.method) and its classic comparison NCA (zslib.methods.zsml.nca): parameter
 checks, the pair set and its Eq. 3 start (against a NumPy oracle), the alternation of Algorithm 1 (the
 network phase moves only the pair network, the label phase only the labels, by exactly one Eq. 8 step),
 the linear-relation variant, exact resume of a run killed mid-way, the book's pairwise protocol against
@@ -10,12 +10,12 @@ import pytest
 import torch
 from torch import nn
 
-from zslib import cross_update as cu
-from zslib.config import Config
+from zslib.methods.zsml import cross_update as cu
+from zslib.engine.config import Config
 from zslib.methods import METHODS
-from zslib.methods.zsml import ZSML
-from zslib.pairwise import class_sample, euclidean_scorer, matrix_metrics, neighbor_graph, pairwise_metrics
-from zslib.train import train
+from zslib.methods.zsml.method import ZSML
+from zslib.methods.zsml.pairwise import class_sample, euclidean_scorer, matrix_metrics, neighbor_graph, pairwise_metrics
+from zslib.engine.train import train
 from toys import Blocks
 
 SMALL = {"k": 3, "height": 4, "stride": 4, "hidden": [5], "pairs": 60, "batch_pairs": 8, "eval_per_class": 3,
@@ -213,7 +213,7 @@ TINY = dict(iterations=4, eval_every=4, synth_images_per_class=8, image_size=32,
 
 
 def test_zsml_and_nca_runs_end_to_end(tmp_path):
-    from zslib.runner import run
+    from zslib.engine.runner import run
 
     r = run(Config(method="zsml", method_params={**SMALL, "k": 4, "hidden": [8], "pairs": 200, "batch_pairs": 16},
                    **TINY), results_dir=tmp_path, progress=False)

@@ -24,7 +24,7 @@ import json
 import sys
 import time
 
-from zslib.profile import PROFILES
+from zslib.engine.profile import PROFILES
 
 
 def _value(text: str):
@@ -89,7 +89,7 @@ def _parser() -> argparse.ArgumentParser:
     t.add_argument("--embedding-dim", type=int)
     t.add_argument("--image-size", type=int)
     t.add_argument("--resize-size", type=int)
-    t.add_argument("--loss", default="triplet", help="loss name (see zslib.losses.LOSSES; default triplet)")
+    t.add_argument("--loss", default="triplet", help="loss name (see zslib.engine.losses.LOSSES; default triplet)")
     t.add_argument("--loss-param", action="append", metavar="KEY=VALUE", help="loss hyperparameter (repeatable)")
     t.add_argument("--method", help="method name (see `python -m zslib methods`; default baseline)")
     t.add_argument("--method-param", action="append", metavar="KEY=VALUE",
@@ -131,7 +131,7 @@ def _parser() -> argparse.ArgumentParser:
                                    "into its recorded/ sub-folder, which is committed to the repository: the "
                                    "chapters then show these runs in builds that do not train them (e.g. the real "
                                    "profile's runs in a quick build), and the analysis records of those runs "
-                                   "(results/analyses/, zslib.analysis) into recorded/analyses/. Checkpoints are "
+                                   "(results/analyses/, zslib.analysis.records) into recorded/analyses/. Checkpoints are "
                                    "not copied.")
     r.add_argument("--profile", required=True, choices=[p for p in sorted(PROFILES) if p != "quick"])
     r.add_argument("--results-dir", help="where results are (default: $ZS_RESULTS or results/)")
@@ -140,7 +140,7 @@ def _parser() -> argparse.ArgumentParser:
     a = sub.add_parser("assignments", help="write the assignment pack (student and instructor notebooks, rubric)",
                        description="Generate the assignment pack from the book's chapters: student notebooks "
                                    "without solutions, instructor notebooks with them, rubric.json and a README "
-                                   "for the teacher (see zslib.assignments).")
+                                   "for the teacher (see zslib.teaching.assignments).")
     a.add_argument("--out", required=True, help="folder to write the pack into (created if missing)")
     a.add_argument("--chapter", action="append", help="only this chapter (a notebook stem; repeatable)")
 
@@ -203,7 +203,7 @@ def _train(args) -> int:
     overrides["method_params"] = _key_values(args.method_param, "--method-param")
     if args.schedule is not None:
         overrides["schedule"] = _schedule(args.schedule)
-    from zslib.catalog import check_train_arguments  # plain Python: answers a bad argument at once
+    from zslib.engine.catalog import check_train_arguments  # plain Python: answers a bad argument at once
 
     try:
         check_train_arguments({**overrides, "profile": args.profile})
@@ -218,8 +218,8 @@ def _train(args) -> int:
         raise UsageError(str(err)) from None
     _check_device(args.device)
     if config.feature_stages:  # the real profile: build (once) or find the feature cache, and say so
-        from zslib.features import describe
-        from zslib.runner import build_data
+        from zslib.engine.data.features import describe
+        from zslib.engine.runner import build_data
 
         print(describe(build_data(config)["train"].info), flush=True)
     started = time.perf_counter()
@@ -267,9 +267,9 @@ def _evaluate(args) -> int:
 
 
 def _record(args) -> int:
-    from zslib.store import record_runs
+    from zslib.engine.store import record_runs
 
-    from zslib.analysis import record_analyses
+    from zslib.analysis.records import record_analyses
 
     copied = record_runs(args.profile, args.results_dir, dry_run=args.dry_run)
     verb = "would copy" if args.dry_run else "copied"
@@ -278,14 +278,14 @@ def _record(args) -> int:
         print(f"  {path}")
     analyses = record_analyses(args.profile, args.results_dir, dry_run=args.dry_run)
     if analyses:
-        print(f"{verb} {len(analyses)} analysis record(s) of the {args.profile} profile (zslib.analysis)")
+        print(f"{verb} {len(analyses)} analysis record(s) of the {args.profile} profile (zslib.analysis.records)")
         for path in analyses:
             print(f"  {path}")
     return 0
 
 
 def _assignments(args) -> int:
-    from zslib.assignments import build_pack
+    from zslib.teaching.assignments import build_pack
 
     out = build_pack(args.out, chapters=args.chapter)
     print(f"assignment pack written to {out} (student/, instructor/, rubric.json, README.md)")
@@ -299,7 +299,7 @@ def _grade(args) -> int:
         raise UsageError(f"no such notebook: {args.notebook}")
     if args.timeout < 1:
         raise UsageError("--timeout must be at least 1 second")
-    from zslib.assignments import grade
+    from zslib.teaching.assignments import grade
 
     score = grade(args.notebook, rubric=args.rubric, timeout=args.timeout)
     if args.json:

@@ -1,41 +1,30 @@
-"""The methods of the book, one file each, behind one registry.
+"""The methods of the book: one folder per paper, behind one registry.
 
-:data:`METHODS` maps a name (``Config.method``) to its class; every class names the paper and the
-equations it implements and declares its hyperparameters (``Config.method_params``). The base class and
-the hooks a method may define are in :mod:`zslib.methods.base`. ``python -m zslib methods`` lists them.
+=====================  =====================================================================================
+``base.py``            :class:`Method` (the hooks the trainer calls: phases, parameter groups, terms),
+                       :class:`Param` and the parameter checks
+``registry.py``        :data:`METHODS`, :func:`register`, :func:`get_method`
+``baseline.py``        the metric loss alone; ``pretrained.py``: no training at all (the untrained floor)
+``cml/``               CML (Chen et al., TNNLS 2022): energy and diversity confusion
+``deml/``              DeML (Chen and Deng, CVPR 2019): object attention, channel attention, the adversary
+``adapt_adv/``         Adapt-Adv (Al-Kaabi et al., Appl. Intell. 2022): GDFL attention, the class adversary
+``zsml/``              ZSML (Xu et al., IJCAI 2019): relation kernels, cross-update regression; NCA beside it
+``jrd/``               JRD (Chu et al., ICML 2020): joint representation similarity, the H-divergence bound
+=====================  =====================================================================================
+
+Each paper's folder holds what its chapter teaches: the paper's math (one function per equation), its
+:class:`Method` subclass in ``method.py`` (registered on import), and, where the chapter needs a trained
+model, ``analyses.py`` (registered with :func:`zslib.analysis.records.register_analysis`, found by name
+when a record is made; the method itself never imports the engine's runner). ``python -m zslib methods``
+lists every method with its paper, equations, parameters and folder.
 """
 from __future__ import annotations
 
-from .base import Method, ObjectiveMethod, Param, boolean, number, objective_method, one_of
+from zslib.methods.base import Method, ObjectiveMethod, Param, boolean, number, objective_method, one_of
+from zslib.methods.registry import METHODS, describe_methods, get_method, register
 
 __all__ = ["METHODS", "register", "get_method", "Method", "Param", "number", "one_of", "boolean",
            "ObjectiveMethod", "objective_method", "describe_methods"]
 
-METHODS: dict[str, type[Method]] = {}
-
-
-def register(cls: type[Method]) -> type[Method]:
-    """Class decorator: add a method to :data:`METHODS` under ``cls.name``."""
-    if not cls.name or not cls.paper:
-        raise ValueError(f"{cls.__name__} needs a name and a paper to be registered")
-    if cls.name in METHODS and METHODS[cls.name] is not cls:
-        raise ValueError(f"a method named {cls.name!r} is registered already ({METHODS[cls.name].__name__})")
-    METHODS[cls.name] = cls
-    return cls
-
-
-def get_method(name: str) -> type[Method]:
-    """The method class registered as ``name``; an unknown name lists the registered ones."""
-    if name not in METHODS:
-        raise ValueError(f"unknown method {name!r}; choose one of {sorted(METHODS)} (python -m zslib methods "
-                         "describes them)")
-    return METHODS[name]
-
-
-def describe_methods() -> str:
-    """Every registered method with its paper, equations and parameters (what ``python -m zslib methods`` prints)."""
-    return "\n\n".join(METHODS[name].describe() for name in sorted(METHODS))
-
-
-# The methods register themselves on import.
-from . import adapt_adv, baseline, cml, deml, jrd, nca, pretrained, zsml  # noqa: E402,F401
+# Importing each folder registers its method(s).
+from zslib.methods import adapt_adv, baseline, cml, deml, jrd, pretrained, zsml  # noqa: E402,F401

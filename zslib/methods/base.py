@@ -4,7 +4,7 @@ what to minimize at each training step, over which parameters, in which order.
 A training step of any of the five papers has the same parts: a network that embeds images (possibly
 extended by the method: attention modules, several heads), a metric loss, the method's extra terms, and
 sometimes a second player (an adversary, a classifier) updated in its own step. A method expresses this
-through a few hooks; the trainer (:func:`zslib.train.train`) knows only these hooks, never a method's
+through a few hooks; the trainer (:func:`zslib.engine.train.train`) knows only these hooks, never a method's
 name::
 
     class MyMethod(Method):
@@ -23,7 +23,7 @@ name::
   read maps is fed the cached pooled feature alone, which is 50 times less to read per image.
 * ``phases``: the names of the updates of one step, in order, e.g. ``("embedding", "adversary")``. Each
   phase has its own optimizer, learning-rate schedule and gradient scaler. A min-max game written with
-  a gradient reversal layer (:mod:`zslib.models.grl`) is a single phase.
+  a gradient reversal layer (:mod:`zslib.engine.models.grl`) is a single phase.
 * ``param_groups(phase, model, settings)``: what the phase's optimizer updates. The default (for a
   one-phase method) is the model's groups plus one group of the method's own parameters (class proxies,
   heads) at ``settings.method_lr``.
@@ -39,7 +39,7 @@ name::
 * ``pair_evaluator(model)``: ``None`` (the default) for methods that embed images, which are evaluated
   by distances of ``model(x)``. A method that learns a similarity of *two* vectors instead returns a
   function ``evaluator(features, labels, seed) -> {metric: value}`` of the rows ``model(x)`` of one
-  split (for instance :func:`zslib.pairwise.pairwise_metrics` with its scorer); the runner then uses it
+  split (for instance :func:`zslib.methods.zsml.pairwise.pairwise_metrics` with its scorer); the runner then uses it
   for every split.
 
 ``params`` declares the method's hyperparameters (``Config.method_params``): each with its default, a
@@ -55,8 +55,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from ..checks import finite_number
-from ..train.optim import OptimSettings, model_groups, own_parameters_group
+from zslib.engine.checks import finite_number
+from zslib.engine.train.optim import OptimSettings, model_groups, own_parameters_group
 
 __all__ = ["Method", "Param", "number", "one_of", "boolean", "ObjectiveMethod", "objective_method"]
 
@@ -68,7 +68,7 @@ class Param:
 
     ``omit_default``: a parameter added to a method after runs of it were recorded. Its key is left out of
     the validated parameters (:meth:`Method.validate`, hence ``Config.method_params`` and
-    :func:`~zslib.config.config_hash`) whenever its checked value equals the default, so every existing
+    :func:`~zslib.engine.config.config_hash`) whenever its checked value equals the default, so every existing
     config, and every new one that leaves it at its default, keeps its hash; the method itself still sees
     the default in ``self.p``."""
 
@@ -129,7 +129,7 @@ class Method(nn.Module):
         self.p = self.settings(getattr(config, "method_params", None))
         self.loss_name = getattr(config, "loss", None)
         if config is not None:
-            from ..losses import get_loss
+            from zslib.engine.losses import get_loss
 
             self.loss = get_loss(config.loss, num_classes=num_classes, embedding_dim=config.embedding_dim,
                                  **config.loss_params)
@@ -164,8 +164,9 @@ class Method(nn.Module):
     @classmethod
     def describe(cls) -> str:
         """Several lines: name, title, paper and equations, and every parameter with its default."""
+        home = cls.__module__.replace(".", "/") + ".py"
         lines = [f"{cls.name}: {cls.title}", f"    paper: {cls.paper}; {cls.equations}",
-                 f"    phases: {', '.join(cls.phases)}"]
+                 f"    code: {home}", f"    phases: {', '.join(cls.phases)}"]
         for key, spec in cls.params.items():
             lines.append(f"    {key} = {spec.default!r}: {spec.doc}")
         return "\n".join(lines)

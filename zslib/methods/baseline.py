@@ -1,12 +1,12 @@
 """The baseline: a metric loss and nothing else, ``L = L_m(f(x), y)``.
 
 Every method chapter compares against it: the same network, data, optimizer and seeds, with the method's
-extra terms and modules removed. ``Config.loss`` names the loss (:data:`zslib.losses.LOSSES`).
+extra terms and modules removed. ``Config.loss`` names the loss (:data:`zslib.engine.losses.LOSSES`).
 """
 from __future__ import annotations
 
-from . import register
-from .base import Method
+from zslib.methods.registry import register
+from zslib.methods.base import Method
 
 __all__ = ["Baseline"]
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 import torch.nn.functional as F
 from torch import nn
 
-from . import register
-from .base import Method
+from zslib.methods.registry import register
+from zslib.methods.base import Method
 
 __all__ = ["Pretrained", "PooledFeatures"]
 

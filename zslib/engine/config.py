@@ -1,0 +1,190 @@
+"""The configuration of a training run: everything its result depends on, and the hash that names it.
+
+A :class:`Config` is built from a profile (:meth:`Config.from_profile`) and changed with
+:meth:`Config.replace`. Fields left out take the value of the profile named by ``profile`` -- the
+profile is the only source of defaults, so ``Config()`` is the quick profile's recipe. ``method`` names
+a method of :data:`zslib.methods.METHODS` and ``method_params`` its hyperparameters, completed with the
+method's defaults and checked when the config is made (an unknown key lists the accepted ones).
+
+:func:`config_hash` names a run: 12 hex digits of the SHA-256 of every field but those of :data:`NOT_HASHED`
+(``name``, a label, and ``image_cache``, which changes how fast images are read but never their values).
+Two configs with the same hash are the same experiment; a stored result is found by it.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from zslib.engine.checks import finite_number
+from zslib.engine.profile import PROFILES, Profile, get_profile
+
+__all__ = ["Config", "config_hash", "PROFILE_FIELDS", "NOT_HASHED"]
+
+#: Config fields whose default is the value of the profile of the same name.
+PROFILE_FIELDS = ("dataset", "image_size", "resize_size", "backbone", "backbone_params", "pretrained",
+                  "embedding_dim", "batch_classes", "batch_per_class", "iterations", "eval_every", "lr",
+                  "new_layer_mult", "weight_decay", "num_workers", "amp", "synth_images_per_class", "feature_stages",
+                  "image_cache")
+
+#: Config fields that change how fast a run goes, never its numbers: left out of :func:`config_hash`.
+#: ``image_cache`` gives bitwise the same images as decoding the files (see :mod:`zslib.engine.data.cache`).
+NOT_HASHED = ("name", "image_cache")
+
+
+def _json_default(obj):
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, Path):
+        return str(obj)
+    raise TypeError(f"{type(obj).__name__} is not JSON serializable")
+
+
+@dataclass(frozen=True)
+class Config:
+    """Everything that determines a training run (and therefore its result file).
+
+    ``method`` / ``method_params``: the method and its hyperparameters (``"baseline"``: the metric loss
+    alone). ``validation_fraction`` > 0 holds out that share of the *training classes* as a class-disjoint
+    validation set on which hyperparameters should be chosen (Musgrave et al. 2020). ``objective_lr``: the
+    learning rate of the method's own parameters (class proxies, adversaries); default ``new_layer_mult * lr``.
+    ``image_cache``: read real datasets through the pre-resized image cache (:func:`zslib.engine.data.cached`; default
+    from the profile: on in ``full``). ``name`` is a label only. Neither is part of :func:`config_hash`.
+    """
+
+    profile: str = "quick"
+    dataset: str | None = None
+    backbone: str | None = None
+    backbone_params: dict | None = None
+    pretrained: bool | None = None
+    weights_path: str | None = None
+    embedding_dim: int | None = None
+    normalize: bool = True
+    dropout: float = 0.0
+    freeze_bn: bool = False
+    image_size: int | None = None
+    resize_size: int | None = None
+    loss: str = "triplet"
+    loss_params: dict = field(default_factory=dict)
+    method: str = "baseline"
+    method_params: dict = field(default_factory=dict)
+    iterations: int | None = None
+    batch_classes: int | None = None
+    batch_per_class: int | None = None
+    lr: float | None = None
+    weight_decay: float | None = None
+    new_layer_mult: float | None = None
+    objective_lr: float | None = None
+    schedule: str | dict | None = None
+    eval_every: int | None = None
+    validation_fraction: float = 0.0
+    seed: int = 0
+    amp: bool | None = None
+    num_workers: int | None = None
+    synth_images_per_class: int | None = None
+    feature_stages: list | None = None
+    image_cache: bool | None = None
+    eval_batch_size: int = 256
+    name: str = ""
+
+    def __post_init__(self):
+        if self.profile not in PROFILES:
+            raise ValueError(f"Config.profile {self.profile!r} is not a profile; use one of {sorted(PROFILES)}")
+        profile = PROFILES[self.profile]
+        for key in PROFILE_FIELDS:
+            if getattr(self, key) is None:
+                object.__setattr__(self, key, getattr(profile, key))
+        object.__setattr__(self, "feature_stages", [str(s) for s in self.feature_stages])
+        for key in ("backbone_params", "loss_params", "method_params"):
+            value = getattr(self, key)
+            if not isinstance(value, Mapping):
+                raise TypeError(f"Config.{key} must be a dict, got {type(value).__name__}")
+            # a JSON round trip: tuples become lists, so a config equals itself after save and load
+            object.__setattr__(self, key, json.loads(json.dumps(dict(value), default=_json_default)))
+        for key in ("iterations", "batch_classes", "batch_per_class", "embedding_dim", "image_size",
+                    "eval_every", "seed", "eval_batch_size", "synth_images_per_class"):
+            finite_number(getattr(self, key), f"Config.{key}", low=0 if key == "seed" else 1, integer=True)
+        for key in ("lr", "new_layer_mult"):
+            finite_number(getattr(self, key), f"Config.{key}", low=0.0, low_open=True)
+        finite_number(self.weight_decay, "Config.weight_decay", low=0.0)
+        if self.objective_lr is not None:
+            finite_number(self.objective_lr, "Config.objective_lr", low=0.0, low_open=True)
+        if not isinstance(self.image_cache, bool):
+            raise TypeError(f"Config.image_cache must be true or false, got {self.image_cache!r}")
+        if not 0.0 <= self.dropout < 1.0:
+            raise ValueError(f"Config.dropout must be in [0, 1), got {self.dropout!r}")
+        if not 0.0 <= self.validation_fraction < 1.0:
+            raise ValueError(f"Config.validation_fraction must be in [0, 1), got {self.validation_fraction!r}")
+        from zslib.engine.losses import LOSSES
+        from zslib.methods import get_method
+
+        if self.loss not in LOSSES:
+            raise ValueError(f"unknown loss {self.loss!r}; choose one of {sorted(LOSSES)}")
+        unknown = sorted(set(self.loss_params) - set(LOSSES[self.loss].defaults))
+        if unknown:
+            raise ValueError(f"loss {self.loss!r} has no parameter(s) {unknown}; it accepts "
+                             f"{sorted(LOSSES[self.loss].defaults)}")
+        object.__setattr__(self, "method_params", get_method(self.method).validate(self.method_params))
+        if not self.name:
+            object.__setattr__(self, "name", f"{self.method}-{self.loss}-{self.dataset}-s{self.seed}")
+
+    @classmethod
+    def from_profile(cls, profile: str | Profile | None = None, **overrides) -> "Config":
+        """A config with the sizes of ``profile`` (default: the active one), then ``overrides``."""
+        if profile is None:
+            profile = get_profile()
+        elif isinstance(profile, str):
+            if profile not in PROFILES:
+                raise ValueError(f"unknown profile {profile!r}; use one of {sorted(PROFILES)}")
+            profile = PROFILES[profile]
+        fields = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(overrides) - fields)
+        if unknown:
+            raise TypeError(f"Config has no field(s) {unknown}; the fields are {sorted(fields)}")
+        values = {k: getattr(profile, k) for k in PROFILE_FIELDS}
+        values["profile"] = profile.name
+        values["seed"] = profile.seeds[0] if profile.seeds else 0
+        values.update(overrides)
+        return cls(**values)
+
+    def replace(self, **changes) -> "Config":
+        """A copy with some fields changed. The automatic name follows seed / loss / method changes; a
+        change of method without new ``method_params`` starts from the new method's defaults."""
+        if "name" not in changes and self.name == f"{self.method}-{self.loss}-{self.dataset}-s{self.seed}":
+            changes["name"] = ""
+        if "method" in changes and changes["method"] != self.method and "method_params" not in changes:
+            changes["method_params"] = {}
+        return dataclasses.replace(self, **changes)
+
+    def as_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: Mapping) -> "Config":
+        """Rebuild a config from :meth:`as_dict` output; unknown keys (from other versions) are ignored."""
+        fields = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in fields})
+
+    def to_profile(self) -> Profile:
+        """The profile the data builders see: the named profile with this config's sizes."""
+        values = {k: getattr(self, k) for k in PROFILE_FIELDS}
+        values["feature_stages"] = tuple(values["feature_stages"])
+        return PROFILES[self.profile].replace(**values, seeds=(self.seed,))
+
+    @property
+    def hash(self) -> str:
+        return config_hash(self)
+
+
+def config_hash(config: Config) -> str:
+    """12 hex digits of the SHA-256 of the config's canonical JSON (the fields of :data:`NOT_HASHED` excluded)."""
+    d = config.as_dict()
+    for key in NOT_HASHED:
+        d.pop(key)
+    text = json.dumps(d, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:12]

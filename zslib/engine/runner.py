@@ -1,0 +1,293 @@
+"""One run, from a :class:`~zslib.engine.config.Config` to a stored :class:`~zslib.engine.store.Result`.
+
+:func:`run` builds what the config names -- the data (:mod:`zslib.engine.data`), the network
+(:mod:`zslib.engine.models`, extended by the method's ``attach``) and the method (:data:`zslib.methods.METHODS`,
+which builds the metric loss) -- trains with :func:`zslib.engine.train.train`, evaluates the unseen (and
+validation) classes once with :func:`zslib.engine.evaluate.evaluate`, and stores everything with its provenance
+(:mod:`zslib.engine.store`). A run whose result exists is loaded, not repeated; an interrupted one resumes from
+its checkpoint in ``<results>/checkpoints/``.
+
+Under ``torchrun --nproc_per_node=N`` (for example ``torchrun --nproc_per_node=2 -m zslib train ...``) every
+process calls :func:`run`; it joins the process group (:func:`zslib.engine.train.distributed.setup`), lets process 0
+download and cache the data and weights before the others read them, trains with
+:mod:`zslib.engine.train.distributed`, and process 0 alone evaluates and writes the result, which the other
+processes then read back: every process returns the same :class:`~zslib.engine.store.Result`.
+"""
+from __future__ import annotations
+
+import os
+import time
+import warnings
+from functools import partial
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+from zslib.engine.config import Config
+from zslib.methods import Method, get_method
+from zslib.engine.store import (Result, check_writable, load_result, provenance, result_path, results_dir,
+                                stale_code_warning)
+from zslib.engine.train import default_eval, distributed, embed, load_checkpoint, set_seed, train
+from zslib.engine.train.precision import Precision
+
+__all__ = ["build_data", "build_model", "build_method", "run", "load_model", "evaluate_checkpoint", "split_metrics"]
+
+
+def build_data(config: Config, method_cls: type[Method] | None = None) -> dict:
+    """The datasets of a run, normalized for its backbone: ``train`` (augmented), ``seen`` (training
+    classes, test transform), ``unseen`` (test classes; for In-Shop a ``(query, gallery)`` pair) and
+    ``val`` when ``validation_fraction`` > 0. ``method_cls``: the run's method class, when the caller has
+    resolved it already (:func:`run` does, once)."""
+    from zslib.engine.data import LabeledSubset, build_dataset, split_classes
+    from zslib.engine.models import normalization
+
+    profile = config.to_profile()
+    mean, std = normalization(config.backbone)
+    pooled_only = _pooled_only(config, method_cls or get_method(config.method))
+
+    def build(split, train):
+        return build_dataset(profile, split, train=train, mean=mean, std=std, pooled_only=pooled_only)
+
+    train_set = build("train", True)
+    # SynthParts renders its random poses into the images and adds no augmentation: reuse the set
+    seen_set = train_set if config.dataset == "synthparts" else build("train", False)
+    if config.dataset == "inshop":
+        unseen = (build("query", False), build("gallery", False))
+    else:
+        unseen = build("test", False)
+    out = {"train": train_set, "seen": seen_set, "unseen": unseen}
+    if config.validation_fraction > 0:
+        tr, va = split_classes(train_set.labels, config.validation_fraction, seed=config.seed)
+        out["train"], out["seen"] = LabeledSubset(train_set, tr), LabeledSubset(seen_set, tr)
+        out["val"] = LabeledSubset(seen_set, va)
+    return out
+
+
+def _pooled_only(config: Config, method_cls: type[Method]) -> bool:
+    """On a cached-feature profile, whether the run reads only the pooled feature (its method reads no maps)."""
+    return bool(config.feature_stages) and not method_cls.reads_maps(config.method_params)
+
+
+def build_model(config: Config, method_cls: type[Method] | None = None) -> nn.Module:
+    """The network of ``config``: the profile's backbone and embedding head, extended by the method."""
+    from zslib.engine.models import build_model as build_net
+
+    method_cls = method_cls or get_method(config.method)
+    net = build_net(config.backbone, config.embedding_dim, pretrained=config.pretrained,
+                    weights_path=config.weights_path, normalize=config.normalize, freeze_bn=config.freeze_bn,
+                    dropout=config.dropout, feature_stages=config.feature_stages, image_size=config.image_size,
+                    pooled_only=_pooled_only(config, method_cls), **config.backbone_params)
+    return method_cls.attach(net, config.method_params)
+
+
+def build_method(config: Config, model: nn.Module, classes, method_cls: type[Method] | None = None) -> Method:
+    """The method of ``config`` for ``model`` and the training classes ``classes`` (their ids, sorted)."""
+    method = (method_cls or get_method(config.method))(config, model, len(classes))
+    method.use_classes(classes)
+    return method
+
+
+def split_metrics(config: Config, model: nn.Module, data: dict, device, method=None, cluster_seed: int | None = None,
+                  splits=("seen", "val", "unseen")) -> dict[str, dict[str, float]]:
+    """The final evaluation of a trained model: the full :func:`zslib.engine.evaluate.evaluate` row on the unseen (and
+    validation) classes, Recall@K on the seen classes, as ``{split: {metric: value}}``.
+
+    A method with a pair evaluator (:meth:`zslib.methods.Method.pair_evaluator`, e.g. ZSML) scores pairs of
+    the rows ``model(x)`` instead, with the same evaluator on every split. ``cluster_seed`` seeds the clustering
+    (k-means; for a pair evaluator also its sample of pairs); ``None`` is the run's own choice (k-means seed 0,
+    a pair evaluator the run's seed), the one a stored result was measured with. ``splits`` limits the evaluation
+    to those of ``data``'s splits (each one is embedded and scored in full)."""
+    from zslib.engine.evaluate import evaluate
+
+    def emb(ds):
+        return embed(model, ds, batch_size=config.eval_batch_size, device=device, num_workers=config.num_workers)
+
+    pairwise = method.pair_evaluator(model) if method is not None else None
+    kmeans_seed = 0 if cluster_seed is None else int(cluster_seed)
+    metrics = {}
+    for split in splits:
+        if split not in data:
+            continue
+        score = default_eval if split == "seen" else partial(evaluate, dataset=config.dataset, seed=kmeans_seed)
+        if pairwise is not None:
+            if isinstance(data[split], tuple):
+                raise NotImplementedError(f"method {config.method!r} evaluates pairs of one set; separate query "
+                                          "and gallery sets (In-Shop) are not supported")
+            with torch.no_grad():
+                row = pairwise(*emb(data[split]), seed=config.seed if cluster_seed is None else int(cluster_seed))
+        elif isinstance(data[split], tuple):  # In-Shop: queries against the gallery
+            (q, ql), (g, gl) = emb(data[split][0]), emb(data[split][1])
+            row = score(g, gl, query_embeddings=q, query_labels=ql)
+        else:
+            row = score(*emb(data[split]))
+        metrics[split] = {str(k): float(v) for k, v in row.items()}
+    return metrics
+
+
+def _final_metrics(config, model, data, history, device, method=None) -> dict:
+    """:func:`split_metrics` of the trained model; its Recall@K values also close the history's curves (the
+    trainer leaves the last evaluation to this function, so nothing is embedded twice)."""
+    metrics = split_metrics(config, model, data, device, method)
+    last_row = {"step": config.iterations}
+    for split, row in metrics.items():
+        last_row[split] = {k: v for k, v in row.items() if k.startswith("R@")}
+    history.evals.append(last_row)
+    return metrics
+
+
+def run(config: Config, results_dir: str | os.PathLike | None = None, force: bool = False, *, progress="auto",
+        device=None, checkpoint_every: int | None = None, max_steps: int | None = None) -> Result:
+    """Train and evaluate ``config``, or load its stored result.
+
+    A stored result with the same :func:`~zslib.engine.config.config_hash` is returned as is unless ``force``. An
+    interrupted run resumes from its checkpoint. ``max_steps`` trains only that far (no result is written:
+    call again to continue). Under ``torchrun`` see the module docstring.
+    """
+    if not isinstance(config, Config):
+        raise TypeError(f"run() needs a zslib.engine.config.Config, got {type(config).__name__}")
+    directory = _results(results_dir)
+    path = result_path(config, directory)
+    stored = path.exists() and not force
+    if stored and not distributed.launched():
+        return _reuse(path, directory)
+    if not stored:
+        check_writable(directory)
+    device = distributed.setup(device)  # the same device outside torchrun; one GPU per process under it
+    rank, world_size = distributed.world()
+    if distributed.broadcast_object(stored):  # under torchrun, process 0 decides for all
+        return _reuse(path, directory)
+    ckpt = directory / "checkpoints" / f"{path.stem}.pt"
+    with distributed.main_first():
+        if force and ckpt.exists() and rank == 0:
+            ckpt.unlink()
+
+    started = time.perf_counter()
+    method_cls = get_method(config.method)  # resolved once, here, and handed down
+    with distributed.main_first():  # process 0 downloads and caches; the others then find the files
+        data = build_data(config, method_cls)
+    classes = np.unique(np.asarray(data["train"].labels))
+    set_seed(config.seed)  # model initialization and class proxies are drawn from the seed
+    with distributed.main_first():
+        model = build_model(config, method_cls)
+    method = build_method(config, model, classes, method_cls)
+    if not method.trains:  # e.g. the pretrained features: evaluate only
+        from zslib.engine.train import History
+
+        if rank != 0:
+            distributed.barrier()
+            return load_result(path)
+        history = History()
+        model.to(device)
+        method.to(device)
+        method.prepare(model, data["train"])  # e.g. a closed-form fit on the training classes
+        metrics = _final_metrics(config, model, data, history, device, method)
+        result = Result(config, metrics, history, provenance(config, device, train_seconds=0.0,
+                                                             wall_seconds=round(time.perf_counter() - started, 3)))
+        result.save(path)
+        distributed.barrier()
+        return result
+    eval_sets = {k: data[k] for k in ("seen", "val", "unseen") if k in data}
+    history = train(
+        model, method, data["train"], iterations=config.iterations, batch_classes=config.batch_classes,
+        batch_per_class=config.batch_per_class, lr=config.lr, weight_decay=config.weight_decay,
+        new_layer_mult=config.new_layer_mult, objective_lr=config.objective_lr, schedule=config.schedule,
+        eval_sets=eval_sets, eval_every=config.eval_every, eval_batch_size=config.eval_batch_size,
+        eval_at_start=config.eval_every < config.iterations, eval_at_end=False,
+        checkpoint_path=ckpt, checkpoint_every=checkpoint_every or config.eval_every,
+        meta={"config": config.as_dict()}, max_steps=max_steps, seed=config.seed, device=device,
+        amp=config.amp, num_workers=config.num_workers, progress=progress)
+    done = bool(history.losses) and history.losses[-1]["step"] >= config.iterations
+    if not done:
+        return Result(config, {"seen": history.last("seen")}, history, {"complete": False}, None)
+    if rank != 0:  # process 0 evaluates and writes the result; the others read it
+        distributed.barrier()
+        return load_result(path)
+    metrics = _final_metrics(config, model, data, history, device, method)
+    result = Result(config, metrics, history, provenance(
+        config, device, train_seconds=round(history.elapsed, 3), wall_seconds=round(time.perf_counter() - started, 3),
+        checkpoint=os.path.relpath(ckpt, path.parent), precision=Precision(device, config.amp).name,
+        processes=world_size, data_wait_share=round(history.data_share, 4)))
+    result.save(path)
+    distributed.barrier()
+    return result
+
+
+def _reuse(path: Path, directory: Path) -> Result:
+    """The stored result at ``path``, with a warning when zslib's code changed since it was made (recorded runs
+    are checked by tests/test_recorded.py instead)."""
+    result = load_result(path)
+    stale = stale_code_warning([result]) if path.parent == directory else None
+    if stale:
+        warnings.warn(stale, stacklevel=3)
+    return result
+
+
+def _results(directory) -> Path:
+    return results_dir(directory)
+
+
+# ----------------------------------------------------------------------------------------------------
+# A stored model
+
+
+def load_model(result: Result, device=None) -> nn.Module:
+    """The trained network of a finished run, rebuilt from its config and checkpoint, in eval mode."""
+    if not isinstance(result, Result):
+        raise TypeError(f"load_model needs a zslib.engine.store.Result, got {type(result).__name__}")
+    if device is None:
+        from zslib.engine.profile import device as default_device
+        device = default_device()
+    method_cls = get_method(result.config.method)
+    if not method_cls.trains:  # nothing was trained: the network as it comes, and its
+        set_seed(result.config.seed)                     # random parts initialized as run() initialized them
+        return build_model(result.config, method_cls).to(device).eval()
+    ckpt = result.checkpoint
+    if ckpt is None or not ckpt.is_file():
+        raise FileNotFoundError(
+            f"the checkpoint of run {result.config.name!r} is missing ({ckpt}); results copied without "
+            "their checkpoints/ folder cannot give back the model -- run it again with force=True")
+    return _model_from_state(result.config, load_checkpoint(ckpt, map_location="cpu"), device)
+
+
+def _model_from_state(config: Config, state: dict, device) -> nn.Module:
+    """The network of ``config`` with the weights of a training checkpoint, on ``device``, in eval mode."""
+    model = build_model(config)
+    model.load_state_dict(state["model"])
+    return model.to(device).eval()
+
+
+def evaluate_checkpoint(checkpoint: str | os.PathLike, split: str = "test", device=None,
+                        config: Config | None = None) -> dict[str, float]:
+    """Rebuild the model of a training checkpoint and evaluate it on ``split`` (``"test"`` = unseen
+    classes, ``"train"`` = seen classes) with :func:`zslib.engine.evaluate.evaluate`."""
+    from zslib.engine.data import build_dataset
+    from zslib.engine.evaluate import evaluate
+    from zslib.engine.models import normalization
+
+    if split not in ("train", "test"):
+        raise ValueError(f"split must be 'train' or 'test', got {split!r}")
+    if device is None:
+        from zslib.engine.profile import device as default_device
+        device = default_device()
+    state = load_checkpoint(checkpoint, map_location=device)
+    if config is None:
+        meta = state.get("meta") or {}
+        if "config" not in meta:
+            raise ValueError(f"{checkpoint} does not record its config (it was not written by "
+                             "zslib.engine.runner.run); pass config=")
+        config = Config.from_dict(meta["config"])
+    model = _model_from_state(config, state, device)
+    mean, std = normalization(config.backbone)
+
+    def emb(name):
+        ds = build_dataset(config.to_profile(), name, train=False, mean=mean, std=std)
+        return embed(model, ds, batch_size=config.eval_batch_size, device=device, num_workers=config.num_workers)
+
+    if config.dataset == "inshop" and split == "test":
+        (q, ql), (g, gl) = emb("query"), emb("gallery")
+        row = evaluate(g, gl, dataset=config.dataset, query_embeddings=q, query_labels=ql)
+    else:
+        row = evaluate(*emb(split), dataset=config.dataset)
+    return {str(k): float(v) for k, v in row.items()}

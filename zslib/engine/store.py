@@ -1,0 +1,352 @@
+"""The result store: finished runs as JSON files with their provenance, found by their config's hash.
+
+A run's result (:class:`Result`: config, final metrics, training history, provenance) is one JSON file
+``<results>/<name>-<hash>.json``; a run whose file exists is *loaded, not repeated*. The provenance says
+what made the numbers: zslib, torch and Python versions, the git commit, profile, device, thread count,
+seed, wall time and date. ``results/recorded/`` holds results committed to the repository on purpose
+(runs of the ``real`` and ``full`` profiles made once and shown by the book).
+
+Every file is checked when read (:func:`load_result`): a damaged or foreign file is an error that names
+the file and says what to do, never a silently missing run.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import math
+import os
+import platform
+import re
+import subprocess
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from zslib.engine.config import Config, config_hash
+from zslib.engine.profile import repository_root, resolve_folder
+from zslib.engine.train.history import History
+
+__all__ = ["Result", "ResultFileError", "ResultsNotWritableError", "results_dir", "result_path", "load_result",
+           "load_results", "check_writable", "code_fingerprint", "stale_code_warning",
+           "record_runs", "recorded_runs", "provenance_summary", "utc_minute", "short_commit", "git_commit", "device_name", "cpu_model", "provenance",
+           "json_default", "file_slug", "write_json"]
+
+
+class ResultFileError(ValueError):
+    """A result file that cannot be used as one (damaged, foreign, or with invalid values)."""
+
+
+class ResultsNotWritableError(OSError):
+    """The results folder (or its checkpoints) cannot be written: found before any work is done."""
+
+
+def check_writable(directory: Path) -> None:
+    """Make sure results and checkpoints can be written to ``directory`` (create it, write and remove a
+    file in it and in ``checkpoints/``), so that a run never trains for nothing."""
+    for folder in (directory, directory / "checkpoints"):
+        probe = folder / f".write-test-{os.getpid()}"
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            probe.write_bytes(b"ok")
+            probe.unlink()
+        except OSError as err:
+            raise ResultsNotWritableError(
+                f"cannot write results to {folder} ({err.strerror or err}); set ZS_RESULTS to a writable folder "
+                "(or pass results_dir=) before training") from None
+
+
+_FINGERPRINT: list[str] = []
+
+
+def code_fingerprint() -> str:
+    """16 hex digits over zslib's source files as imported in this process: what a stored result depends on
+    besides its config. Recorded in every result's provenance and compared when a result is reused."""
+    if not _FINGERPRINT:
+        from zslib.engine.cache import source_fingerprint
+
+        root = Path(__file__).resolve().parents[1]  # the zslib package
+        _FINGERPRINT.append(source_fingerprint(*sorted(root.rglob("*.py"))))
+    return _FINGERPRINT[0]
+
+
+def stale_code_warning(results) -> str | None:
+    """A warning naming the stored results that were computed by other zslib code than this process runs
+    (another code fingerprint), or ``None``. Their numbers may not be what this code would produce."""
+    now = code_fingerprint()
+    stale = [r for r in results if r.provenance.get("code_fingerprint") not in (None, now)]
+    if not stale:
+        return None
+    names = ", ".join(sorted({r.config.name for r in stale})[:5])
+    commits = sorted({str(r.provenance.get("git_commit"))[:12] for r in stale})
+    return (f"{len(stale)} stored result(s) were computed by other zslib code than this (e.g. {names}; commit(s) "
+            f"{', '.join(commits)}). Their numbers may differ from what this code produces: delete them from the "
+            "results folder (or pass force=True) to recompute; a recorded run that no longer reproduces is caught "
+            "by tests/test_recorded.py.")
+
+def results_dir(path: str | os.PathLike | None = None) -> Path:
+    """The results folder: ``path`` if given, else ``$ZS_RESULTS``, else ``results/`` of the source
+    checkout zslib runs from, else ``./results``. Checkpoints go to its ``checkpoints/`` sub-folder."""
+    return resolve_folder(path, "ZS_RESULTS", "results", Path.cwd() / "results")
+
+
+def file_slug(text: str) -> str:
+    """``text`` made safe as part of a file name (runs' and analysis records' names)."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_") or "run"
+
+
+def result_path(config: Config, directory: Path) -> Path:
+    """Where the result of ``config`` is stored: in ``directory``, else among its recorded runs
+    (``directory/recorded``), else where it will be written (in ``directory``)."""
+    h = config_hash(config)
+    found = sorted(directory.glob(f"*-{h}.json")) or sorted(directory.glob(f"recorded/*-{h}.json"))
+    return found[0] if found else directory / f"{file_slug(config.name)}-{h}.json"
+
+
+# ----------------------------------------------------------------------------------------------------
+# Provenance
+
+
+def git_commit() -> str | None:
+    """The commit of the checkout zslib runs from, or ``None`` (not a checkout, no git, any failure)."""
+    root = repository_root()
+    if root is None:
+        return None
+    try:
+        out = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
+                             timeout=5)
+    except Exception:
+        return None
+    commit = out.stdout.strip()
+    return commit if out.returncode == 0 and re.fullmatch(r"[0-9a-f]{40}", commit) else None
+
+
+def device_name(device: torch.device) -> str:
+    if device.type == "cuda":
+        try:
+            return f"cuda ({torch.cuda.get_device_name(device)})"
+        except Exception:
+            return "cuda"
+    return f"{device.type} ({platform.processor() or platform.machine()}, {os.cpu_count()} cores)"
+
+
+def cpu_model() -> str:
+    """The CPU's model name (``/proc/cpuinfo`` on Linux, else :func:`platform.processor`); ``""`` when unknown.
+    Recorded because another CPU sums in another order: the last bits of a run, and through one k-means
+    start its NMI, can differ there (:mod:`zslib.analysis.reproduce`)."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if line.lower().startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or ""
+
+
+def provenance(config: Config, device: torch.device, **extra) -> dict:
+    """What made a result: versions, commit, profile, device, threads, seed, date, plus ``extra``."""
+    from zslib import __version__
+
+    return {
+        "complete": True,
+        "zslib_version": __version__,
+        "git_commit": git_commit(),
+        "torch_version": torch.__version__,
+        "python_version": platform.python_version(),
+        "profile": config.profile,
+        "device": device_name(device),
+        "cpu": cpu_model(),
+        "torch_threads": torch.get_num_threads(),  # CPU float sums, hence bitwise results, depend on it
+        "seed": config.seed,
+        "code_fingerprint": code_fingerprint(),
+        "timestamp": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        **extra,
+    }
+
+
+# ----------------------------------------------------------------------------------------------------
+# Results
+
+
+@dataclass
+class Result:
+    """A finished run: its config, final metrics per split, the training history and its provenance.
+
+    ``metrics`` maps a split to its metrics: ``"unseen"`` (the test classes, the full
+    :func:`zslib.engine.evaluate.evaluate` row), ``"seen"`` (Recall@K on the training classes at the end) and
+    ``"val"`` when a validation split was held out.
+    """
+
+    config: Config
+    metrics: dict[str, dict[str, float]]
+    history: History
+    provenance: dict
+    path: Path | None = None
+
+    def metric(self, name: str = "R@1", split: str = "unseen") -> float:
+        if split not in self.metrics:
+            raise KeyError(f"this result has no split {split!r}; it has {sorted(self.metrics)}")
+        if name not in self.metrics[split]:
+            raise KeyError(f"split {split!r} has no metric {name!r}; it has {sorted(self.metrics[split])}")
+        return float(self.metrics[split][name])
+
+    @property
+    def checkpoint(self) -> Path | None:
+        ck = self.provenance.get("checkpoint")
+        if ck is None or self.path is None:
+            return None
+        return (self.path.parent / ck).resolve()
+
+    def to_dict(self) -> dict:
+        return {"format": "zslib-result", "config": self.config.as_dict(), "config_hash": config_hash(self.config),
+                "metrics": self.metrics, "history": self.history.to_dict(), "provenance": self.provenance}
+
+    def save(self, path: str | os.PathLike) -> Path:
+        """Write the result atomically and durably (temporary file, flushed to disk, renamed)."""
+        self.path = write_json(path, self.to_dict())
+        return self.path
+
+    def __repr__(self):
+        m = self.metrics.get("unseen", {})
+        head = ", ".join(f"{k}={v:.4f}" for k, v in list(m.items())[:4])
+        return f"Result({self.config.name!r}, unseen: {head})"
+
+
+def write_json(path: str | os.PathLike, data) -> Path:
+    """Write ``data`` as indented JSON to ``path`` atomically and durably (a temporary file beside it, flushed
+    to disk, renamed over it), creating the folder; a crash leaves the old file or none, never half of one."""
+    from zslib.engine.train.checkpoint import atomic_write
+
+    text = json.dumps(data, indent=1, default=json_default)
+    return atomic_write(path, lambda f: f.write(text), "w")
+
+
+def json_default(obj):
+    """``json.dumps``'s ``default`` for result and record files: NumPy scalars, paths and tensors."""
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, Path):
+        return str(obj)
+    if torch.is_tensor(obj):
+        return obj.tolist()
+    raise TypeError(f"{type(obj).__name__} is not JSON serializable")
+
+
+_WHAT_TO_DO = "delete it (the run is trained again), or restore it from version control if it was recorded"
+
+
+def _check_metrics(metrics, path) -> dict:
+    if not isinstance(metrics, Mapping) or not metrics:
+        raise ResultFileError(f"{path}: 'metrics' must be a non-empty object of splits, got {type(metrics).__name__}; "
+                              + _WHAT_TO_DO)
+    for split, row in metrics.items():
+        if not isinstance(row, Mapping):
+            raise ResultFileError(f"{path}: metrics of split {split!r} must be an object, got {type(row).__name__}; "
+                                  + _WHAT_TO_DO)
+        for name, value in row.items():
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+                raise ResultFileError(f"{path}: metric {split}/{name} is {value!r}, not a finite number; " + _WHAT_TO_DO)
+    return {str(s): {str(k): float(v) for k, v in row.items()} for s, row in metrics.items()}
+
+
+def load_result(path: str | os.PathLike) -> Result:
+    """Read and check a result JSON written by :func:`zslib.engine.runner.run`. A file that is not valid JSON, not a
+    zslib result, or holds invalid values raises :class:`ResultFileError` naming it and what to do."""
+    path = Path(path)
+    what_to_do = _WHAT_TO_DO
+    try:
+        d = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise FileNotFoundError(f"no result file at {path}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ResultFileError(f"{path} is not valid JSON ({e}); {what_to_do}") from e
+    if not isinstance(d, Mapping) or d.get("format") != "zslib-result":
+        raise ResultFileError(f"{path} is not a zslib result file (no 'format': 'zslib-result'); {what_to_do}")
+    for key, kind in (("config", Mapping), ("history", Mapping), ("provenance", Mapping)):
+        if not isinstance(d.get(key), kind):
+            raise ResultFileError(f"{path}: '{key}' is missing or not an object; {what_to_do}")
+    try:
+        config = Config.from_dict(d["config"])
+    except (TypeError, ValueError) as e:
+        raise ResultFileError(f"{path}: its config is not valid for this zslib ({e}); {what_to_do}") from e
+    metrics = _check_metrics(d.get("metrics"), path)
+    if d["provenance"].get("complete") is not True:
+        raise ResultFileError(f"{path} records an incomplete run; {what_to_do}")
+    return Result(config, metrics, History.from_dict(d["history"]), dict(d["provenance"]), path)
+
+
+def load_results(directory: str | os.PathLike | None = None, **match) -> list[Result]:
+    """Every stored result in ``directory`` and its ``recorded/`` sub-folder whose config matches ``match``
+    (e.g. ``loss="triplet"``). A file that cannot be read is an error, not a silently missing run."""
+    out = []
+    root = results_dir(directory)
+    for p in sorted(root.glob("*.json")) + sorted(root.glob("recorded/*.json")):
+        r = load_result(p)
+        if all(getattr(r.config, k) == v for k, v in match.items()):
+            out.append(r)
+    return out
+
+
+def record_runs(profile: str, directory: str | os.PathLike | None = None, dry_run: bool = False) -> list[Path]:
+    """Copy the complete results of ``profile`` from ``directory`` into ``directory/recorded`` (the folder
+    committed to the repository), unless a run is recorded already; returns the recorded paths. The copy
+    keeps the provenance and drops the checkpoint reference (checkpoints are not committed)."""
+    root = results_dir(directory)
+    recorded = root / "recorded"
+    have = {p.name for p in recorded.glob("*.json")}
+    out = []
+    for path in sorted(root.glob("*.json")):
+        result = load_result(path)
+        if result.config.profile != profile or path.name in have:
+            continue
+        target = recorded / path.name
+        out.append(target)
+        if not dry_run:
+            provenance = {k: v for k, v in result.provenance.items() if k != "checkpoint"}
+            provenance["recorded_from"] = str(path.name)
+            Result(result.config, result.metrics, result.history, provenance).save(target)
+    return out
+
+
+# ----------------------------------------------------------------------------------------------------
+# The recorded runs, as the book's "Recorded runs" page lists them
+
+
+def recorded_runs(directory: str | os.PathLike | None = None) -> list[Result]:
+    """The runs committed under ``<results>/recorded/`` (only those: not the runs this checkout made), in
+    file-name order; each file is checked by :func:`load_result`."""
+    return [load_result(p) for p in sorted((results_dir(directory) / "recorded").glob("*.json"))]
+
+
+def utc_minute(timestamp) -> str | None:
+    """A provenance timestamp (ISO 8601) as ``YYYY-MM-DD HH:MM UTC``; the text itself if it is not ISO 8601,
+    ``None`` if empty."""
+    if not timestamp:
+        return None
+    try:
+        return _dt.datetime.fromisoformat(timestamp).astimezone(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    except (TypeError, ValueError):
+        return str(timestamp)
+
+
+def short_commit(commit) -> str | None:
+    """The first 12 hex digits of a provenance's commit; ``None`` where it has none."""
+    return commit[:12] if isinstance(commit, str) else None
+
+
+def provenance_summary(result: Result) -> dict:
+    """What made ``result``, one value per field: its file name; the run's name, profile, dataset,
+    backbone, method, loss and seed (from its config); the device, commit (12 hex digits), date (UTC, to
+    the minute), wall time in seconds, zslib and torch versions (from its provenance; ``None`` where the
+    file does not say)."""
+    c, p = result.config, result.provenance
+    commit, wall = p.get("git_commit"), p.get("wall_seconds")
+    return {"file": result.path.name if result.path is not None else None, "run": c.name,
+            "profile": c.profile, "dataset": c.dataset, "backbone": c.backbone, "method": c.method,
+            "loss": c.loss, "seed": c.seed, "device": p.get("device"),
+            "commit": short_commit(commit), "date": utc_minute(p.get("timestamp")),
+            "wall seconds": round(float(wall), 1) if isinstance(wall, (int, float)) else None,
+            "zslib": p.get("zslib_version"), "torch": p.get("torch_version")}

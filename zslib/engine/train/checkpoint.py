@@ -1,0 +1,134 @@
+"""Random state and checkpoints: what an exact resume needs, written so that a disconnect never corrupts it.
+
+A checkpoint holds the model, the method (its own networks, class proxies and extra state), every
+phase's optimizer, scheduler and gradient scaler, the sampler position, every random state (Python,
+NumPy, torch CPU and CUDA), the step and the history. It is written to a temporary file in the same
+folder, flushed to disk and renamed over the old one (``os.replace``), so a killed process leaves either
+the previous checkpoint or the new one, never half of one. It is read with ``weights_only=True`` (no
+pickled code runs on loading); NumPy values are stored as tensors for that reason (:func:`to_safe`).
+"""
+from __future__ import annotations
+
+import os
+import random
+from pathlib import Path
+
+import numpy as np
+import torch
+
+__all__ = ["CHECKPOINT_VERSION", "set_seed", "rng_state", "set_rng_state", "preserved_rng", "to_safe",
+           "from_safe", "save_checkpoint", "load_checkpoint"]
+
+#: 2: one optimizer, scheduler and scaler per phase of the method (zslib.methods); 1 had one of each.
+CHECKPOINT_VERSION = 2
+
+
+def set_seed(seed: int) -> None:
+    """Seed Python's, NumPy's and torch's global generators (CPU and CUDA)."""
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
+
+
+def rng_state(cuda: bool = True) -> dict:
+    """Every global random state, in a form :func:`save_checkpoint` can store."""
+    np_state = np.random.get_state()
+    state = {
+        "python": random.getstate(),
+        "numpy": (np_state[0], torch.from_numpy(np_state[1].astype(np.int64)), *np_state[2:]),
+        "torch": torch.get_rng_state(),
+    }
+    if cuda and torch.cuda.is_available() and torch.cuda.is_initialized():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def set_rng_state(state: dict) -> None:
+    random.setstate(state["python"])
+    name, keys, *rest = state["numpy"]
+    np.random.set_state((name, keys.numpy().astype(np.uint32), *rest))
+    torch.set_rng_state(state["torch"])
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+class preserved_rng:
+    """Context manager: whatever runs inside leaves the global random states as it found them
+    (Python, NumPy, torch CPU, and CUDA unless ``cuda=False``)."""
+
+    def __init__(self, cuda: bool = True):
+        self.cuda = cuda
+
+    def __enter__(self):
+        self.state = rng_state(self.cuda)
+
+    def __exit__(self, *exc):
+        set_rng_state(self.state)
+        return False
+
+
+def to_safe(obj):
+    """Recursively replace NumPy arrays and scalars so ``torch.load(weights_only=True)`` can read it."""
+    if isinstance(obj, np.ndarray):
+        return {"__ndarray__": torch.from_numpy(np.ascontiguousarray(obj)).clone(), "dtype": str(obj.dtype)}
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, dict):
+        return {k: to_safe(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(to_safe(v) for v in obj)
+    return obj
+
+
+def from_safe(obj):
+    """The inverse of :func:`to_safe`."""
+    if isinstance(obj, dict):
+        if set(obj) == {"__ndarray__", "dtype"}:
+            return obj["__ndarray__"].numpy().astype(obj["dtype"])
+        return {k: from_safe(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(from_safe(v) for v in obj)
+    return obj
+
+
+def atomic_write(path: str | os.PathLike, write, mode: str = "wb") -> Path:
+    """Call ``write(f)`` on a temporary file beside ``path`` (opened with ``mode``), flush it to disk and rename it
+    over ``path``, creating the folder: a crash leaves the old file or none, never half of one."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        with open(tmp, mode) as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    return path
+
+
+def save_checkpoint(path: str | os.PathLike, state: dict) -> None:
+    """Write ``state`` atomically (:func:`atomic_write`): a temporary file in the same folder, flushed to disk,
+    then ``os.replace``."""
+    atomic_write(path, lambda f: torch.save(state, f))
+
+
+def load_checkpoint(path: str | os.PathLike, map_location=None) -> dict:
+    """Read a checkpoint written by :func:`zslib.engine.train.train` (safely: ``weights_only=True``)."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no checkpoint at {path}")
+    try:
+        state = torch.load(path, map_location=map_location, weights_only=True)
+    except Exception as e:  # a truncated or foreign file
+        raise RuntimeError(f"could not read checkpoint {path} ({type(e).__name__}: {e}); it is damaged or not "
+                           "a zslib checkpoint -- delete it to start the run afresh") from e
+    if not isinstance(state, dict) or state.get("format") != "zslib-checkpoint":
+        raise RuntimeError(f"{path} is not a zslib training checkpoint")
+    if state.get("version") != CHECKPOINT_VERSION:
+        raise RuntimeError(f"{path} was written by another version of zslib's trainer (checkpoint format "
+                           f"{state.get('version')}, this one reads {CHECKPOINT_VERSION}); delete it to train the "
+                           "run afresh")
+    return state

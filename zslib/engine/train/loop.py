@@ -1,0 +1,390 @@
+"""The training loop: one readable function, the same for every method of the book.
+
+Each step draws a class-balanced batch of P classes x K images (:mod:`zslib.engine.train.batches`), then runs
+the method's phases in order (:class:`zslib.methods.Method`); each phase is
+
+    terms = method.step_terms(phase, model, images, labels)   # named, weighted scalar terms
+    zero every gradient; backward(sum of terms); clip; optimizer[phase].step()
+
+with the phase's own optimizer (Adam over ``method.param_groups(phase, ...)``), learning-rate schedule and
+gradient scaler (:mod:`zslib.engine.train.precision`: mixed precision on CUDA only, bfloat16 where the GPU has it,
+float16 with loss scaling elsewhere); a phase that declares no parameters (``[]``) has none and updates
+the method's state itself. Before the first step the trainer calls ``method.prepare(model, train_set)``
+once, for methods that need the whole training set. The trainer logs every term, and stops with an error that
+names the term as soon as one is not finite. Evaluation on named sets (typically the seen and the unseen
+classes) runs every ``eval_every`` steps under saved-and-restored random states, so evaluating more or
+less often never changes training. Checkpoints (:mod:`zslib.engine.train.checkpoint`) make a run killed at any
+point resume to bitwise the same parameters on the CPU as a run never stopped (with the same number of
+torch threads: CPU kernels sum in a thread-dependent order).
+
+Under ``torchrun`` several processes train one model together (:mod:`zslib.engine.train.distributed`): each loads
+its share of every batch, the method sees the whole batch through a gathering view of the model, and
+process 0 evaluates and writes the checkpoints. With one process none of that code runs.
+"""
+from __future__ import annotations
+
+import math
+import os
+import time
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from zslib.engine.progress import progress_bar
+from zslib.engine.train import distributed
+from zslib.engine.train.batches import BatchStream, default_sampler
+from zslib.engine.train.checkpoint import (CHECKPOINT_VERSION, from_safe, load_checkpoint, preserved_rng, rng_state,
+                                           save_checkpoint, set_rng_state, set_seed, to_safe)
+from zslib.engine.train.embed import default_eval, embed, memory_format, to_device
+from zslib.engine.train.history import History
+from zslib.engine.train.optim import OptimSettings, make_scheduler
+from zslib.engine.train.precision import Precision
+from zslib.engine.data.splits import labels_of
+
+__all__ = ["train"]
+
+
+def _as_method(method):
+    from zslib.methods.base import Method, objective_method
+
+    if isinstance(method, Method):
+        return method
+    if callable(method):  # a plain objective(model, images, labels) -> {name: term}
+        return objective_method(method)
+    raise TypeError(f"train() needs a zslib.methods.Method or an objective(model, images, labels) -> dict of "
+                    f"terms, got {type(method).__name__}")
+
+
+def _sum_terms(terms, step: int, phase: str) -> tuple[torch.Tensor | None, dict[str, float]]:
+    """Sum the named loss terms; stop with an error naming the first term that is not finite."""
+    if not isinstance(terms, Mapping):
+        raise TypeError(
+            f"phase {phase!r} must return a dict of named loss terms, e.g. {{'triplet': loss}} (an empty dict "
+            f"skips the phase); got {type(terms).__name__}. Wrap a plain loss with zslib.methods.objective_method.")
+    total, logged = None, {}
+    for name, value in terms.items():
+        if not torch.is_tensor(value) or value.numel() != 1:
+            raise TypeError(f"loss term {name!r} must be a scalar tensor, got "
+                            f"{type(value).__name__}{tuple(value.shape) if torch.is_tensor(value) else ''}")
+        v = float(value.detach().float())
+        if not math.isfinite(v):
+            kind = "nan" if math.isnan(v) else "inf"
+            raise FloatingPointError(
+                f"loss term {name!r} became {kind} at step {step}; lower its weight or the learning rate"
+            )
+        logged[name] = v
+        total = value.float() if total is None else total + value.float()
+    return total, logged
+
+
+#: A parameter larger than this in absolute value means the run diverged: in the 148 quick-profile runs of the book's
+#: chapters no weight or batch-norm statistic exceeded 8 in absolute value, while an Adam run at lr 1e6 passes 1e5
+#: within 20 steps. The run stops before it is checkpointed or stored, as it does for a non-finite loss.
+EXPLODED = 1e4
+
+
+def _check_healthy(modules, step: int, lr: float) -> None:
+    """Stop a run whose parameters became non-finite or exploded, with a message that names the step."""
+    largest = 0.0
+    for module in modules:
+        for name, p in module.named_parameters():
+            m = float(p.detach().abs().max()) if p.numel() else 0.0
+            if not math.isfinite(m):
+                raise FloatingPointError(f"parameter {name!r} became non-finite by step {step}: the run diverged; "
+                                         f"lower the learning rate (lr={lr:g})")
+            largest = max(largest, m)
+    if largest > EXPLODED:
+        raise FloatingPointError(f"the parameters exploded by step {step} (largest |weight| {largest:.3g} > "
+                                 f"{EXPLODED:g}): the run diverged; lower the learning rate (lr={lr:g})")
+
+
+def _check_loss_moved(history, step: int) -> None:
+    """Stop a run whose total loss never changed at all: nothing was learned (a learning rate of 0, a method
+    whose terms do not depend on the parameters, ...), and its numbers would only be its initialization's."""
+    totals = [row["total"] for row in history.losses if "total" in row]
+    if len(totals) >= 10 and len(set(totals)) == 1 and len(history.losses) == step:
+        raise FloatingPointError(f"the total loss stayed exactly {totals[0]:.6g} for all {step} steps: nothing "
+                                 "was trained; check the learning rate and that the method's terms depend on "
+                                 "the parameters")
+
+
+def _phase_groups(method, model, phase: str, settings: OptimSettings) -> list[dict] | None:
+    """The phase's parameter groups, checked: every tensor trainable, owned by the model or the method
+    (so checkpoints hold it), and in one group only. ``None`` when the method declares no groups at all
+    (``[]``): a phase that updates the method's state itself and has no optimizer."""
+    owned = {id(p) for p in model.parameters()} | {id(p) for p in method.parameters()}
+    declared = list(method.param_groups(phase, model, settings))
+    if not declared:
+        return None
+    groups, seen = [], set()
+    for g in declared:
+        params = list(g["params"])
+        for p in params:
+            if id(p) not in owned:
+                raise ValueError(f"{type(method).__name__}.param_groups({phase!r}) returned a tensor that belongs "
+                                 "neither to the model nor to the method; register it as a parameter of one of "
+                                 "them, or checkpoints could not restore it")
+            if id(p) in seen:
+                raise ValueError(f"{type(method).__name__}.param_groups({phase!r}) lists a parameter twice")
+            seen.add(id(p))
+        params = [p for p in params if p.requires_grad]
+        if params:
+            groups.append({**g, "params": params})
+    if not groups:
+        raise ValueError(f"nothing to train in phase {phase!r}: the model and the method have no parameters "
+                         "that require grad")
+    return groups
+
+
+def train(
+    model: nn.Module,
+    method,
+    train_set,
+    *,
+    iterations: int,
+    batch_classes: int | None = None,
+    batch_per_class: int | None = None,
+    batch_sampler=None,
+    lr: float | None = None,
+    weight_decay: float = 0.0,
+    new_layer_mult: float = 10.0,
+    objective_lr: float | None = None,
+    schedule=None,
+    grad_clip: float | None = None,
+    eval_sets: Mapping[str, object] | None = None,
+    eval_every: int | None = None,
+    eval_at_start: bool = True,
+    eval_at_end: bool = True,
+    eval_fn: Callable | None = None,
+    eval_batch_size: int = 256,
+    checkpoint_path: str | os.PathLike | None = None,
+    checkpoint_every: int | None = None,
+    resume: bool = True,
+    meta: dict | None = None,
+    max_steps: int | None = None,
+    callbacks: Iterable[Callable] = (),
+    log_every: int = 1,
+    seed: int = 0,
+    device=None,
+    amp: bool | None = None,
+    num_workers: int = 0,
+    channels_last: bool | None = None,
+    progress="auto",
+) -> History:
+    """Train ``model`` with ``method`` on ``train_set`` for ``iterations`` steps; return the :class:`History`.
+
+    Parameters, by purpose:
+
+    * data: ``train_set`` (``ds[i] -> (image, label)`` with ``.labels``, or ``.tensors()`` for in-memory
+      data); P x K batches from ``batch_classes`` x ``batch_per_class`` (``zslib.engine.data.ClassBalancedSampler``),
+      or any ``batch_sampler`` (iterable of index lists with ``state_dict``/``load_state_dict``).
+    * ``method``: a :class:`zslib.methods.Method`, or a function ``objective(model, images, labels) ->
+      {name: weighted scalar term}`` (wrapped as a one-phase method without parameters of its own).
+    * optimizers: Adam per phase over ``method.param_groups(phase, model, settings)``, where the settings are
+      ``lr`` (the backbone), ``new_layer_mult * lr`` (new layers), ``objective_lr`` (the method's own
+      parameters; default ``new_layer_mult * lr``) and ``weight_decay``; ``schedule`` as in
+      :func:`zslib.engine.train.make_scheduler`, one per phase, stepped once per iteration; optional ``grad_clip``.
+    * evaluation: ``eval_sets`` such as ``{"seen": ..., "unseen": ...}`` every ``eval_every`` steps (at step 0
+      when ``eval_at_start``, at the end unless ``eval_at_end`` is false: the caller then evaluates the final
+      model itself), with ``eval_fn(embeddings, labels) -> dict`` (default: Recall@1/2/4/8). A set given as
+      ``(queries, gallery)`` is evaluated as ``eval_fn(gallery_emb, gallery_labels, query_embeddings=...,
+      query_labels=...)``.
+    * checkpoints: ``checkpoint_path`` written every ``checkpoint_every`` steps and at the end (or at
+      ``max_steps``); with ``resume`` an existing checkpoint is continued exactly; ``meta`` is stored in it.
+      ``max_steps``: stop (after checkpointing) once this many steps are done, keeping the schedule of
+      ``iterations``. ``callbacks``: ``cb(step, history)`` after each step (a callback may raise to stop).
+    * ``channels_last`` (default: when the model has 2-D convolutions): weights and image batches in NHWC
+      order, which oneDNN on the CPU and tensor cores on CUDA run 1.5-2x faster than NCHW.
+    * ``seed``; ``device`` (default ``zslib.device()``); ``amp`` (default on for CUDA, never on the CPU;
+      :class:`~zslib.engine.train.precision.Precision` picks bfloat16 or float16); ``num_workers`` data-loading
+      processes (at most one per CPU core: :func:`~zslib.engine.train.batches.loader_workers`); ``progress``: see
+      :func:`zslib.engine.progress.progress_bar`.
+    * several processes: when a process group is initialized (``torchrun``; see
+      :mod:`zslib.engine.train.distributed`), every process calls ``train`` with the same arguments; the batch
+      size must be a multiple of the number of processes. The history is the same on every process; only
+      process 0 evaluates, shows progress and writes the checkpoint.
+    """
+    if iterations < 1:
+        raise ValueError(f"iterations must be at least 1, got {iterations}")
+    if eval_sets and not eval_every:
+        eval_every = iterations  # evaluate at the end only
+    if log_every < 1:
+        raise ValueError(f"log_every must be at least 1, got {log_every}")
+    if lr is None:
+        raise ValueError("give lr, the backbone's learning rate")
+    method = _as_method(method)
+    phases = tuple(method.phases)
+    if not phases or len(set(phases)) != len(phases):
+        raise ValueError(f"{type(method).__name__}.phases must be distinct names, got {phases!r}")
+    if device is None:
+        from zslib.engine.profile import device as default_device
+        device = default_device()
+    device = torch.device(device)
+    precision = Precision(device, amp)
+    rank, world_size = distributed.world()
+    eval_fn = eval_fn or default_eval
+    eval_sets = dict(eval_sets or {})
+    run_key = {"iterations": int(iterations), "seed": int(seed), "batch_classes": batch_classes,
+               "batch_per_class": batch_per_class, "phases": list(phases)}
+
+    # --- state: fresh, or continued from a checkpoint ---------------------------------------------
+    state = None
+    if checkpoint_path is not None and resume and Path(checkpoint_path).exists():
+        state = load_checkpoint(checkpoint_path, map_location=device)
+        if state["run"] != run_key:
+            raise ValueError(f"checkpoint {checkpoint_path} belongs to another run ({state['run']}, this one is "
+                             f"{run_key}); delete it or pass resume=False")
+    if state is None:
+        set_seed(seed)
+    model.to(device)
+    method.to(device)
+    if channels_last is None:
+        channels_last = any(isinstance(m, nn.Conv2d) for m in model.modules())
+    if channels_last:
+        model.to(memory_format=torch.channels_last)
+    fmt = memory_format(model)
+    with preserved_rng():  # whatever the method draws here leaves the run's random stream as it was
+        method.prepare(model, train_set)
+    settings = OptimSettings(lr, weight_decay, new_layer_mult, objective_lr)
+    groups = {ph: _phase_groups(method, model, ph, settings) for ph in phases}
+    optimizers = {ph: torch.optim.Adam(g) for ph, g in groups.items() if g is not None}  # none: a state phase
+    schedulers = {ph: make_scheduler(opt, schedule, iterations) for ph, opt in optimizers.items()}
+    scalers = {ph: precision.scaler() for ph in optimizers}
+    sampler = batch_sampler if batch_sampler is not None else default_sampler(
+        labels_of(train_set), batch_classes, batch_per_class, seed)
+    history, step = History(), 0
+    if state is not None:
+        model.load_state_dict(state["model"])
+        method.load_state_dict(state["method"])
+        for ph in optimizers:
+            optimizers[ph].load_state_dict(state["optimizers"][ph])
+            if schedulers[ph] is not None:
+                schedulers[ph].load_state_dict(state["schedulers"][ph])
+            if state["scalers"][ph]:  # empty: saved by a run without loss scaling (float32, bfloat16)
+                scalers[ph].load_state_dict(state["scalers"][ph])
+        history, step = History.from_dict(state["history"]), int(state["step"])
+        set_rng_state(state["rng"])
+    stream = BatchStream(train_set, sampler, seed=seed, num_workers=num_workers, pin_memory=device.type == "cuda",
+                         state=from_safe(state["stream"]) if state else None, part=(rank, world_size))
+    every_param = [p for opt in optimizers.values() for g in opt.param_groups for p in g["params"]]
+
+    def checkpoint():
+        if checkpoint_path is None or rank != 0:
+            return
+        save_checkpoint(checkpoint_path, {
+            "format": "zslib-checkpoint", "version": CHECKPOINT_VERSION, "run": run_key, "step": step,
+            "model": model.state_dict(), "method": method.state_dict(),
+            "optimizers": {ph: o.state_dict() for ph, o in optimizers.items()},
+            "schedulers": {ph: s.state_dict() for ph, s in schedulers.items() if s is not None},
+            "scalers": {ph: s.state_dict() for ph, s in scalers.items()},
+            "stream": to_safe(stream.state_dict(step)), "rng": rng_state(),
+            "history": history.to_dict(), "meta": to_safe(meta or {}),
+        })
+
+    def evaluate_all():
+        row = {"step": step}
+        if rank != 0:  # process 0 evaluates; the others receive its row
+            row = distributed.broadcast_object(None)
+            history.evals.append(row)
+            return row
+        with preserved_rng():
+            for name, ds in eval_sets.items():
+                if isinstance(ds, tuple):  # (queries, gallery), e.g. In-Shop
+                    q, ql = embed(model, ds[0], batch_size=eval_batch_size, device=device, num_workers=num_workers)
+                    g, gl = embed(model, ds[1], batch_size=eval_batch_size, device=device, num_workers=num_workers)
+                    metrics = eval_fn(g, gl, query_embeddings=q, query_labels=ql)
+                else:
+                    emb, lab = embed(model, ds, batch_size=eval_batch_size, device=device, num_workers=num_workers)
+                    metrics = eval_fn(emb, lab)
+                row[name] = {str(k): float(v) for k, v in metrics.items()}
+        if world_size > 1:
+            distributed.broadcast_object(row)
+        history.evals.append(row)
+        return row
+
+    if step >= iterations:  # a finished run: nothing to do
+        return history
+    model.train()
+    method.train()
+    if eval_sets and eval_at_start and step == 0 and not history.evals:
+        evaluate_all()
+    stop_at = iterations if max_steps is None else min(iterations, max_steps)
+    bar = progress_bar(progress if rank == 0 else False, iterations, step)
+    replicas = distributed.Replicas(model, method, device) if world_size > 1 else None
+    net = model if replicas is None else replicas.view  # what the method computes its terms with
+    cudnn_benchmark = torch.backends.cudnn.benchmark
+    if device.type == "cuda":  # fixed image sizes: let cuDNN pick the fastest convolution algorithms once
+        torch.backends.cudnn.benchmark = True
+    started, elapsed0, waited = time.perf_counter(), history.elapsed, history.data_seconds
+    try:
+        stream.start(step)
+        while step < stop_at:
+            fetched = time.perf_counter()
+            images, labels = stream.next()
+            images = to_device(images, device, fmt)
+            labels = labels.to(device, non_blocking=True)
+            waited += time.perf_counter() - fetched
+            if replicas is not None:
+                labels = replicas.labels(labels)
+            logged = {}
+            for ph in phases:
+                with precision.autocast():
+                    terms = method.step_terms(ph, net, images, labels)
+                loss, named = _sum_terms(terms, step + 1, ph)
+                clash = set(named) & set(logged)
+                if clash:
+                    raise ValueError(f"phase {ph!r} repeats the term name(s) {sorted(clash)} of an earlier phase; "
+                                     "give every term of a step its own name")
+                logged.update(named)
+                if loss is None:  # the phase skips this step
+                    continue
+                if ph not in optimizers:
+                    raise ValueError(f"phase {ph!r} has no parameters to update (param_groups returned []) but "
+                                     f"returned the terms {sorted(named)}; a state phase must return {{}}")
+                for p in every_param:
+                    p.grad = None
+                scalers[ph].scale(loss).backward()
+                if replicas is not None:
+                    replicas.sync_method_grads()
+                if grad_clip is not None:
+                    scalers[ph].unscale_(optimizers[ph])
+                    torch.nn.utils.clip_grad_norm_([p for g in optimizers[ph].param_groups for p in g["params"]],
+                                                   grad_clip)
+                scalers[ph].step(optimizers[ph])
+                scalers[ph].update()
+            for scheduler in schedulers.values():
+                if scheduler is not None:
+                    scheduler.step()
+            logged["total"] = float(sum(logged.values()))
+            step += 1
+
+            if step % log_every == 0 or step == iterations:
+                history.losses.append({"step": step, **logged})
+            at_end = step == iterations
+            if eval_sets and ((step % eval_every == 0 and not at_end) or (at_end and eval_at_end)):
+                row = evaluate_all()
+                if bar is not None:
+                    bar.write(f"step {step}: " + "  ".join(
+                        f"{name} R@1 {m['R@1']:.3f}" for name, m in row.items() if name != "step" and "R@1" in m))
+            history.elapsed = elapsed0 + time.perf_counter() - started
+            history.data_seconds = waited
+            if (checkpoint_every and step % checkpoint_every == 0) or step == stop_at:
+                _check_healthy((model, method), step, lr)
+                if step == iterations:
+                    _check_loss_moved(history, step)
+                checkpoint()
+            if bar is not None:
+                bar.update(1)
+                bar.set_postfix({k: f"{v:.4g}" for k, v in logged.items()}, refresh=False)
+            for cb in callbacks:
+                cb(step, history)
+    finally:
+        stream.close()
+        torch.backends.cudnn.benchmark = cudnn_benchmark
+        if replicas is not None:
+            replicas.close()
+        if bar is not None:
+            bar.close()
+    return history

@@ -1,0 +1,13 @@
+"""Adapt-Adv: general discriminative feature learning and an adaptive class adversary (Al-Kaabi, Monsefi and
+Zabihzadeh, Applied Intelligence 2022; ``alkaabi2022adaptadv``).
+
+* ``spatial_attention.py`` -- attention over an intermediate map (multiplicative, additive, multi-dimensional:
+  Eqs. 9-12);
+* ``gdfl.py`` -- :class:`~zslib.methods.adapt_adv.gdfl.GDFLNet`, the attended maps fused into the embedding;
+* ``class_adversary.py`` -- the class adversarial classifier and its adaptive lambda (Eqs. 19-22);
+* ``method.py`` -- the registered method ``adapt_adv``;
+* ``analyses.py`` -- ``cached_map_gradcam``: Grad-CAM of a trained model on the cached maps.
+
+Chapter: ``book/adapt_adv.ipynb``.
+"""
+from zslib.methods.adapt_adv import method  # noqa: F401  (registers the method)

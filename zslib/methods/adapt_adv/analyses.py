@@ -1,0 +1,107 @@
+"""Grad-CAM of a trained Adapt-Adv (or its base) on the cached maps of the real profile (Al-Kaabi et al., Appl.
+Intell. 2022, Fig. 2): the ``cached_map_gradcam`` analysis, recorded beside a run by
+:func:`zslib.analysis.records.analyze`.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from zslib.analysis.records import Analysis, register_analysis
+
+__all__ = ["cached_map_gradcam"]
+
+def cached_map_gradcam(model, data: dict, config, *, classes: int = 6, stage: str | None = None,
+                       fraction: float = 0.5) -> dict[str, np.ndarray]:
+    r"""Grad-CAM of a same-class similarity (Adapt-Adv's Fig. 2) on a cached-feature profile, for a base
+    network or a GDFL network, on a fixed set of unseen test images.
+
+    The images: the first test image of ``classes`` unseen classes spread evenly over the sorted unseen class
+    ids; each one's reference is the next image of its class. The explained output is
+    :math:`s = \cos(\phi(x), \phi(x_{ref}))` with the reference embedding held fixed; with :math:`A` the map of
+    ``stage`` (default: the last cached map) the Grad-CAM is :math:`\mathrm{ReLU}(\sum_c \alpha_c A_c)`,
+    :math:`\alpha_c = \frac1{hw}\sum_{jk}\partial s/\partial A_{cjk}`, as
+    :func:`zslib.analysis.saliency.similarity_gradcam` computes it for images (which takes image batches and captum;
+    a cache row is not an image, so the map is substituted here directly). A base network
+    (``model.embed_pooled`` of the average-pooled map) gets the map from a second, full-map copy of the test
+    split; a :class:`~zslib.methods.adapt_adv.gdfl.GDFLNet` reads it through ``forward_tapped`` (its attention and ``u``
+    both see the substituted map).
+
+    What it can show with a frozen backbone: :math:`A` is the same for every model (computed once, when the
+    cache was built), so two trained heads can differ only in the channel weights :math:`\alpha`; every map
+    is a non-negative part of a combination of the same fixed channels. ``activation`` (the channel mean of
+    :math:`A`, CML's map, no model involved) is stored as the common reference.
+
+    Returns arrays: ``gradcam`` ``(n, h, w)`` (each divided by its maximum), ``activation`` ``(n, h, w)``,
+    ``central_share`` ``(n,)`` (:func:`zslib.analysis.localization.central_mass` of the bilinearly upsampled map at
+    the image size, centre box of side ``fraction``), ``central_share_activation`` ``(n,)``,
+    ``uniform_share`` (the box's area share), ``rows`` and ``labels`` (the images' indices in the test split
+    and their class ids), ``similarity`` ``(n,)``, and for a GDFL network ``attention_<layer>`` ``(n, h, w)``.
+    """
+    import torch
+    import torch.nn.functional as F
+
+    from zslib.engine.data import build_dataset
+    from zslib.analysis.localization import central_mask, central_mass
+    from zslib.engine.models.cached import CachedBackbone
+
+    backbone = getattr(model, "backbone", None)
+    if not isinstance(backbone, CachedBackbone):
+        raise TypeError("cached_map_gradcam explains a network on cached maps (the real profile); for images use "
+                        "zslib.analysis.saliency.similarity_gradcam")
+    test = build_dataset(config.to_profile(), "test", train=False, pooled_only=False)
+    maps_net = CachedBackbone(config.backbone, config.feature_stages, config.image_size)
+    stage = stage or maps_net.layout[-1][0]
+    if stage not in maps_net.stage_channels:
+        raise ValueError(f"unknown stage {stage!r}; the cache holds {list(maps_net.stage_channels)}")
+    labels = np.asarray(test.labels)
+    ids = np.unique(labels)
+    if not 1 <= int(classes) <= len(ids):
+        raise ValueError(f"classes must be between 1 and the {len(ids)} unseen classes, got {classes}")
+    chosen = ids[np.linspace(0, len(ids) - 1, int(classes)).round().astype(int)]
+    rows = np.array([np.flatnonzero(labels == c)[0] for c in chosen])
+    refs = np.array([np.flatnonzero(labels == c)[1] for c in chosen])
+    device = next(model.parameters()).device
+    x = torch.stack([test[int(i)][0] for i in rows]).to(device)
+    x_ref = torch.stack([test[int(i)][0] for i in refs]).to(device)
+    gdfl = hasattr(model, "forward_tapped")
+    last = maps_net.layout[-1][0]
+    if not gdfl and stage != last:
+        raise ValueError(f"a base network reads only the pooled last map ({last!r}); Grad-CAM of {stage!r} is zero")
+
+    def embed(rows_x, fmap=None):
+        if gdfl:
+            return model(rows_x) if fmap is None else model.forward_tapped(rows_x, {stage: lambda _: fmap})
+        a = maps_net.maps(rows_x, [last])[last] if fmap is None else fmap
+        return model.embed_pooled(a.mean((2, 3)))
+
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.enable_grad():
+            with torch.no_grad():
+                ref = embed(x_ref)
+            a = maps_net.maps(x, [stage])[stage].detach().clone().requires_grad_(True)
+            sim = F.cosine_similarity(embed(x, a), ref, dim=1)
+            (grad,) = torch.autograd.grad(sim.sum(), a)
+        cam = torch.relu((grad.mean((2, 3), keepdim=True) * a.detach()).sum(1))
+        attention = model.attention_maps(x) if gdfl else {}
+    finally:
+        model.train(was_training)
+    cam = cam / cam.flatten(1).amax(1).clamp_min(torch.finfo(cam.dtype).tiny)[:, None, None]
+    act = a.detach().mean(1)
+    size = (config.image_size, config.image_size)
+
+    def centre(m):
+        up = F.interpolate(m[:, None].float(), size=size, mode="bilinear", align_corners=False)[:, 0].clamp_min(0)
+        return central_mass(up, fraction)
+
+    out = {"gradcam": cam.cpu().numpy(), "activation": act.cpu().numpy(), "central_share": centre(cam).cpu().numpy(),
+           "central_share_activation": centre(act).cpu().numpy(),
+           "uniform_share": float(central_mask(*size, fraction).float().mean()),
+           "rows": rows.astype(float), "labels": labels[rows].astype(float),
+           "similarity": sim.detach().cpu().numpy()}
+    out.update({f"attention_{name}": w.detach().cpu().numpy() for name, w in attention.items()})
+    return out
+
+
+register_analysis(Analysis("cached_map_gradcam", cached_map_gradcam, {"classes": 6, "stage": None, "fraction": 0.5}))

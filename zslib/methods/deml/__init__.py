@@ -1,0 +1,15 @@
+"""DeML: hybrid-attention decoupled metric learning (Chen and Deng, CVPR 2019; ``chen2019deml``).
+
+* ``object_attention.py`` -- the random-walk object attention (OAM, Eqs. 1-2);
+* ``attention_crop.py`` -- the crop and zoom that follow the attention map;
+* ``channel_attention.py`` -- one channel-attention module (CAM, Eq. 3);
+* ``learner_adversary.py`` -- the adversary ``F`` of Eq. 4 and the released code's hinge;
+* ``decoupled_losses.py`` -- the decoupled binomial loss (Eq. 5) and the activation decay and non-trivial
+  terms (Eq. 6);
+* ``network.py`` -- :class:`~zslib.methods.deml.network.DeMLNet`, the I x J learners on one backbone;
+* ``method.py`` -- the registered method ``deml``;
+* ``analyses.py`` -- ``learner_attention``: the CAMs of a trained model, recorded beside its run.
+
+Chapter: ``book/deml.ipynb``.
+"""
+from zslib.methods.deml import method  # noqa: F401  (registers the method)

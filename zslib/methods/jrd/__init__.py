@@ -1,0 +1,13 @@
+"""JRD: distance metric learning with joint representation diversification (Chu, Lin, Wang, Wang, Yu, Gao and
+Tong, ICML 2020; ``chu2020jrd``).
+
+* ``diversification.py`` -- joint representation similarity (JRS) over pooling, embedding and class-level
+  representations, and the JMMD / JIntra comparisons;
+* ``intra.py`` -- the explicit intra-class distance penalty of Sec. 2 (Eq. 4), in two readings;
+* ``theory.py`` -- the H-divergence and the ideal joint error lambda of Ben-David's bound, estimated;
+* ``method.py`` -- the registered methods ``jrd`` and ``intra``;
+* ``analyses.py`` -- ``bound_terms``: Table 3's lambda and d_H of a trained model.
+
+Chapter: ``book/jrd.ipynb``.
+"""
+from zslib.methods.jrd import method  # noqa: F401  (registers the methods)

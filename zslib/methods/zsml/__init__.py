@@ -1,0 +1,11 @@
+"""ZSML: zero-shot metric learning (Xu, Cao, Yang, Yang and Deng, IJCAI 2019; ``xu2019zsml``).
+
+* ``relation.py`` -- the multi-nonlinear relation kernels and the similarity head (Sec. 3.1);
+* ``cross_update.py`` -- continuous labels and the cross-update regression loss (Sec. 3.2);
+* ``pairwise.py`` -- retrieval and clustering from a pair scorer, in bounded memory;
+* ``method.py`` -- the registered method ``zsml``; ``nca.py`` -- NCA, the metric learner ZSML is compared with;
+* ``analyses.py`` -- ``every_pair`` (every ordered pair of a split) and the inter-dataset ``transfer``.
+
+Chapter: ``book/zsml.ipynb``.
+"""
+from zslib.methods.zsml import method, nca  # noqa: F401  (register the methods)

@@ -1,0 +1,67 @@
+"""Exercises that check themselves: ``check("cml.energy_confusion", my_function)`` in a notebook cell.
+
+A check compares a student's answer with the zslib reference the chapter teaches (see
+:mod:`zslib.teaching.exercises.bank` for the list, :mod:`zslib.teaching.exercises.kinds` for how each kind compares) and
+prints what it found in plain words: passed, or which generated input failed, expected against got, and a
+hint tied to the derivation. It never prints the solution and never raises on a wrong answer, so a
+notebook with unsolved exercises still runs to the end.
+
+When the environment variable ``ZS_GRADE_LOG`` names a file, every check also appends one JSON line
+(``{"name": ..., "passed": ...}``) to it: the autograder (:mod:`zslib.teaching.assignments`) executes a submitted
+notebook with it set and scores the lines.
+"""
+from __future__ import annotations
+
+import json
+import os
+
+from zslib.teaching.exercises.bank import EXERCISES
+from zslib.teaching.exercises.bank_adapt_adv import EXERCISES as ADAPT_ADV_EXERCISES
+from zslib.teaching.exercises.bank_deml import EXERCISES as DEML_EXERCISES
+from zslib.teaching.exercises.bank_jrd import EXERCISES as JRD_EXERCISES
+from zslib.teaching.exercises.bank_zsml import EXERCISES as ZSML_EXERCISES
+from zslib.teaching.exercises.kinds import ChoiceExercise, FunctionExercise, NumberExercise, Outcome
+
+EXERCISES = [*EXERCISES, *DEML_EXERCISES, *ADAPT_ADV_EXERCISES, *JRD_EXERCISES, *ZSML_EXERCISES]
+
+__all__ = ["REGISTRY", "check", "verdict", "exercises_of", "Outcome"]
+
+
+REGISTRY = {e.name: e for e in EXERCISES}
+assert len(REGISTRY) == len(EXERCISES), "two exercises share a name"
+
+GRADE_LOG = "ZS_GRADE_LOG"
+
+
+def _exercise(name: str):
+    try:
+        return REGISTRY[name]
+    except KeyError:
+        close = [n for n in REGISTRY if n.split(".")[0] == name.split(".")[0]] or sorted(REGISTRY)
+        raise KeyError(f"no exercise named {name!r}; this chapter's are: {', '.join(close)}") from None
+
+
+def verdict(name: str, answer, **context) -> Outcome:
+    """The :class:`Outcome` of exercise ``name`` for ``answer`` (nothing printed)."""
+    return _exercise(name).run(answer, **context)
+
+
+def check(name: str, answer, **context) -> Outcome:
+    """Check ``answer`` to exercise ``name``, print the verdict and return it.
+
+    ``answer`` is a function (implementation exercises), a number or tuple of numbers, or one of the
+    offered words (experiment questions, which also take the chapter's printed numbers as keyword
+    arguments, e.g. ``check("cml.confusion_effect", "raised", baseline=..., cml=...)``).
+    """
+    outcome = verdict(name, answer, **context)
+    print(("✔ " if outcome.passed else "✘ ") + outcome.message)
+    log = os.environ.get(GRADE_LOG)
+    if log:
+        with open(log, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps({"name": name, "passed": outcome.passed}) + "\n")
+    return outcome
+
+
+def exercises_of(chapter: str) -> list:
+    """The exercises of one chapter (its notebook's stem), in their numbered order."""
+    return [e for e in EXERCISES if e.name.split(".")[0] == chapter]

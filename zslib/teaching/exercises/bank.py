@@ -1,0 +1,340 @@
+"""The book's exercises, chapter by chapter: each one's reference (a zslib function the chapter teaches),
+its generated inputs and its hint. The chapters number them "Exercise <chapter>.<n>" in this order.
+
+Generated inputs are float64 and seeded, so a check gives the same verdict on every machine.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+
+from zslib.engine import evaluate as ev
+from zslib.engine import losses, stats
+from zslib.methods.cml import confusion as regularizers
+from zslib.methods.jrd import intra
+from zslib.engine.profile import PROFILES
+from zslib.teaching.exercises.kinds import Case, ChoiceExercise, FunctionExercise, NumberExercise
+
+# ----------------------------------------------------------------------------------------------------
+# Generated inputs
+
+
+def _batch(classes, per_class, dim, seed, scale=1.0, shuffle=True):
+    g = torch.Generator().manual_seed(seed)
+    labels = torch.arange(classes).repeat_interleave(per_class)
+    if shuffle:
+        labels = labels[torch.randperm(labels.numel(), generator=g)]
+    x = scale * torch.randn(labels.numel(), dim, generator=g, dtype=torch.float64)
+    return x, labels
+
+
+def _labelled_cases():
+    out = []
+    for desc, (p, k, d, seed, scale) in {
+        "3 classes x 2 samples, 4 dimensions": (3, 2, 4, 1, 1.0),
+        "4 classes x 3 samples, 5 dimensions, shuffled labels": (4, 3, 5, 2, 1.0),
+        "2 classes x 4 samples, 3 dimensions, features 5 times larger": (2, 4, 3, 3, 5.0),
+    }.items():
+        x, y = _batch(p, k, d, seed, scale)
+        out.append(Case(desc, (x, y)))
+    return out
+
+
+def _two_class_cases():
+    g = torch.Generator().manual_seed(7)
+    sizes = [("2 and 3 samples, 4 dimensions", 2, 3, 4), ("4 and 1 samples, 2 dimensions", 4, 1, 2),
+             ("5 and 5 samples, 6 dimensions", 5, 5, 6)]
+    return [Case(desc, (torch.randn(a, d, generator=g, dtype=torch.float64),
+                        torch.randn(b, d, generator=g, dtype=torch.float64) + 1.0), grad=0)
+            for desc, a, b, d in sizes]
+
+
+def _feature_cases():
+    g = torch.Generator().manual_seed(11)
+    return [Case("8 samples, 3 dimensions", (torch.randn(8, 3, generator=g, dtype=torch.float64),)),
+            Case("5 samples, 6 dimensions, mean far from 0", (torch.randn(5, 6, generator=g, dtype=torch.float64) + 3,)),
+            Case("2 samples, 1 dimension", (torch.tensor([[1.0], [3.0]], dtype=torch.float64),))]
+
+
+def _retrieval_cases():
+    out = []
+    for desc, (p, k, d, seed) in {"6 classes x 3 samples, 4 dimensions": (6, 3, 4, 21),
+                                  "4 classes x 5 samples, 2 dimensions": (4, 5, 2, 22),
+                                  "10 classes x 2 samples, 8 dimensions": (10, 2, 8, 23)}.items():
+        x, y = _batch(p, k, d, seed)
+        out.append(Case(desc, (x, y), grad=None))
+    return out
+
+
+def _proxy_cases():
+    out = []
+    for desc, (p, k, d, seed) in {"3 classes x 2 samples, 4 dimensions": (3, 2, 4, 31),
+                                  "5 classes x 2 samples, 3 dimensions": (5, 2, 3, 32)}.items():
+        x, y = _batch(p, k, d, seed)
+        proxies = torch.randn(p, d, generator=torch.Generator().manual_seed(seed + 100), dtype=torch.float64)
+        out.append(Case(desc, (x, y, proxies)))
+    return out
+
+
+def _clustering_cases():
+    g = torch.Generator().manual_seed(41)
+    out = []
+    for desc, n, c, k in [("12 samples, 3 classes, 3 clusters", 12, 3, 3), ("20 samples, 4 classes, 6 clusters", 20, 4, 6),
+                          ("9 samples, 3 classes, 1 cluster", 9, 3, 1)]:
+        labels = torch.arange(c).repeat(math.ceil(n / c))[:n]
+        clusters = torch.randint(0, k, (n,), generator=g)
+        out.append(Case(desc, (labels, clusters), grad=None))
+    return out
+
+
+# ----------------------------------------------------------------------------------------------------
+# References written as the exercise states them (thin wrappers around the zslib functions)
+
+
+def _recall_at_1(x, labels):
+    return ev.recall_at_k(x, labels, ks=(1,))[1]
+
+
+def _map_at_r(x, labels):
+    return ev.map_at_r(x, labels)
+
+
+def _pair_counts(labels):
+    pos, neg = losses.pair_masks(labels)
+    return torch.tensor([int(pos.sum()), int(neg.sum())], dtype=torch.float64)
+
+
+def _pair_count_cases():
+    return [Case(desc, (_batch(p, k, 1, seed)[1],), grad=None)
+            for desc, (p, k, seed) in {"4 classes x 2 images": (4, 2, 51), "3 classes x 5 images": (3, 5, 52),
+                                       "8 classes x 4 images": (8, 4, 53)}.items()]
+
+
+def _purity(labels, clusters):
+    return ev.purity(None, labels.numpy(), assignments=clusters.numpy())
+
+
+def _contrastive(x, labels):
+    return losses.contrastive_loss(x, labels)
+
+
+def _triplet(x, labels):
+    return losses.triplet_margin_loss(x, labels)
+
+
+def _binomial(x, labels):
+    return losses.binomial_deviance_loss(x, labels)
+
+
+def _proxy_nca(x, labels, proxies):
+    return losses.proxy_nca_loss(x, labels, proxies)
+
+
+def _ec_two_classes(xi, xj):
+    x = torch.cat([xi, xj])
+    labels = torch.cat([torch.zeros(len(xi), dtype=torch.long), torch.ones(len(xj), dtype=torch.long)])
+    return regularizers.pairwise_energy_confusion(x, labels)[1][0, 1]
+
+
+def _interval_bounds(values):
+    iv = stats.interval(values.tolist())
+    return torch.tensor([iv.low, iv.high], dtype=torch.float64)
+
+
+def _interval_cases():
+    return [Case("5 values", (torch.tensor([61.2, 60.4, 62.0, 61.5, 60.9], dtype=torch.float64),), grad=None),
+            Case("3 values", (torch.tensor([0.40, 0.43, 0.38], dtype=torch.float64),), grad=None),
+            Case("2 values", (torch.tensor([1.0, 2.0], dtype=torch.float64),), grad=None)]
+
+
+# ----------------------------------------------------------------------------------------------------
+# Deciding an experiment question from the numbers a chapter printed
+
+
+def _higher(first: str, second: str):
+    def decide(**values):
+        return first if float(values[first]) > float(values[second]) else second
+    return decide
+
+
+def _direction(before: str, after: str, up: str = "up", down: str = "down"):
+    def decide(**values):
+        return up if float(values[after]) > float(values[before]) else down
+    return decide
+
+
+def _t975(df: int) -> float:
+    from scipy import stats as sstats
+
+    return float(sstats.t.ppf(0.975, df))
+
+
+def _best_of(table) -> str:
+    return max(table, key=lambda k: float(table[k])).lower()
+
+
+EXERCISES = [
+    # -- how_to_use
+    NumberExercise("how_to_use.batch_size", "images in one batch of the quick profile",
+                   "A batch holds P classes of K images each; read both from the printed profile.",
+                   expected=lambda: PROFILES["quick"].batch_classes * PROFILES["quick"].batch_per_class, tol=0.5),
+    NumberExercise("how_to_use.iteration_factor", "full-profile iterations per quick-profile iteration",
+                   "Divide the `iterations` of the full profile by those of the quick one (a ratio, not a difference).",
+                   expected=lambda: PROFILES["full"].iterations / PROFILES["quick"].iterations, tol=0.01, relative=True),
+    ChoiceExercise("how_to_use.variant_leaves_profile", "does a profile variant change the active profile?",
+                   "`replace` builds a new profile object; compare `zslib.get_profile()` before and after.",
+                   options=("changed", "unchanged"), context=("before", "after"),
+                   decide=lambda before, after: "unchanged" if before == after else "changed"),
+    # -- zero_shot_problem
+    FunctionExercise("zero_shot_problem.recall_at_1", "Recall@1 by brute force",
+                     "For each query, find the nearest *other* sample by cosine similarity (exclude the query "
+                     "itself, e.g. by setting the diagonal of the similarity matrix to -inf) and count a hit when "
+                     "its label equals the query's; Recall@1 is the fraction of hits.",
+                     reference=_recall_at_1, cases=_retrieval_cases, forbidden=(ev.recall_at_k,)),
+    NumberExercise("zero_shot_problem.unit_distance", "Euclidean distance of two unit vectors at cosine 0.6",
+                   "For unit vectors, ||a - b||^2 = ||a||^2 + ||b||^2 - 2 a.b = 2 - 2 cos; take the square root.",
+                   expected=lambda: math.sqrt(2 - 2 * 0.6), tol=1e-3),
+    ChoiceExercise("zero_shot_problem.seen_or_unseen", "which split does the trained network retrieve better?",
+                   "The network was fitted to the seen classes only; compare the two Recall@1 the chapter printed.",
+                   options=("seen", "unseen"), context=("seen", "unseen"), decide=_higher("seen", "unseen")),
+    # -- datasets
+    FunctionExercise("datasets.pair_counts", "ordered positive and negative pairs of a batch",
+                     "A positive pair is (i, j) with i != j and the same label; a negative pair has different "
+                     "labels. Count ordered pairs (both (i, j) and (j, i)); compare labels[:, None] with "
+                     "labels[None, :] and remove the diagonal from the positives.",
+                     reference=_pair_counts, cases=_pair_count_cases, forbidden=(losses.pair_masks,)),
+    NumberExercise("datasets.negatives_per_positive", "negative pairs per positive pair in a quick-profile batch",
+                   "Each image has K - 1 positives and (P - 1) K negatives; the ratio of the pair counts is the "
+                   "ratio of these two.",
+                   expected=lambda: ((PROFILES["quick"].batch_classes - 1) * PROFILES["quick"].batch_per_class
+                                     / (PROFILES["quick"].batch_per_class - 1)), tol=0.01, relative=True),
+    ChoiceExercise("datasets.shortcut_split", "on which split does the colour shortcut separate more classes?",
+                   "The unseen classes reuse the colour pairs of the seen ones in groups; read the two shortcut "
+                   "scores the chapter printed.",
+                   options=("seen", "unseen"), context=("seen", "unseen"), decide=_higher("seen", "unseen")),
+    # -- metrics
+    FunctionExercise("metrics.map_at_r", "MAP@R by brute force",
+                     "For a query with R relatives, rank the other samples by cosine similarity, keep the first R, "
+                     "and average the precision at each rank i where the i-th neighbour is a relative, dividing "
+                     "by R (not by the number of hits).",
+                     reference=_map_at_r, cases=_retrieval_cases, forbidden=(ev.map_at_r,)),
+    FunctionExercise("metrics.purity", "purity of a clustering",
+                     "For each cluster, count the samples of its most frequent class; purity is the sum of these "
+                     "counts over the clusters divided by the number of samples.",
+                     reference=_purity, cases=_clustering_cases, forbidden=(ev.purity,)),
+    NumberExercise("metrics.duplicated_r1", "Recall@1 when every test image appears twice",
+                   "The duplicate of a query is at distance 0 and carries the query's label.",
+                   expected=lambda: 1.0, tol=1e-6),
+    ChoiceExercise("metrics.purity_or_nmi", "which is higher for the chapter's clustering, purity or NMI?",
+                   "Purity only asks whether each cluster's majority class dominates; NMI also penalizes a class "
+                   "split over several clusters. Read the two numbers the chapter printed.",
+                   options=("purity", "nmi"), context=("purity", "nmi"), decide=_higher("purity", "nmi")),
+    # -- deep_metric_learning
+    FunctionExercise("deep_metric_learning.contrastive", "the contrastive loss",
+                     "L2-normalize the rows, take Euclidean distances d_ij; positive pairs (same label, i != j) "
+                     "cost d_ij, negative pairs cost max(0, 1 - d_ij); average the positive terms and the "
+                     "negative terms separately, then add the two means.",
+                     reference=_contrastive, cases=_labelled_cases, forbidden=(losses.contrastive_loss,)),
+    FunctionExercise("deep_metric_learning.triplet", "the triplet loss over all triplets",
+                     "L2-normalize, use *squared* Euclidean distances, and average max(0, d(a,p) - d(a,n) + 0.1) "
+                     "over every valid triplet (a, p same label, a != p; n of another label), zero terms included.",
+                     reference=_triplet, cases=_labelled_cases, forbidden=(losses.triplet_margin_loss,)),
+    NumberExercise("deep_metric_learning.proxy_nca_floor", "smallest Proxy-NCA loss at scale 1 with 50 classes",
+                   "On unit vectors the squared distance lies in [0, 4]; the loss is smallest with the positive "
+                   "proxy at distance 0 and all 49 others at distance 4 (the positive stays in the denominator).",
+                   expected=lambda: math.log(1 + 49 * math.exp(-4)), tol=1e-3),
+    ChoiceExercise("deep_metric_learning.unnormalized_norms", "contrastive loss without normalization: do the norms grow?",
+                   "Without normalization, pushing negatives beyond the margin is easiest by scaling everything "
+                   "up; compare the mean embedding norm before and after the steps.",
+                   options=("grow", "shrink"), context=("before", "after"),
+                   decide=_direction("before", "after", "grow", "shrink")),
+    # -- deep_metric_learning_compare
+    FunctionExercise("deep_metric_learning_compare.binomial", "the binomial deviance loss (CML Eq. 14)",
+                     "Cosine similarities D_ij over ordered pairs i != j; a positive pair costs "
+                     "softplus(-2 (D_ij - 0.5)), a negative pair softplus(2 * 25 (D_ij - 0.5)); sum all terms.",
+                     reference=_binomial, cases=_labelled_cases, forbidden=(losses.binomial_deviance_loss,)),
+    NumberExercise("deep_metric_learning_compare.negative_share", "share of negative pairs in a quick-profile batch",
+                   "Of the K P - 1 other images of a batch, (P - 1) K have another class.",
+                   expected=lambda: ((PROFILES["quick"].batch_classes - 1) * PROFILES["quick"].batch_per_class
+                                     / (PROFILES["quick"].batch_classes * PROFILES["quick"].batch_per_class - 1)),
+                   tol=1e-3),
+    ChoiceExercise("deep_metric_learning_compare.best_loss", "which loss reaches the highest unseen Recall@1?",
+                   "Read the mean unseen Recall@1 of each loss in the chapter's table (and notice whether the "
+                   "intervals overlap).",
+                   options=(),  # the losses of the chapter's table
+                   context=("table",), decide=_best_of),
+    # -- deep_metric_learning_compare_proxies
+    FunctionExercise("deep_metric_learning_compare_proxies.proxy_nca", "the Proxy-NCA loss",
+                     "Normalize embeddings and proxies, take squared distances d to every proxy, and average "
+                     "-log softmax(-d) at the true class (the positive proxy stays in the denominator).",
+                     reference=_proxy_nca, cases=_proxy_cases, forbidden=(losses.proxy_nca_loss,)),
+    NumberExercise("deep_metric_learning_compare_proxies.positive_gradient",
+                   "|dL/dD| of one positive pair's binomial-deviance term at similarity 0",
+                   "The positive term is softplus(-alpha (D - beta)) with alpha = 2, beta = 0.5; its derivative is "
+                   "-alpha * sigmoid(-alpha (D - beta)).",
+                   expected=lambda: 2 / (1 + math.exp(-1.0)), tol=1e-3),
+    ChoiceExercise("deep_metric_learning_compare_proxies.deviance_fit",
+                   "which fits the seen classes better, binomial_deviance or binomial_deml?",
+                   "Compare the two losses' seen Recall@1 in the chapter's table.",
+                   options=("binomial_deviance", "binomial_deml"), context=("binomial_deviance", "binomial_deml"),
+                   decide=_higher("binomial_deviance", "binomial_deml")),
+    # -- generalization_gap
+    FunctionExercise("generalization_gap.intra_class_distance", "JRD's intra-class distance penalty (Eq. 4)",
+                     "For each class with two or more samples, average (1/2)||x_i - x_j||^2 over its distinct "
+                     "pairs {i, j}; then average over those classes.",
+                     reference=lambda x, labels: intra.intra_class_distance(x, labels),
+                     cases=_labelled_cases, forbidden=(intra.intra_class_distance,)),
+    NumberExercise("generalization_gap.triangle_penalty", "the penalty of one class {(0,0), (2,0), (0,2)}",
+                   "Three pairs: their squared distances are 4, 4 and 8; halve each and average.",
+                   expected=lambda: float(intra.intra_class_distance(
+                       torch.tensor([[0.0, 0.0], [2.0, 0.0], [0.0, 2.0]], dtype=torch.float64), torch.zeros(3, dtype=torch.long))),
+                   tol=1e-6),
+    ChoiceExercise("generalization_gap.alpha_effect", "does the largest alpha raise or lower unseen Recall@1?",
+                   "Compare unseen Recall@1 at alpha = 0 with the largest alpha of the sweep.",
+                   options=("raises", "lowers"), context=("alpha0", "alpha_max"),
+                   decide=_direction("alpha0", "alpha_max", "raises", "lowers")),
+    # -- cml
+    FunctionExercise("cml.energy_confusion", "energy confusion of two classes (CML Eq. 3)",
+                     "With p_ij = 1/(N_I N_J), Eq. 3 is the mean of ||x_i - x_j||^2 over every pair with x_i in the "
+                     "first class and x_j in the second: all N_I x N_J pairs, squared distances, no square root.",
+                     reference=_ec_two_classes, cases=_two_class_cases,
+                     forbidden=(regularizers.pairwise_energy_confusion, regularizers.energy_confusion)),
+    FunctionExercise("cml.diversity_confusion", "diversity confusion (CML Eq. 10)",
+                     "Eq. 10 replaces the trace of the covariance by E||x||^2: the mean over the batch of each "
+                     "row's squared norm (no centring).",
+                     reference=regularizers.diversity_confusion, cases=_feature_cases),
+    NumberExercise("cml.hoeffding", "Lemma 5's deviation bound for b = 64, delta = 0.05, zeta = 1",
+                   "Lemma 5: zeta * sqrt(log(4 / delta) / (2 b)).",
+                   expected=lambda: regularizers.hoeffding_bound(64, 0.05), tol=1e-4),
+    ChoiceExercise("cml.confusion_effect", "did the confusion terms raise unseen Recall@1 on this run?",
+                   "Compare the mean unseen Recall@1 of the baseline and of CML in the chapter's table.",
+                   options=("raised", "lowered"), context=("baseline", "cml"),
+                   decide=_direction("baseline", "cml", "raised", "lowered")),
+    # -- cml_experiments
+    FunctionExercise("cml_experiments.diversity", "diversity (CML Definition 1)",
+                     "The sum of the covariance's eigenvalues is its trace: the mean squared distance of the rows "
+                     "to their mean (normalized by 1/n).",
+                     reference=regularizers.diversity, cases=_feature_cases),
+    NumberExercise("cml_experiments.dc_and_diversity", "DC and diversity of the two points 1 and 3 (one dimension)",
+                   "DC is the mean of x^2; diversity the mean of (x - mean)^2; they differ by the squared mean.",
+                   expected=lambda: (5.0, 1.0), tol=1e-6),
+    ChoiceExercise("cml_experiments.unseen_diversity", "does CML-d raise or lower the unseen diversity?",
+                   "Compare the unseen diversity of the baseline and of CML-d in the chapter's table.",
+                   options=("up", "down"), context=("baseline", "cml"), decide=_direction("baseline", "cml")),
+    # -- cml_ablations
+    FunctionExercise("cml_ablations.interval", "a 95% Student-t interval of the mean",
+                     "mean -/+ t * s / sqrt(n) with s the sample standard deviation (ddof = 1) and t the 0.975 "
+                     "quantile of Student's t with n - 1 degrees of freedom (scipy.stats.t.ppf). Return "
+                     "torch.tensor([low, high]).",
+                     reference=_interval_bounds, cases=_interval_cases, forbidden=(stats.interval,)),
+    NumberExercise("cml_ablations.detectable_effect", "half-width of a 95% interval of a difference of 5 vs 5 runs",
+                   "Two groups of 5 runs with standard deviation 0.35 each: the difference of the means has "
+                   "standard error 0.35 * sqrt(2 / 5); multiply by t at 0.975 with 8 degrees of freedom.",
+                   expected=lambda: _t975(8) * 0.35 * math.sqrt(2 / 5),
+                   tol=0.01),
+    ChoiceExercise("cml_ablations.dropout_effect", "did dropout 0.4 raise or lower the baseline's unseen Recall@1?",
+                   "Compare the mean unseen Recall@1 of the baseline without dropout and with dropout 0.4.",
+                   options=("raised", "lowered"), context=("without", "with_dropout"),
+                   decide=_direction("without", "with_dropout", "raised", "lowered")),
+]

@@ -1,0 +1,74 @@
+"""Checked exercises of the JRD chapter (book/jrd.ipynb): the joint representation similarity written
+from its definition, the self-adaptive bandwidth by numbers, and the Table 3 analogue read from the run.
+
+Generated inputs are float64 and seeded, so a check gives the same verdict on every machine.
+"""
+from __future__ import annotations
+
+import torch
+
+from zslib.methods.jrd import diversification as D
+from zslib.teaching.exercises.kinds import Case, ChoiceExercise, FunctionExercise, NumberExercise
+
+# ----------------------------------------------------------------------------------------------------
+# Generated inputs: two representations of the same samples (a free one and unit rows) and labels
+
+
+def _two_layer_cases():
+    out = []
+    for desc, (classes, per_class, dims, seed, grad) in {
+        "3 classes x 2 samples; layers of 5 and 3 dimensions; gradient of the first layer": (3, 2, (5, 3), 61, 0),
+        "4 classes x 3 samples, shuffled labels; gradient of the second layer": (4, 3, (4, 2), 62, 1),
+        "2 classes x 4 samples, first layer 10 times larger; gradient of the first layer": (2, 4, (3, 4), 63, 0),
+    }.items():
+        g = torch.Generator().manual_seed(seed)
+        labels = torch.arange(classes).repeat_interleave(per_class)
+        labels = labels[torch.randperm(labels.numel(), generator=g)]
+        m = labels.numel()
+        pooled = torch.randn(m, dims[0], generator=g, dtype=torch.float64) * (10.0 if seed == 63 else 1.0)
+        embedding = torch.nn.functional.normalize(torch.randn(m, dims[1], generator=g, dtype=torch.float64), dim=1)
+        out.append(Case(desc, (pooled, embedding, labels), grad=grad))
+    return out
+
+
+# ----------------------------------------------------------------------------------------------------
+# References written as the exercises state them
+
+
+def _jrs_two_layers(pooled, embedding, labels):
+    """JRD Eqs. 8 and 10-11 on two layers, each with the Gaussian mixture of scales (1/2, 1, 2)."""
+    return D.jrs_regularizer([pooled, embedding], labels, [D.GAUSSIAN_SCALES, D.GAUSSIAN_SCALES])
+
+
+def _two_samples_at_cosine_06():
+    """JRS and the Gaussian-kernel energy confusion of a batch of two unit vectors of different classes
+    at cosine 0.6, embedding layer only, default mixture and bandwidth."""
+    x = torch.tensor([[1.0, 0.0], [0.6, 0.8]], dtype=torch.float64)
+    labels = torch.tensor([0, 1])
+    jrs = float(D.jrs_regularizer([x], labels))
+    _, energy = D.kernel_energy_confusion([x], labels)
+    return jrs, float(energy[0, 1])
+
+
+def _lower_or_higher(jmmd, jrd):
+    return "lower" if float(jrd) < float(jmmd) else "higher"
+
+
+EXERCISES = [
+    FunctionExercise("jrd.jrs", "the JRS regularizer of two layers (JRD Eqs. 8, 10-11)",
+                     "For each layer, tau is the mean squared distance over the M(M-1) pairs of *different* samples, "
+                     "computed without gradient (detach it, or use torch.no_grad()); the layer kernel is "
+                     "(1/3) * sum over s in (0.5, 1, 2) of exp(-||x_i - x_j||^2 / (s * tau)). Multiply the two layer "
+                     "kernels elementwise and average the product over every pair (i, j) with labels[i] != labels[j].",
+                     reference=_jrs_two_layers, cases=_two_layer_cases,
+                     forbidden=(D.jrs_regularizer, D.kernel_mean_embeddings, D.joint_kernel)),
+    NumberExercise("jrd.two_samples", "JRS and the Gaussian energy confusion of two samples at cosine 0.6",
+                   "With M = 2 there is one distance d^2 and the bandwidth is tau = d^2 itself, so each Gaussian "
+                   "reads exp(-1/s): the value does not depend on the cosine. The energy confusion in the RKHS is "
+                   "m_I + m_J - 2 JRS with m_I = k(x, x) = 1.",
+                   expected=_two_samples_at_cosine_06, tol=1e-3),
+    ChoiceExercise("jrd.lambda_vs_jmmd", "is JRD's lambda lower or higher than JMMD's on this run?",
+                   "Compare the mean lambda (mean of the two errors) of the JRD and JMMD rows of the chapter's "
+                   "Table 3 analogue; then look at the paired verdict printed under it.",
+                   options=("lower", "higher"), context=("jmmd", "jrd"), decide=_lower_or_higher),
+]

@@ -1,0 +1,79 @@
+"""Checked exercises of the ZSML chapter (book/zsml.ipynb): the relation function R written from Eq. 1,
+the label step of the cross-update by numbers, and ZSML against the Euclidean distance read from the run.
+
+Generated inputs are float64 and seeded, so a check gives the same verdict on every machine.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+
+from zslib.methods.zsml import cross_update as cu
+from zslib.methods.zsml.relation import RelationKernels
+from zslib.teaching.exercises.kinds import Case, ChoiceExercise, FunctionExercise, NumberExercise
+
+# ----------------------------------------------------------------------------------------------------
+# Generated inputs: pairs of vectors, kernel weights (k, height, 2), biases (k,) and a stride
+
+
+def _relation_cases():
+    out = []
+    for desc, (pairs, dim, k, height, stride, seed) in {
+        "3 pairs of 6-d vectors, 2 kernels of height 2, stride 2": (3, 6, 2, 2, 2, 71),
+        "4 pairs of 12-d vectors, 3 kernels of height 4, stride 3 (dimensions 10 and 11 unread)": (4, 12, 3, 4, 3, 72),
+        "2 pairs of 20-d vectors, 4 kernels of height 8, stride 10 (the paper's kernel)": (2, 20, 4, 8, 10, 73),
+    }.items():
+        g = torch.Generator().manual_seed(seed)
+        xi = torch.randn(pairs, dim, generator=g, dtype=torch.float64)
+        xj = torch.randn(pairs, dim, generator=g, dtype=torch.float64)
+        weight = torch.randn(k, height, 2, generator=g, dtype=torch.float64)
+        bias = 0.3 * torch.randn(k, generator=g, dtype=torch.float64)
+        out.append(Case(desc, (xi, xj, weight, bias, stride), grad=0))
+    return out
+
+
+# ----------------------------------------------------------------------------------------------------
+# References written as the exercises state them
+
+
+def _relation(xi, xj, weight, bias, stride):
+    """ZSML Eq. 1 through zslib's RelationKernels, with the given kernels (weight[c, u, column])."""
+    k, height, _ = weight.shape
+    rel = RelationKernels(xi.shape[1], k=k, height=height, stride=stride).double()
+    with torch.no_grad():
+        rel.conv.weight.copy_(weight.detach().reshape(k, 1, height, 2))
+        rel.conv.bias.copy_(bias.detach())
+    return rel(xi, xj)
+
+
+def _eta_and_visits(n=128, lr=0.002, lam=0.1):
+    """eta measured on zslib's label step (one pair inside its range), and the visits that halve y - s."""
+    y, s = torch.full((n,), 0.8, dtype=torch.float64), torch.full((n,), 0.9, dtype=torch.float64)
+    stepped = cu.label_step(y, s, torch.ones(n, dtype=torch.bool), lr=lr, lam=lam)
+    eta = float((stepped[0] - y[0]) / (s[0] - y[0]))
+    return eta, float(math.ceil(math.log(0.5) / math.log(1.0 - eta)))
+
+
+def _raised_or_lowered(euclidean, zsml):
+    return "raised" if float(zsml) > float(euclidean) else "lowered"
+
+
+EXERCISES = [
+    FunctionExercise("zsml.relation", "the relation function R (ZSML Eq. 1)",
+                     "Position p reads rows p*stride .. p*stride + height - 1 of both vectors (x.unfold(1, height, "
+                     "stride) gives them); r_c[p] = ReLU(sum_u weight[c, u, 0] x_i[p*stride + u] + weight[c, u, 1] "
+                     "x_j[p*stride + u] + bias[c]). Return shape (pairs, k * L), kernel-major: all L positions of "
+                     "kernel 0 first.",
+                     reference=_relation, cases=_relation_cases,
+                     forbidden=(RelationKernels, RelationKernels.forward, RelationKernels.stacked)),
+    NumberExercise("zsml.label_step", "eta of one label step, and the visits that halve the gap y - s",
+                   "Inside the range, dL_y/dy = (2/N)(y - s), so y <- y - lr lam (2/N)(y - s) = (1 - eta) y + eta s "
+                   "with eta = 2 lr lam / N. After v visits the gap is (1 - eta)^v times the first one: find the "
+                   "smallest v with (1 - eta)^v <= 1/2 (about ln 2 / eta).",
+                   expected=_eta_and_visits, tol=0.01, relative=True),
+    ChoiceExercise("zsml.versus_euclidean", "did ZSML raise or lower unseen ACC against the Euclidean distance?",
+                   "Compare the mean unseen ACC of 'Triplet (Euclidean)' and 'Triplet + ZSML (MR)' in the quick "
+                   "table (same embedding, same sampled images); the paired verdicts say whether it is more than noise.",
+                   options=("raised", "lowered"), context=("euclidean", "zsml"), decide=_raised_or_lowered),
+]

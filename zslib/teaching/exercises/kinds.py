@@ -1,0 +1,238 @@
+"""The three kinds of exercise check: a function against its zslib reference, a number within a stated
+tolerance, and a choice (a sign, an ordering) that the chapter's own printed numbers decide.
+
+Every check answers with an :class:`Outcome`: passed or not, and a message in plain words. A failed
+function check names the generated input that failed and shows expected against got on it, then gives the
+exercise's hint; a failed number or choice check says in which direction the answer is off (never the
+value itself) and gives the hint. None of them prints the solution.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import torch
+
+__all__ = ["Outcome", "Case", "FunctionExercise", "NumberExercise", "ChoiceExercise", "NOT_ANSWERED"]
+
+NOT_ANSWERED = "not answered yet: replace the `...` by your answer and run the cell again"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a check found: ``passed`` and a message for the student."""
+
+    name: str
+    passed: bool
+    message: str
+
+    def __bool__(self) -> bool:
+        return self.passed
+
+    def __str__(self) -> str:
+        return self.message
+
+    def _ipython_display_(self) -> None:
+        """Shown as nothing in a notebook: :func:`zslib.teaching.exercises.check` has printed the message already."""
+
+
+@dataclass(frozen=True)
+class Case:
+    """One generated input of a function check: a short description and the positional arguments.
+
+    ``grad`` is the index of the argument whose gradient is compared (``None``: no gradient check).
+    """
+
+    description: str
+    args: tuple
+    kwargs: dict = field(default_factory=dict)
+    grad: int | None = 0
+
+
+def _unanswered(answer) -> bool:
+    return answer is None or answer is Ellipsis
+
+
+def _short(value) -> str:
+    if isinstance(value, torch.Tensor):
+        value = value.detach()
+        if value.numel() == 1:
+            return f"{value.item():.6g}"
+        flat = value.flatten()[:6].tolist()
+        more = ", ..." if value.numel() > 6 else ""
+        return f"tensor of shape {tuple(value.shape)} starting [{', '.join(f'{v:.4g}' for v in flat)}{more}]"
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return repr(value)
+
+
+def _as_tensor(value) -> torch.Tensor | None:
+    if isinstance(value, torch.Tensor):
+        return value
+    try:
+        return torch.as_tensor(value, dtype=torch.float64)
+    except (TypeError, ValueError, RuntimeError):
+        return None
+
+
+def _fresh(args: tuple, grad: int | None) -> tuple:
+    """Copies of the case's arguments (a student's function must not change the next call's input)."""
+    out = []
+    for i, a in enumerate(args):
+        if isinstance(a, torch.Tensor):
+            a = a.detach().clone()
+            if i == grad:
+                a.requires_grad_(True)
+        out.append(a)
+    return tuple(out)
+
+
+@dataclass
+class _Base:
+    name: str
+    title: str
+    hint: str
+    points: int = 1
+
+    def _require_context(self, context: dict) -> None:
+        """The chapter must pass every value the exercise is decided from (``self.context``)."""
+        missing = [k for k in getattr(self, "context", ()) if k not in context]
+        if missing:
+            raise TypeError(f"check({self.name!r}, ...) needs the chapter's {', '.join(missing)}=... as keyword "
+                            "argument(s)")
+
+    def header(self) -> str:
+        return f"{self.name} ({self.title})"
+
+
+@dataclass
+class FunctionExercise(_Base):
+    """The student's function against ``reference`` on ``cases()``: the value and, for a case with
+    ``grad`` set, the gradient with respect to that argument (both in float64)."""
+
+    reference: Callable = None
+    cases: Callable[[], Sequence[Case]] = None
+    rtol: float = 1e-5
+    atol: float = 1e-8
+    forbidden: tuple = ()  # zslib functions the student must not simply call
+
+    def run(self, answer, **context) -> Outcome:
+        if _unanswered(answer):
+            return Outcome(self.name, False, f"{self.header()}: {NOT_ANSWERED}.")
+        if not callable(answer):
+            return Outcome(self.name, False, f"{self.header()}: expected a function, got {type(answer).__name__}.")
+        if answer is self.reference or answer in self.forbidden:
+            return Outcome(self.name, False, f"{self.header()}: that is the zslib reference itself; "
+                                             "write the computation yourself.")
+        cases = list(self.cases())
+        for number, case in enumerate(cases, 1):
+            where = f"input {number} of {len(cases)} ({case.description})"
+            ref_args = _fresh(case.args, case.grad)
+            expected = self.reference(*ref_args, **case.kwargs)
+            got_args = _fresh(case.args, case.grad)
+            try:
+                got = answer(*got_args, **case.kwargs)
+            except NotImplementedError:
+                return Outcome(self.name, False, f"{self.header()}: {NOT_ANSWERED}.")
+            except Exception as err:  # the student's code: any error is reported, not raised
+                return Outcome(self.name, False, f"{self.header()} failed on {where}: your function raised "
+                                                 f"{type(err).__name__}: {err}\nHint: {self.hint}")
+            if got is None:
+                return Outcome(self.name, False, f"{self.header()}: your function returned None on {where}; "
+                                                 "it should return the value (did you forget `return`?).")
+            exp_t, got_t = _as_tensor(expected), _as_tensor(got)
+            if got_t is None:
+                return Outcome(self.name, False, f"{self.header()} failed on {where}: expected a number or "
+                                                 f"tensor, got {type(got).__name__}.\nHint: {self.hint}")
+            if got_t.shape != exp_t.shape and not (got_t.numel() == exp_t.numel() == 1):
+                return Outcome(self.name, False, f"{self.header()} failed on {where}: expected shape "
+                                                 f"{tuple(exp_t.shape)}, got {tuple(got_t.shape)}.\nHint: {self.hint}")
+            e64, g64 = exp_t.detach().double().reshape(exp_t.shape), got_t.detach().double().reshape(exp_t.shape)
+            if not torch.allclose(g64, e64, rtol=self.rtol, atol=self.atol, equal_nan=True):
+                return Outcome(self.name, False, f"{self.header()} failed on {where}: expected {_short(e64)}, "
+                                                 f"got {_short(g64)}.\nHint: {self.hint}")
+            if case.grad is not None:
+                message = self._gradient(ref_args[case.grad], got_args[case.grad], expected, got_t, where)
+                if message:
+                    return Outcome(self.name, False, message)
+        grad_note = " and gradients" if any(c.grad is not None for c in cases) else ""
+        return Outcome(self.name, True, f"{self.header()}: passed: values{grad_note} match the zslib "
+                                        f"reference on all {len(cases)} inputs.")
+
+    def _gradient(self, ref_in, got_in, expected, got, where) -> str | None:
+        weights = torch.linspace(0.5, 1.5, max(expected.numel(), 1), dtype=torch.float64).reshape(expected.shape)
+        (g_ref,) = torch.autograd.grad((expected.double() * weights).sum(), ref_in, allow_unused=True)
+        if not got.requires_grad:
+            return (f"{self.header()} failed on {where}: the value is right but it carries no gradient "
+                    "(the computation left PyTorch, e.g. through .item(), .numpy() or a Python float); keep it "
+                    "in torch operations so that training can differentiate it.")
+        (g_got,) = torch.autograd.grad((got.double() * weights).sum(), got_in, allow_unused=True)
+        g_ref = torch.zeros_like(ref_in) if g_ref is None else g_ref
+        g_got = torch.zeros_like(got_in) if g_got is None else g_got
+        if not torch.allclose(g_got, g_ref, rtol=1e-4, atol=1e-7):
+            return (f"{self.header()} failed on {where}: the value matches but the gradient does not: expected "
+                    f"{_short(g_ref)}, got {_short(g_got)}.\nHint: {self.hint}")
+        return None
+
+
+@dataclass
+class NumberExercise(_Base):
+    """A number (or a tuple of numbers) within ``tol`` of ``expected(**context)``; ``relative`` makes the
+    tolerance relative to the true value."""
+
+    expected: Callable[..., Any] = None
+    tol: float = 1e-3
+    relative: bool = False
+    context: tuple = ()  # names of the context values the chapter passes (e.g. its printed table)
+
+    def run(self, answer, **context) -> Outcome:
+        if _unanswered(answer):
+            return Outcome(self.name, False, f"{self.header()}: {NOT_ANSWERED}.")
+        self._require_context(context)
+        truth = self.expected(**{k: context[k] for k in self.context})
+        truths = truth if isinstance(truth, tuple) else (truth,)
+        answers = answer if isinstance(answer, (tuple, list)) else (answer,)
+        if len(answers) != len(truths):
+            return Outcome(self.name, False, f"{self.header()}: expected {len(truths)} number(s), "
+                                             f"got {len(answers)}.")
+        for i, (a, t) in enumerate(zip(answers, truths)):
+            try:
+                a = float(a)
+            except (TypeError, ValueError):
+                return Outcome(self.name, False, f"{self.header()}: expected a number, got {a!r}.")
+            tol = self.tol * abs(t) if self.relative else self.tol
+            which = f"number {i + 1} " if len(truths) > 1 else ""
+            if not math.isfinite(a) or abs(a - t) > tol:
+                direction = "not finite" if not math.isfinite(a) else ("too high" if a > t else "too low")
+                told = f"{self.tol:.0%} relative" if self.relative else f"{self.tol:g}"
+                return Outcome(self.name, False, f"{self.header()}: {which}{a:.6g} is {direction} (the check "
+                                                 f"accepts a tolerance of {told}).\nHint: {self.hint}")
+        return Outcome(self.name, True, f"{self.header()}: passed (within the tolerance {self.tol:g}"
+                                        f"{' relative' if self.relative else ''}).")
+
+
+@dataclass
+class ChoiceExercise(_Base):
+    """One of ``options``; the right one is ``decide(**context)``, computed from the numbers the chapter
+    printed (so the answer follows the run, whatever it turned out to be)."""
+
+    options: tuple = ()
+    decide: Callable[..., str] = None
+    context: tuple = ()
+
+    def run(self, answer, **context) -> Outcome:
+        if _unanswered(answer):
+            return Outcome(self.name, False, f"{self.header()}: {NOT_ANSWERED}.")
+        self._require_context(context)
+        text = str(answer).strip().lower()
+        # no fixed options: the keys of the chapter's table (e.g. the losses it compared)
+        options = self.options or tuple(str(k).lower() for k in context.get("table", {}))
+        if text not in options:
+            return Outcome(self.name, False, f"{self.header()}: answer one of {', '.join(map(repr, options))}; "
+                                             f"got {answer!r}.")
+        truth = self.decide(**{k: context[k] for k in self.context})
+        if text != truth:
+            return Outcome(self.name, False, f"{self.header()}: {text!r} is not what this run's numbers show.\n"
+                                             f"Hint: {self.hint}")
+        return Outcome(self.name, True, f"{self.header()}: passed: {text!r} is what this run's numbers show.")
