@@ -1,0 +1,45 @@
+"""zslib.engine.choice: the shared rule that picks a setting on validation classes, "off" always a candidate."""
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from zslib.engine.choice import choose
+
+
+def _runs(values, split="val", metric="R@1"):
+    return [SimpleNamespace(config=SimpleNamespace(seed=s),
+                            metric=lambda m, sp, v=v: v if (m, sp) == (metric, split) else float("nan"))
+            for s, v in enumerate(values)]
+
+
+def test_a_clear_winner_is_chosen_and_its_paired_gain_matches_numpy():
+    off, lam = [0.50, 0.52, 0.51, 0.49, 0.50], [0.55, 0.58, 0.56, 0.53, 0.56]
+    c = choose({"off": _runs(off), 0.1: _runs(lam)})
+    assert c.chosen == 0.1 and not c.off_won
+    d = np.subtract(lam, off)
+    assert c.leader_vs_off.mean == pytest.approx(d.mean())
+    half = 2.776445105 * d.std(ddof=1) / np.sqrt(5)  # t(0.975, 4)
+    assert c.leader_vs_off.low == pytest.approx(d.mean() - half, rel=1e-6)
+    assert "clearly above" in c.sentence()
+
+
+def test_a_leader_that_is_not_clearly_better_loses_to_off():
+    off, lam = [0.50, 0.52, 0.51, 0.49, 0.50], [0.53, 0.49, 0.54, 0.48, 0.52]  # higher mean, noisy
+    c = choose({"off": _runs(off), 1.0: _runs(lam)})
+    assert c.leader == 1.0 and c.chosen == "off" and c.off_won
+    assert "keeps off" in c.sentence()
+
+
+def test_off_wins_when_it_leads_and_ties_go_to_the_first_listed():
+    c = choose({"off": _runs([0.6, 0.6, 0.6]), "a": _runs([0.5, 0.55, 0.52])})
+    assert c.chosen == "off" and c.leader_vs_off is None and "stays off" in c.sentence()
+    tie = choose({"off": _runs([0.5, 0.6]), "a": _runs([0.5, 0.6])})
+    assert tie.leader == "off"
+
+
+def test_off_is_required_and_seeds_must_match():
+    with pytest.raises(ValueError, match="'off' is always a candidate"):
+        choose({0.1: _runs([0.5, 0.6]), 0.2: _runs([0.5, 0.6])})
+    with pytest.raises(ValueError, match="same seeds"):
+        choose({"off": _runs([0.5, 0.6, 0.7]), 0.1: _runs([0.5, 0.6])})

@@ -1,0 +1,89 @@
+"""The one rule by which every chapter chooses a setting on validation classes, with "off" always a candidate.
+
+A chapter that tunes a method (a weight lambda, a number of steps, a variant) trains each candidate setting on
+the seen classes minus a class-disjoint validation split (``Config.validation_fraction``), for the same seeds,
+and scores it on the validation classes. It must also train **"off"**: the same recipe with the method switched
+off (lambda = 0, the adversary off, the baseline loss alone, or no training at all for a head's length). The
+rule, fixed before any test number is read:
+
+1. the candidate with the highest mean validation score over the seeds is the *leader* (ties go to the
+   candidate listed first, so list the cheaper or simpler one first);
+2. the leader is chosen only if it beats "off" **clearly**: the 95% interval of its per-seed paired
+   differences from "off" lies above zero (:func:`zslib.engine.stats.paired`). Otherwise "off" is chosen.
+
+So a method that does not help on validation classes is reported as not chosen, and a chapter that trains it
+anyway labels those runs an ablation. :func:`choose` applies the rule to stored runs; :class:`Choice` records
+what was compared, so a chapter can state it in a sentence (:meth:`Choice.sentence`).
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from zslib.engine.stats import Interval, interval, paired
+
+__all__ = ["Choice", "choose", "OFF"]
+
+#: The conventional key of the switched-off candidate.
+OFF = "off"
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The outcome of :func:`choose`: the chosen key, the leader by mean, every candidate's mean interval and the
+    leader's paired difference from "off" (``None`` when "off" itself leads)."""
+
+    chosen: object
+    leader: object
+    off: object
+    means: dict
+    leader_vs_off: Interval | None
+    metric: str
+    split: str
+
+    @property
+    def off_won(self) -> bool:
+        return self.chosen == self.off
+
+    def sentence(self, label=str, scale: float = 100.0) -> str:
+        """One sentence that says what was chosen and why, from the numbers (``label`` names a key)."""
+        m = self.means[self.leader]
+        lead = f"{label(self.leader)} had the best mean validation {self.metric} ({m.mean * scale:.2f})"
+        if self.leader == self.off:
+            return f"{lead}, so the method stays off: no setting beat switching it off."
+        d = self.leader_vs_off
+        diff = f"{d.mean * scale:+.2f} [{d.low * scale:+.2f}, {d.high * scale:+.2f}] points over {label(self.off)}"
+        if self.off_won:
+            return f"{lead}, {diff}, not clearly above it, so the rule keeps {label(self.off)}."
+        return f"{lead}, {diff}, clearly above it, so {label(self.leader)} is chosen."
+
+
+def choose(candidates: Mapping[object, Sequence], off: object = OFF, metric: str = "R@1", split: str = "val",
+           confidence: float = 0.95) -> Choice:
+    """Apply the rule of this module to ``candidates``: key -> the runs of that setting (one per seed, each with
+    ``config.seed`` and ``metric(name, split)``, as :class:`zslib.engine.store.Result`). ``off`` must be a key.
+
+    Every candidate must hold the same seeds as "off" (the comparison is paired); a candidate with other seeds
+    is refused with the seeds named, as is a missing "off".
+    """
+    if off not in candidates:
+        raise ValueError(f"choose() needs the switched-off candidate {off!r} among the candidates "
+                         f"({list(candidates)}): 'off' is always a candidate")
+    if len(candidates) < 2:
+        raise ValueError("choose() needs at least one candidate besides 'off'")
+
+    def seeds(runs):
+        return sorted(int(r.config.seed) for r in runs)
+
+    off_seeds = seeds(candidates[off])
+    for key, runs in candidates.items():
+        if seeds(runs) != off_seeds:
+            raise ValueError(f"candidate {key!r} has seeds {seeds(runs)}, 'off' has {off_seeds}: train every "
+                             "candidate on the same seeds")
+    means = {key: interval([r.metric(metric, split) for r in runs], confidence) for key, runs in candidates.items()}
+    leader = max(candidates, key=lambda k: means[k].mean)  # max() keeps the first of equal keys
+    if leader == off:
+        return Choice(off, off, off, means, None, metric, split)
+    diff = paired(candidates[off], candidates[leader], metric, split, confidence)
+    chosen = leader if diff.verdict == "up" else off
+    return Choice(chosen, leader, off, means, diff.diff, metric, split)
