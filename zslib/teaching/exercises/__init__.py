@@ -17,12 +17,14 @@ import os
 
 from zslib.teaching.exercises.bank import EXERCISES
 from zslib.teaching.exercises.bank_adapt_adv import EXERCISES as ADAPT_ADV_EXERCISES
+from zslib.teaching.exercises.bank_compare import EXERCISES as COMPARE_EXERCISES
 from zslib.teaching.exercises.bank_deml import EXERCISES as DEML_EXERCISES
 from zslib.teaching.exercises.bank_jrd import EXERCISES as JRD_EXERCISES
 from zslib.teaching.exercises.bank_zsml import EXERCISES as ZSML_EXERCISES
 from zslib.teaching.exercises.kinds import ChoiceExercise, FunctionExercise, NumberExercise, Outcome
 
-EXERCISES = [*EXERCISES, *DEML_EXERCISES, *ADAPT_ADV_EXERCISES, *JRD_EXERCISES, *ZSML_EXERCISES]
+EXERCISES = [*EXERCISES, *DEML_EXERCISES, *ADAPT_ADV_EXERCISES, *JRD_EXERCISES, *ZSML_EXERCISES,
+             *COMPARE_EXERCISES]
 
 __all__ = ["REGISTRY", "check", "verdict", "exercises_of", "Outcome"]
 

@@ -1,0 +1,82 @@
+"""The one-protocol comparison (zslib.analysis.compare, book/compare.ipynb): every row comes from the same protocol,
+"off" is offered to every method's choice, and the words follow the numbers."""
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from zslib.analysis import compare as cmp
+from zslib.engine.choice import OFF
+from zslib.engine.config import Config
+
+
+@pytest.fixture(scope="module")
+def real():
+    return cmp.compare("real frozen")
+
+
+def _configs(comparison):
+    for row in comparison.rows:
+        for r in [*row.runs, *row.baseline]:
+            yield getattr(r, "config")
+
+
+def test_every_recorded_row_of_the_real_regime_shares_the_protocol(real):
+    configs = list(_configs(real))
+    assert len(configs) >= 2 * 5 * len(cmp.ENTRIES) - 5  # every method tested on five seeds with its baseline
+    cmp.check_protocol(configs)
+    assert {c.seed for c in configs} == {0, 1, 2, 3, 4}
+    assert all(c.validation_fraction == 0 for c in configs)
+
+
+def test_the_choice_offered_off_to_every_method_on_the_same_seeds(real):
+    for row in real.rows:
+        assert row.choice is not None, f"{row.method}: {row.missing}"
+        assert OFF in row.choice.means and len(row.choice.means) >= 2
+        assert row.choice.means[OFF].n == 3
+        for key, m in row.choice.means.items():
+            assert m.n == row.choice.means[OFF].n, (row.method, key)
+
+
+def test_check_protocol_names_the_field_that_differs():
+    a = Config.from_profile("real")
+    cmp.check_protocol([a, a.replace(seed=3, method="cml", method_params={"lambda1": 0.2})])
+    with pytest.raises(ValueError, match="iterations"):
+        cmp.check_protocol([a, a.replace(iterations=150)])
+    with pytest.raises(ValueError, match="embedding_dim"):
+        cmp.check_protocol([a, a.replace(embedding_dim=128)])
+
+
+def test_the_paired_changes_are_the_means_of_the_per_seed_differences(real):
+    for row in real.rows:
+        if "R@1" not in row.vs_baseline:
+            continue
+        by_seed = {r.config.seed: r.metric("R@1") for r in row.baseline}
+        diffs = [r.metric("R@1") - by_seed[r.config.seed] for r in row.runs]
+        assert row.vs_baseline["R@1"].mean == pytest.approx(sum(diffs) / len(diffs))
+
+
+def test_the_words_follow_the_verdicts(real):
+    text = cmp.findings([real])
+    for row in real.rows:
+        d = row.vs_baseline.get("R@1")
+        if d is None or math.isnan(d.low):
+            continue
+        if d.low > 0:
+            assert f"{row.method} (" in text.split("clearly above")[1].split(";")[0]
+        elif d.high < 0:
+            assert f"{row.method} (" in text.split("clearly below")[1].split(";")[0]
+    for line in cmp.choice_sentences([real]).splitlines():
+        assert "clearly above it, so" in line or "rule keeps" in line or "stays off" in line
+
+
+def test_the_papers_claimed_gains_are_read_from_their_tables():
+    from zslib.reported import reported_value
+
+    for entry in cmp.ENTRIES:
+        if entry.reported is None:
+            continue
+        paper, table, row, base, column, _ = entry.reported
+        want = reported_value(table, row, column, paper) - reported_value(table, base, column, paper)
+        assert cmp._reported_gain(entry) == pytest.approx(want)

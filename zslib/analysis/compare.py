@@ -1,0 +1,484 @@
+"""Five methods under one protocol: the comparison that no single paper makes.
+
+Each paper reports its method against its own baseline, on its own protocol. Here every method is trained and
+scored the same way within a *regime* (a size of the book: ``quick`` on SynthParts, ``real`` on Flowers-102 with
+the frozen EfficientNet-Lite0, and the adapted real regime when its runs exist), with the fields of
+:data:`PROTOCOL_FIELDS` equal for every row:
+
+* the split: the dataset's seen classes for training, a class-disjoint 30% of them (:data:`VAL_FRACTION`) held out
+  to choose settings, the unseen classes for the test;
+* the backbone, the embedding size, the batch (P classes x K images), the step budget and the learning rate of the
+  regime's profile;
+* the seeds: the profile's seeds for the test (five on the real profile), the first three for the choice.
+
+For every method (an :class:`Entry`) the candidates of its main setting are trained on the validation split beside
+**"off"**, the same recipe with the method switched off (the same loss alone, or for ZSML the input features
+compared without a learned relation), and :func:`zslib.engine.choice.choose` picks one: the best validation mean,
+only if clearly above "off". The chosen setting, and its baseline, are then scored on the unseen classes. When
+"off" wins, the row still shows the test numbers of the method's best candidate, labelled as an ablation, so that the reader sees what
+the method would have done.
+
+:func:`compare` returns a :class:`Comparison` (one :class:`Row` per method) from stored or recorded runs (or trains
+them, ``train=True``); :func:`comparison_table`, :func:`forest_plot` and :func:`findings` turn it into what the
+chapter ``book/compare.ipynb`` shows; :func:`check_protocol` is what a test calls to make sure every row of a
+comparison was produced by the same protocol.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from zslib.engine.choice import OFF, Choice, choose
+from zslib.engine.config import Config
+from zslib.engine.grid import MissingRunsError, run_grid
+from zslib.engine.profile import PROFILES
+from zslib.engine.stats import Interval, interval, paired, verdict
+
+__all__ = ["PROTOCOL_FIELDS", "VAL_FRACTION", "Entry", "ENTRIES", "Row", "Comparison", "regime_config",
+           "validation_grid", "compare", "check_protocol", "comparison_table", "forest_plot", "findings",
+           "REGIMES", "protocol_frame", "choice_sentences"]
+
+#: The config fields that must be equal for every row of one regime.
+PROTOCOL_FIELDS = ("profile", "dataset", "backbone", "pretrained", "embedding_dim", "image_size", "batch_classes",
+                   "batch_per_class", "iterations", "lr", "feature_stages")
+
+#: The share of the seen classes held out to choose each method's setting.
+VAL_FRACTION = 0.3
+
+#: The regimes of the chapter: name -> the profile they run on and a one-line description.
+REGIMES = {
+    "quick": ("quick", "SynthParts, a small CNN trained from scratch"),
+    "real frozen": ("real", "Flowers-102, frozen ImageNet EfficientNet-Lite0, a head trained on its cached maps"),
+}
+
+
+def regime_config(regime: str) -> Config:
+    """The base configuration of ``regime`` (the profile's sizes, seed 0)."""
+    if regime not in REGIMES:
+        raise ValueError(f"unknown regime {regime!r}; choose one of {list(REGIMES)}")
+    return Config.from_profile(REGIMES[regime][0])
+
+
+def _cml(base: Config, lambda1: float = 0.0, lambda2: float = 0.0) -> Config:
+    from zslib.methods.cml.method import cml_method
+
+    config = base.replace(**cml_method("cub200", "triplet", "baseline"))
+    if lambda1 == 0 and lambda2 == 0:
+        return config
+    return config.replace(method="cml", method_params={"lambda1": lambda1, "lambda2": lambda2})
+
+
+def _deml(base: Config, lambda0: float | None = None) -> Config:
+    if lambda0 is None:
+        return base.replace(loss="binomial_deml", method="baseline", method_params={})
+    return base.replace(loss="binomial_deml", method="deml", method_params={"learners": 4, "lambda0": lambda0})
+
+
+_ADAPT = {"classifier_lr": 1e-3, "epoch_steps": 20}
+
+
+def _adapt(base: Config, lambda0: float | None = None, adversary: bool = True) -> Config:
+    from zslib.methods.cml.method import cml_method
+
+    config = base.replace(**cml_method("cub200", "triplet", "baseline"))
+    if lambda0 is None:
+        return config
+    params = {**_ADAPT, "use_adversary": adversary}
+    if adversary:
+        params["lambda0"] = lambda0
+    return config.replace(method="adapt_adv", method_params=params)
+
+
+_ZSML = {"hidden": [256, 256], "eval_per_class": 4}
+
+
+def _zsml(base: Config, alpha: float | None = None) -> Config:
+    """ZSML at ``alpha``; its "off" is the same run's own input features compared by the Euclidean distance on
+    the same sample of images (the ``input`` metrics every ZSML result carries), so ``alpha=None`` returns the
+    ZSML run whose input metrics stand for "off"."""
+    return base.replace(method="zsml", method_params={**_ZSML, "alpha": 0.5 if alpha is None else alpha})
+
+
+def _jrd(base: Config, alpha: float = 0.0) -> Config:
+    from zslib.methods.jrd.method import jrd_method
+
+    return base.replace(**jrd_method("cub200", alpha=alpha))
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One method of the comparison: how to make its configs, its candidates, and the paper's own claim.
+
+    ``build(base, value)`` makes the config of candidate ``value`` (``None``: "off"); ``candidates`` maps a label
+    to a value; ``reported`` is ``(paper, table, method row, base row, column, dataset)`` for :mod:`zslib.reported`, or
+    ``None`` (JRD's tables give no same-loss baseline row); ``off_metrics_prefix`` reads "off" from a prefix of the same runs' metrics (ZSML's ``input``)."""
+
+    name: str
+    paper: str
+    loss: str
+    knob: str
+    build: Callable[..., Config]
+    candidates: Mapping[str, object]
+    reported: tuple | None = None
+    off_metrics_prefix: str | None = None
+    quick: tuple = ()
+
+    def candidates_for(self, regime: str) -> dict:
+        """The candidates trained in ``regime``: all of them on the real profile; on the quick profile only those
+        named in ``quick`` (the paper's own setting), so that the chapter's quick grid fits its time budget."""
+        if regime == "quick" and self.quick:
+            return {k: v for k, v in self.candidates.items() if k in self.quick}
+        return dict(self.candidates)
+
+
+ENTRIES: tuple[Entry, ...] = (
+    Entry("CML", "chen2022cml", "triplet", "confusion weights (lambda1, lambda2)",
+          lambda b, v: _cml(b) if v is None else _cml(b, *v),
+          {"lambda1 0.2": (0.2, 0.0), "lambda1 2": (2.0, 0.0), "lambda1 20": (20.0, 0.0),
+           "lambda2 0.1": (0.0, 0.1), "lambda2 1": (0.0, 1.0), "lambda2 10": (0.0, 10.0)},
+          ("chen2022cml", "IV", "CML (Tri)", "Triplet", "R@1", "CUB-200"), quick=("lambda1 0.2",)),
+    Entry("DeML", "chen2019deml", "binomial_deml", "adversary weight lambda0 of DeML(1,4)",
+          lambda b, v: _deml(b, v), {"lambda0 0.1": 0.1, "lambda0 1": 1.0},
+          ("chen2019deml", "3", "DeML(3,3)", "baseline(U512)", "CUB R@1", "CUB-200"), quick=("lambda0 1",)),
+    Entry("Adapt-Adv", "alkaabi2022adaptadv", "triplet", "attention alone, or with the adversary at lambda0",
+          lambda b, v: _adapt(b) if v is None else _adapt(b, *v),
+          {"+GDFL (no adversary)": (0.5, False), "lambda0 0.1": (0.1, True), "lambda0 0.5": (0.5, True),
+           "lambda0 1": (1.0, True)},
+          ("alkaabi2022adaptadv", "5", "Triplet / Adapt-Adv", "Triplet / Base", "R@1", "Flowers-102"),
+          quick=("lambda0 0.5",)),
+    Entry("ZSML", "xu2019zsml", "triplet", "continuous-label weight alpha",
+          lambda b, v: _zsml(b, v), {"alpha 0.1": 0.1, "alpha 0.3": 0.3, "alpha 0.5": 0.5},
+          ("xu2019zsml", "6", "Lifted+Ours", "Lifted", "R@1", "CUB-200"), off_metrics_prefix="input ",
+          quick=("alpha 0.5",)),
+    Entry("JRD", "chu2020jrd", "am_softmax", "JRS weight alpha (Gaussian mixture kernel)",
+          lambda b, v: _jrd(b, 0.0 if v is None else v),
+          {"alpha 0.001": 0.001, "alpha 0.01": 0.01, "alpha 0.1": 0.1, "alpha 1": 1.0, "alpha 4": 4.0},
+          quick=("alpha 1",)),
+)
+
+
+class _Prefixed:
+    """A stored run read through a metric prefix: ZSML's "off" (its own input features on the same images)."""
+
+    def __init__(self, run, prefix: str):
+        self.run, self.prefix, self.config = run, prefix, run.config
+
+    def metric(self, name: str = "R@1", split: str = "unseen") -> float:
+        return self.run.metric(self.prefix + name, split)
+
+
+def validation_grid(entry: Entry, base: Config, regime: str = "real frozen") -> dict:
+    """``{label: config}`` of ``entry``'s candidates in ``regime`` on the validation split, "off" first (for ZSML,
+    whose "off" is read from its own runs, no "off" config)."""
+    val = base.replace(validation_fraction=VAL_FRACTION)
+    grid = {} if entry.off_metrics_prefix else {OFF: entry.build(val, None)}
+    grid.update({label: entry.build(val, value) for label, value in entry.candidates_for(regime).items()})
+    return grid
+
+
+@dataclass
+class Row:
+    """One method's line of the comparison (all intervals in fractions; differences are paired by seed)."""
+
+    method: str
+    regime: str
+    choice: Choice | None = None
+    chosen: str = ""
+    ablation: bool = False
+    tested: str = ""
+    runs: list = field(default_factory=list)
+    baseline: list = field(default_factory=list)
+    floor: object = None
+    vs_baseline: dict = field(default_factory=dict)
+    vs_floor: dict = field(default_factory=dict)
+    seconds_per_step_ratio: float = float("nan")
+    extra_parameters: int | None = None
+    reported_gain: float | None = None
+    reported_where: str = ""
+    missing: str = ""
+
+
+@dataclass
+class Comparison:
+    regime: str
+    rows: list
+    floor: object = None
+
+
+def _floor(base: Config, train: bool):
+    try:
+        return run_grid({"floor": base.replace(method="pretrained")}, seeds=(0,), stored_only=not train)["floor"][0]
+    except MissingRunsError:
+        return None
+
+
+def _runs(grid: dict, seeds, train: bool) -> dict | None:
+    try:
+        return run_grid(grid, seeds=seeds, stored_only=not train)
+    except MissingRunsError:
+        return None
+
+
+def _reported_gain(entry: Entry) -> float | None:
+    if entry.reported is None:
+        return None
+    from zslib.reported import reported_value
+
+    paper, table, row, base, column, _ = entry.reported
+    return float(reported_value(table, row, column, paper)) - float(reported_value(table, base, column, paper))
+
+
+def _seconds_per_step(runs) -> float:
+    vals = [r.provenance.get("train_seconds", float("nan")) / max(1, r.config.iterations) for r in runs]
+    vals = [v for v in vals if v == v]
+    return float(np.median(vals)) if vals else float("nan")
+
+
+def _differences(a: Sequence, b: Sequence, metrics=("R@1", "NMI")) -> dict:
+    out = {}
+    for m in metrics:
+        try:
+            out[m] = paired(a, b, m).diff
+        except KeyError:
+            continue
+    return out
+
+
+def _vs_floor(runs: Sequence, floor, metrics=("R@1", "NMI")) -> dict:
+    out = {}
+    for m in metrics:
+        try:
+            out[m] = interval([r.metric(m) - floor.metric(m) for r in runs])
+        except KeyError:
+            continue
+    return out
+
+
+def compare(regime: str, *, train: bool = False, entries: Sequence[Entry] = ENTRIES) -> Comparison:
+    """The comparison of ``entries`` in ``regime`` from stored runs (``train``: train the missing ones)."""
+    base = regime_config(regime)
+    seeds = PROFILES[base.profile].seeds
+    val_seeds = seeds[:3]
+    floor = _floor(base, train)
+    rows = []
+    for entry in entries:
+        row = Row(entry.name, regime, reported_gain=_reported_gain(entry),
+                  reported_where="" if entry.reported is None else f"{entry.reported[5]}, {entry.paper}")
+        rows.append(row)
+        val = _runs(validation_grid(entry, base, regime), val_seeds, train)
+        if val is None:
+            row.missing = "validation runs"
+            continue
+        if entry.off_metrics_prefix:  # "off": the input features of the leader's own runs, on the same images
+            leader = max(val, key=lambda k: np.mean([r.metric("R@1", "val") for r in val[k]]))
+            val = {OFF: [_Prefixed(r, entry.off_metrics_prefix) for r in val[leader]], **val}
+        row.choice = choose(val)
+        row.chosen = row.choice.chosen
+        # what is tested: the chosen setting; when "off" was chosen, the method's best candidate as an ablation
+        label = row.choice.chosen
+        if label == OFF:
+            label = max((k for k in val if k != OFF), key=lambda k: row.choice.means[k].mean)
+        row.ablation, row.tested = row.choice.off_won, label
+        test = _runs({"method": entry.build(base, entry.candidates[label])}, seeds, train)
+        if test is None:
+            row.missing = "test runs"
+            continue
+        row.runs = test["method"]
+        if entry.off_metrics_prefix:
+            row.baseline = [_Prefixed(r, entry.off_metrics_prefix) for r in row.runs]
+        else:
+            baseline = _runs({"baseline": entry.build(base, None)}, seeds, train)
+            if baseline is None:
+                row.missing = "baseline runs"
+                continue
+            row.baseline = baseline["baseline"]
+            row.seconds_per_step_ratio = _seconds_per_step(row.runs) / _seconds_per_step(row.baseline)
+        row.vs_baseline = _differences(row.baseline, row.runs)
+        if entry.off_metrics_prefix:  # ZSML: its input features on the same images are its floor too
+            row.vs_floor = dict(row.vs_baseline)
+        elif floor is not None:
+            row.vs_floor = _vs_floor(row.runs, floor)
+        row.extra_parameters = _extra_parameters(entry.build(base, entry.candidates[label]), entry.build(base, None))
+    return Comparison(regime, rows, floor)
+
+
+def _extra_parameters(config: Config, baseline: Config) -> int | None:
+    """Parameters the method adds to its baseline's network (its modules and its own trained parameters)."""
+    import torch
+
+    from zslib.engine.runner import build_method, build_model
+
+    def count(c):
+        torch.manual_seed(0)
+        model = build_model(c)
+        method = build_method(c, model, np.arange(8 if c.profile == "quick" else 51))
+        own = {id(p) for p in model.parameters()}
+        extra = sum(p.numel() for p in method.parameters() if id(p) not in own)
+        return sum(p.numel() for p in model.parameters() if p.requires_grad) + extra
+
+    try:
+        return int(count(config) - count(baseline))
+    except Exception:  # noqa: BLE001 -- a model that cannot be built here (weights missing) has no count
+        return None
+
+
+def check_protocol(configs: Sequence[Config]) -> None:
+    """Raise ``ValueError`` naming the field and the two values when the configs differ in a protocol field."""
+    configs = list(configs)
+    if not configs:
+        raise ValueError("check_protocol() got no configs")
+    first = configs[0]
+    for c in configs[1:]:
+        for f in PROTOCOL_FIELDS:
+            if getattr(c, f) != getattr(first, f):
+                raise ValueError(f"{c.name}: {f} = {getattr(c, f)!r}, but {first.name} has {getattr(first, f)!r}")
+
+
+def _pts(i: Interval | None) -> str:
+    if i is None:
+        return ""
+    if math.isnan(i.low):
+        return f"{100 * i.mean:+.1f}"
+    return f"{100 * i.mean:+.1f} [{100 * i.low:+.1f}, {100 * i.high:+.1f}]"
+
+
+def comparison_table(comparisons: Sequence[Comparison]):
+    """One DataFrame, a line per (regime, method): chosen setting, test R@1, the paired change against the same-loss
+    baseline and against the untrained floor (R@1 and NMI, points, 95% intervals), cost and parameters."""
+    import pandas as pd
+
+    lines = []
+    for comp in comparisons:
+        for r in comp.rows:
+            line = {"regime": comp.regime, "method": r.method}
+            if r.missing or r.choice is None:
+                line["chosen on validation"] = f"not recorded ({r.missing})" if r.missing else ""
+                lines.append(line)
+                continue
+            line["chosen on validation"] = (f"off (tested: {r.tested}, an ablation)" if r.ablation
+                                            else str(r.chosen))
+            if r.runs:
+                m = interval([x.metric("R@1") for x in r.runs])
+                line["unseen R@1 %"] = f"{100 * m.mean:.1f} [{100 * m.low:.1f}, {100 * m.high:.1f}]"
+                line["vs baseline R@1 (pts)"] = _pts(r.vs_baseline.get("R@1"))
+                line["verdict"] = verdict(r.vs_baseline["R@1"]) if "R@1" in r.vs_baseline else ""
+                line["vs baseline NMI (pts)"] = _pts(r.vs_baseline.get("NMI"))
+                line["vs untrained R@1 (pts)"] = _pts(r.vs_floor.get("R@1"))
+                line["time per step vs baseline"] = ("" if not r.seconds_per_step_ratio == r.seconds_per_step_ratio
+                                                     else f"{r.seconds_per_step_ratio:.1f}x")
+                line["parameters added"] = "" if r.extra_parameters is None else f"{r.extra_parameters:,}"
+            line["paper's claimed R@1 gain (pts)"] = ("no same-loss row" if r.reported_gain is None else
+                                                      f"{r.reported_gain:+.1f} ({r.reported_where})")
+            lines.append(line)
+    return pd.DataFrame(lines).fillna("")
+
+
+def forest_plot(comparisons: Sequence[Comparison], metric: str = "R@1"):
+    """The paired change of ``metric`` against the same-loss baseline, per method, one panel per regime: a dot
+    for the mean over seeds and a bar for its 95% interval; hollow for a row whose setting "off" won
+    (an ablation)."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(comparisons), figsize=(4.2 * len(comparisons), 3.2), sharey=True, squeeze=False)
+    for ax, comp in zip(axes[0], comparisons):
+        names = [r.method for r in comp.rows]
+        for y, r in enumerate(comp.rows):
+            d = r.vs_baseline.get(metric)
+            if d is None:
+                ax.text(0, y, "not recorded" if r.missing else "off chosen, nothing to test", va="center",
+                        ha="center", fontsize=8, color="0.4")
+                continue
+            lo, hi = (d.low, d.high) if not math.isnan(d.low) else (d.mean, d.mean)
+            ax.plot([100 * lo, 100 * hi], [y, y], color="C0")
+            ax.plot(100 * d.mean, y, "o", color="C0", mfc="white" if r.ablation else "C0")
+        ax.axvline(0, color="0.5", lw=0.8)
+        ax.set_yticks(range(len(names)), names)
+        ax.invert_yaxis()
+        ax.set_title(comp.regime)
+        ax.set_xlabel(f"unseen {metric}: method - baseline (points)")
+    fig.tight_layout()
+    return fig
+
+
+def findings(comparisons: Sequence[Comparison]) -> str:
+    """"Which method, when": Markdown bullets generated from the comparisons' verdicts."""
+    bullets = []
+    for comp in comparisons:
+        ups, downs, flat, off, missing = [], [], [], [], []
+        for r in comp.rows:
+            if r.missing:
+                missing.append(r.method)
+                continue
+            if r.choice is not None and r.choice.off_won:
+                off.append(r.method)
+            d = r.vs_baseline.get("R@1")
+            if d is None:
+                continue
+            v = verdict(d)
+            (ups if v == "up" else downs if v == "down" else flat).append(f"{r.method} ({_pts(d)})")
+        parts = []
+        if off:
+            parts.append(f"the validation rule kept the method off for {', '.join(off)}")
+        if ups:
+            parts.append(f"clearly above its own baseline on the unseen classes: {', '.join(ups)}")
+        if downs:
+            parts.append(f"clearly below it: {', '.join(downs)}")
+        if flat:
+            parts.append(f"no clear difference: {', '.join(flat)}")
+        if missing:
+            parts.append(f"not recorded in this copy: {', '.join(missing)}")
+        bullets.append(f"- **{comp.regime}**: " + ("; ".join(parts) if parts else "no rows") + ".")
+    return "\n".join(bullets)
+
+
+def protocol_frame(regimes: Sequence[str] = tuple(REGIMES)):
+    """The protocol of each regime as a table: every field of :data:`PROTOCOL_FIELDS`, the seeds, the validation
+    share and what the regime is."""
+    import pandas as pd
+
+    cols = {}
+    for regime in regimes:
+        c = regime_config(regime)
+        seeds = PROFILES[c.profile].seeds
+        col = {"what": REGIMES[regime][1]}
+        col.update({f: ", ".join(map(str, getattr(c, f))) if isinstance(getattr(c, f), (list, tuple))
+                    else str(getattr(c, f)) for f in PROTOCOL_FIELDS})
+        col["test seeds"] = ", ".join(map(str, seeds))
+        col["choice seeds"] = ", ".join(map(str, seeds[:3]))
+        col["validation classes"] = f"{int(100 * VAL_FRACTION)}% of the seen classes"
+        cols[regime] = col
+    return pd.DataFrame(cols)
+
+
+def choice_sentences(comparisons: Sequence[Comparison]) -> str:
+    """Markdown: for every method and regime, what the validation rule compared and what it chose, in words."""
+    out = []
+    for comp in comparisons:
+        for r in comp.rows:
+            if r.choice is None:
+                out.append(f"- **{r.method}, {comp.regime}**: no choice shown; its {r.missing or 'runs'} are not "
+                           "recorded in this copy.")
+                continue
+            tail = f" Its test row ({r.tested}) is an ablation." if r.ablation else ""
+            out.append(f"- **{r.method}, {comp.regime}**: {r.choice.sentence()}{tail}")
+    return "\n".join(out)
+
+
+def context_sentence() -> str:
+    """One Markdown sentence from :func:`zslib.reported.context_frame`: where training on the seen classes still
+    beats the best frozen features, and by how much (reported numbers, not runs of this book)."""
+    from zslib.reported import context_frame
+
+    gap = context_frame().loc["trained minus best frozen (points)"].drop("kind").astype(float)
+    pays = [f"{d} ({g:+.1f})" for d, g in gap.sort_values(ascending=False).items() if g > 5]
+    close = [f"{d} ({g:+.1f})" for d, g in gap.items() if g <= 5]
+    parts = []
+    if pays:
+        parts.append("training on the seen classes still pays clearly on " + ", ".join(pays))
+    if close:
+        parts.append("it is within five points of the best frozen features, or below them, on " + ", ".join(close))
+    return ("In the reported numbers, " + "; ".join(parts) + " (points of Recall@1, trained ViT-S/16 minus the best "
+            "frozen row).")
