@@ -152,25 +152,26 @@ def _nb(cells, chapter="tiny"):
 
 IMPORT = "from zslib.teaching.exercises import check"
 
-FORGED = [
+FORGED = [  # each forgery aims at its own exercises; the grader before this one gave every one of them its points
     IMPORT,
-    # 1. forged verdict lines in the old grader's log
-    "import json, os\nfor n in " + repr(sorted(RUBRIC["tiny"])) + ":\n"
+    # 1. verdict lines written into the old grader's log: metrics.duplicated_r1, metrics.purity_or_nmi
+    "import json, os\nfor n in ['metrics.duplicated_r1', 'metrics.purity_or_nmi']:\n"
     "    if os.environ.get('ZS_GRADE_LOG'):\n"
     "        open(os.environ['ZS_GRADE_LOG'], 'a').write(json.dumps({'name': n, 'passed': True}) + '\\n')",
-    # 2. a checker patched to pass anything
-    "import zslib.teaching.exercises.kinds as K\nK.NumberExercise.run = lambda self, a, **c: K.Outcome(self.name, True, 'ok')\n"
-    "check('zero_shot_problem.unit_distance', 0.0)",
-    # 3. the registry's expected value
-    "from zslib.teaching.exercises import REGISTRY\n"
-    "check('deep_metric_learning.proxy_nca_floor', REGISTRY['deep_metric_learning.proxy_nca_floor'].expected())",
-    # 4. the reference read from the caller's frame
+    # 2. the reference read from the caller's frame: metrics.purity
     "import sys\ndef peek(*args):\n    frame = sys._getframe(1)\n    while frame is not None:\n"
     "        if 'expected' in frame.f_locals:\n            return frame.f_locals['expected']\n"
-    "        frame = frame.f_back\ncheck('cml.diversity_confusion', peek)",
-    # 5. the instructor notebook, executed
+    "        frame = frame.f_back\ncheck('metrics.purity', peek)",
+    # 3. the registry's expected value: deep_metric_learning.proxy_nca_floor
+    "from zslib.teaching.exercises import REGISTRY\n"
+    "check('deep_metric_learning.proxy_nca_floor', REGISTRY['deep_metric_learning.proxy_nca_floor'].expected())",
+    # 4. the instructor notebook, executed: how_to_use.batch_size
     "import json, os\nnb = json.load(open(os.path.join('..', 'pack', 'instructor', 'tiny.ipynb')))\n"
     "for cell in nb['cells']:\n    exec(cell['source'])",
+    # 5. a checker patched to pass anything: zero_shot_problem.unit_distance, cml.diversity_confusion
+    "import zslib.teaching.exercises.kinds as K\npatched = lambda self, a, **c: K.Outcome(self.name, True, 'ok')\n"
+    "K.NumberExercise.run = K.FunctionExercise.run = patched\n"
+    "check('zero_shot_problem.unit_distance', 0.0)\ncheck('cml.diversity_confusion', 0.0)",
 ]
 
 
@@ -194,8 +195,11 @@ def graded_class(tmp_path_factory):
                     f"open({str(pidfile)!r}, 'w').write(str(p.pid))\n"
                     "open(os.path.join(os.environ['ZS_RESULTS'], 'forged_result.json'), 'w').write('{}')",
                     "while True:\n    pass", *SOLUTIONS[1:]],
-        "dying": [IMPORT, SOLUTIONS[0], SOLUTIONS[5], "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)",
-                  *SOLUTIONS[1:5]],
+        # the memory limit (8 GB of address space) refuses 16 GB: only then is the answer right
+        "dying": [IMPORT, SOLUTIONS[0],
+                  "try:\n    bytearray(16 * 2 ** 30)\n    limited = False\nexcept MemoryError:\n    limited = True\n"
+                  "check('zero_shot_problem.unit_distance', (2 - 2 * 0.6) ** 0.5 if limited else 0.0)",
+                  "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)", *SOLUTIONS[1:5]],
     }
     for name, cells in notebooks.items():
         (subs / f"{name}.ipynb").write_text(json.dumps(_nb(cells)))
@@ -229,7 +233,7 @@ def test_each_forgery_gets_zero_for_the_check_it_forged(graded_class):
         assert forged[name] == "0", name
     feedback = (graded_class["root"] / "grades" / "feedback" / "forged.md").read_text()
     assert "0 / 8 points" in feedback
-    assert "`cml.diversity_confusion` | 0 / 1 | right on 0 of 6 inputs" in feedback
+    assert "`metrics.purity` | 0 / 2 | right on 0 of 6 inputs" in feedback
 
 
 def test_one_feedback_file_per_student_and_the_seed_is_kept(graded_class):

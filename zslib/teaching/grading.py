@@ -25,10 +25,11 @@ before, because each is sent when its check runs. Rubric items carry points and 
 function earns the share of inputs it gets right, a tuple of numbers the share of its numbers.
 
 **Why not otter-grader.** Otter's ``assign`` splits a master notebook into student and autograder versions
-with hidden tests, and ``grade`` runs each submission in a Docker container, executes the notebook,
-serializes the notebook's global environment (with dill) and runs the tests against it, writing a CSV.
-That design needs a container engine (none runs on the machines this book targets: a 2-core CPU box,
-Colab) and unpickles what the submission produced inside the grading container; its tests are OK-format
+with hidden tests, and ``grade`` runs each submission in its own Docker container, executes the notebook
+there and runs the tests against the notebook's global variables inside that container, collecting the
+scores into ``final_grades.csv``. Its safety comes from the container: the tests share the process with
+the submission's objects, so without one a submission could reach them. A container engine is not
+available on the machines this book targets (a shared 2-core CPU box, Colab), and its tests are OK-format
 doctests, whereas this book's checks are its own (function vs reference with gradients, numbers with
 tolerances, choices decided by the run's printed numbers) and already drive every chapter. Keeping our
 own grader reuses those checks, needs no daemon, and scores outside the submission's process; otter is
@@ -55,6 +56,7 @@ import csv
 import hashlib
 import json
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -67,12 +69,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 __all__ = ["RubricItem", "Graded", "load_rubric", "grade_submission", "grade_all", "hidden_cases",
-           "score_answer", "write_gradebook", "DEFAULT_TIMEOUT", "DEFAULT_MEMORY_MB", "RefusedUser"]
+           "score_answer", "write_gradebook", "exercise_names", "DEFAULT_TIMEOUT", "DEFAULT_MEMORY_MB", "RefusedUser"]
 
 DEFAULT_TIMEOUT = 1800  # seconds for a whole submission
 DEFAULT_MEMORY_MB = 8192  # address space; torch needs a few GB of it just to start its threads
 HIDDEN_VARIANTS = 1  # hidden inputs per published input of a function exercise
 _FILE_LIMIT = 4 * 2 ** 30
+_CHECK_CALL = re.compile(r"""check\(\s*["']([\w.]+)["']""")
 
 
 class RefusedUser(RuntimeError):
@@ -108,6 +111,18 @@ class Graded:
 
 # ----------------------------------------------------------------------------------------------------
 # The rubric
+
+
+def exercise_names(nb: dict) -> list[str]:
+    """The exercises a notebook checks, in order of first appearance."""
+    names = []
+    for cell in nb["cells"]:
+        if cell["cell_type"] == "code":
+            src = cell.get("source", "")
+            for name in _CHECK_CALL.findall("".join(src) if isinstance(src, list) else src):
+                if name not in names:
+                    names.append(name)
+    return names
 
 
 def _registry():
@@ -538,6 +553,10 @@ def _chapter_of(notebook: Path, table: dict | None) -> str:
     for candidate in (chapter, notebook.stem):
         if candidate in table:
             return candidate
+    named = sorted((k for k in table if notebook.stem.endswith(f"_{k}") or notebook.stem.startswith(f"{k}_")),
+                   key=len)  # alice_cml.ipynb, cml_alice.ipynb
+    if named:
+        return named[-1]
     if len(table) == 1:
         return next(iter(table))
     return chapter or notebook.stem
@@ -573,8 +592,6 @@ def grade_submission(notebook, rubric=None, *, student: str | None = None, timeo
     chapter = _chapter_of(path, table)
     problem = _check_notebook(path)
     if rubric is None:
-        from zslib.teaching.assignments import exercise_names
-
         nb = json.loads(path.read_text()) if problem is None else {"cells": [], "metadata": {}}
         names = nb.get("metadata", {}).get("zslib_assignment", {}).get("exercises") or exercise_names(nb)
         items = {n: RubricItem(n, float(_registry()[n].points), _kind(_registry()[n]) != "choice")
@@ -672,7 +689,15 @@ def grade_all(submissions, rubric, out, *, timeout: float = DEFAULT_TIMEOUT, mem
     grades = []
     for student, nb in found:
         start = time.monotonic()
-        g = grade_submission(nb, table, student=student, timeout=timeout, memory_mb=memory_mb, user=user, seed=seed)
+        chapter = _chapter_of(nb, table)
+        try:
+            if chapter not in table:
+                raise ValueError(f"no rubric entry for chapter {chapter!r}: keep the pack's notebook metadata, or "
+                                 f"name the file after its chapter (e.g. {student}_cml.ipynb)")
+            g = grade_submission(nb, table, student=student, timeout=timeout, memory_mb=memory_mb, user=user,
+                                 seed=seed)
+        except (ValueError, OSError, RuntimeError) as err:  # one bad file must not stop the class's grading
+            g = Graded(student, nb.name, chapter, f"not graded: {err}", 0.0, 0.0)
         progress(f"{student}/{nb.name}: {g.points:g} / {g.total:g} ({g.status}, {time.monotonic() - start:.0f} s)")
         grades.append(g)
     write_gradebook(grades, out / "gradebook.csv")
