@@ -85,7 +85,8 @@ def test_a_tuple_of_numbers_earns_the_share_it_gets_right():
     assert grading.score_answer(ex, {"answer": {"sequence": [5.0, 1.0]}})[0] == 1.0
     assert grading.score_answer(ex, {"answer": {"sequence": [5.0, 2.0]}})[0] == 0.5
     items = grading.load_rubric({"cml_experiments.dc_and_diversity": {"points": 4, "partial": False}})
-    assert items["cml_experiments.dc_and_diversity"].points == 4 and not items["cml_experiments.dc_and_diversity"].partial
+    item = items["cml_experiments.dc_and_diversity"]
+    assert item.points == 4 and not item.partial
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -238,7 +239,8 @@ def test_each_forgery_gets_zero_for_the_check_it_forged(graded_class):
 
 def test_one_feedback_file_per_student_and_the_seed_is_kept(graded_class):
     grades = graded_class["root"] / "grades"
-    assert sorted(p.stem for p in (grades / "feedback").iterdir()) == ["dying", "forged", "looping", "solved", "unsolved"]
+    students = sorted(p.stem for p in (grades / "feedback").iterdir())
+    assert students == ["dying", "forged", "looping", "solved", "unsolved"]
     assert "8 / 8 points" in (grades / "feedback" / "solved.md").read_text()
     assert "not checked" in (grades / "feedback" / "looping.md").read_text()
     assert isinstance(json.loads((grades / "grading.json").read_text())["seed"], int)
@@ -283,3 +285,19 @@ def test_as_root_submissions_run_as_nobody_or_the_grader_says_what_to_do():
         nb.write_text(json.dumps(_nb([IMPORT, f"open({str(target)!r}, 'w').write('x')", SOLUTIONS[0]])))
         g = grading.grade_submission(nb, {"metrics.duplicated_r1": 1}, user="nobody", timeout=120)
         assert g.points == 1 and not target.exists()
+
+
+def test_the_cli_as_root_says_in_one_line_what_to_do_when_nobody_cannot_run_python(tmp_path):
+    if os.geteuid() != 0:
+        pytest.skip("the unprivileged mode needs a root grader")
+    try:
+        grading.probe_user("nobody")
+        pytest.skip("nobody can run this Python here: nothing to refuse")
+    except grading.RefusedUser:
+        pass
+    nb = tmp_path / "tiny.ipynb"
+    nb.write_text(json.dumps(_nb([IMPORT, SOLUTIONS[0]])))
+    here = str(Path(grading.__file__).resolve().parents[2])
+    out = subprocess.run([sys.executable, "-m", "zslib", "grade", str(nb)], capture_output=True, text=True,
+                         env=dict(os.environ, PYTHONPATH=here))
+    assert out.returncode == 2 and "--same-user" in out.stderr and "Traceback" not in out.stderr

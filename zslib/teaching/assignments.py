@@ -205,9 +205,9 @@ def _readme(rubric: dict, titles: dict, times: dict) -> str:
               f"CPU runtime also has 2). Measured for {measured}: the student notebook executed from the top on the "
               f"quick profile, with empty results and cache folders, as a student's first run is "
               f"(`scripts/time_pack.py`, {MEASURED_ON}). The machine was shared while we measured; the number in "
-              "brackets is its load average (2 = both cores busy), so these times are upper bounds: on an idle "
-              "machine expect them divided by about load / 2. The other chapters show the time of the book build "
-              "(an executed chapter, results reused where the build had them), or 'not measured yet'. On Colab add "
+              "brackets is its load average at the end of the run (2 = both cores busy), so these times are upper "
+              "bounds: an idle machine is faster. The other chapters show the time of the book build (an executed "
+              "chapter, results reused where the build had them), or 'not measured yet'. On Colab add "
               "the first cell's install of zslib (a minute or two). Grading a notebook runs it again, plus about "
               "10 s to start its process. Nothing has been measured on a GPU yet.", ""]
     return "\n".join(lines)
@@ -247,6 +247,7 @@ def build_pack(out: str | os.PathLike, chapters=None, book_dir: str | os.PathLik
         secret.parent.mkdir(exist_ok=True)
         secret.write_text(json.dumps({"seed": secrets.randbits(62)}) + "\n")
         os.chmod(secret.parent, 0o700)
+    os.chmod(out / "instructor", 0o700)  # the solutions: the teacher's only (a graded notebook runs as nobody)
     return out
 
 
@@ -262,7 +263,8 @@ class Score:
         rows = [f"{self.notebook}: {self.points:g} / {self.total:g} points ({self.status})"]
         for name, r in self.exercises.items():
             state = "passed" if r["passed"] else ("failed" if r["checked"] else "not checked (cell missing or failed)")
-            rows.append(f"  {name:<55s} {state}")
+            note = r.get("message", "").split("\n")[0]
+            rows.append(f"  {name:<55s} {state}" + (f": {note}" if note and not r["passed"] else ""))
         return "\n".join(rows)
 
 

@@ -313,7 +313,9 @@ def score_answer(ex, record: dict | None, cases=None) -> tuple[float, str]:
     truth = ex._decided(ex.decide, context)
     if isinstance(truth, Outcome):
         return 0.0, truth.message
-    return (1.0, "passed.") if text == truth else (0.0, f"{text!r} is not what the run's numbers show.\nHint: {ex.hint}")
+    if text != truth:
+        return 0.0, f"{text!r} is not what the run's numbers show.\nHint: {ex.hint}"
+    return 1.0, "passed."
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -468,8 +470,11 @@ def _execute(notebook: Path, names, seed: int, timeout: float, memory_mb: int, u
         out_w = in_r = None
         writer = os.fdopen(in_w, "w", encoding="utf-8", buffering=1)
         in_w = None
-        writer.write(json.dumps({"public": _public(names)}) + "\n")
-        writer.flush()
+        try:
+            writer.write(json.dumps({"public": _public(names)}) + "\n")
+            writer.flush()
+        except OSError:
+            pass  # the child is already gone: its status says why
 
         def read():
             with os.fdopen(out_r, "r", encoding="utf-8", errors="replace") as reader:

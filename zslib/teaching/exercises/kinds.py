@@ -270,8 +270,9 @@ class NumberExercise(_Base):
             try:
                 a = float(a)
             except OverflowError:
-                return Outcome(self.name, False, f"{self.header()}: {which or 'the answer '}is too large to be a float (over "
-                                                 "1.8e308): expected a number near the answer.")
+                what = which or "the answer "
+                return Outcome(self.name, False, f"{self.header()}: {what}is too large to be a float (over 1.8e308): "
+                                                 "expected a number near the answer.")
             except _BAD_NUMBER:
                 return Outcome(self.name, False, f"{self.header()}: expected a number, got {a!r}"[:300] + ".")
             tol = self.tol * abs(t) if self.relative else self.tol
