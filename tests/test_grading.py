@@ -106,6 +106,21 @@ def test_a_function_that_never_returns_fails_the_check_within_the_time_limit(mon
     assert time.monotonic() - start < 10
 
 
+def test_the_grader_stops_an_endless_function_once_and_fails_every_input():
+    ex = REGISTRY["metrics.purity"]
+    cases = grading.hidden_cases(ex, 2)
+
+    def forever(*args):
+        while True:
+            pass
+
+    start = time.monotonic()
+    results = run_function(forever, _roundtrip(grading._encoded_cases(cases)), seconds=0.5)
+    assert time.monotonic() - start < 5  # one time limit, not one per input
+    fraction, message = grading.score_answer(ex, _roundtrip({"results": results}), cases)
+    assert fraction == 0.0 and "did not return within the time limit" in message
+
+
 def test_numbers_beyond_a_float_fail_the_check_with_a_message():
     out = verdict("metrics.duplicated_r1", 10 ** 400)
     assert not out.passed and "too large" in out.message

@@ -180,8 +180,9 @@ def _readme(rubric: dict, titles: dict, times: dict) -> str:
              "path (e.g. execute the instructor notebooks). Use it for trusted code, or inside a throwaway "
              "virtual machine or container.",
              "* Neither mode stops a process that leaves the process group and clears its environment, limits "
-             "network access, or detects a student who copied the book's solution or wraps the zslib function "
-             "the exercise asks to re-implement: skim the submitted code, and read the notebooks for the "
+             "network access, or detects a student who copied the book's solution, wraps the zslib function "
+             "the exercise asks to re-implement, or re-imports the exercise bank from zslib's source: skim the "
+             "submitted code, and read the notebooks for the "
              "derivations and written answers, which no check tests.", "",
              "Experiment questions (a predicted sign or ordering) are decided by the numbers the student's own "
              "run printed, so every student is graded against their own run (a student who types both the "

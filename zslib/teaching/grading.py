@@ -48,7 +48,11 @@ code; neither does a same-user run here (see below).
   path. Use it for trusted code or inside a throwaway machine or container.
 * in both: a process that leaves the process group *and* clears its environment survives the cleanup; no
   limit on network, CPU share or the number of open files beyond the defaults. A container (otter's way)
-  or a disposable VM closes these.
+  or a disposable VM closes these. And the references are zslib's own functions, which the course hands
+  out: a submission that wraps the function an exercise asks to re-implement, copies the book's solution,
+  or undoes the sandbox's module replacement (removes its import guard and re-imports the exercise bank
+  from zslib's source) gets the points, as it would with any autograder; that is copying, found by
+  reading the code, not a way to make the grader report a check it did not run.
 """
 from __future__ import annotations
 
@@ -392,10 +396,13 @@ def probe_user(user) -> None:
     _PROBED.add(user)
 
 
-def _limits(memory_mb, ids):
+def _limits(memory_mb, ids, timeout):
     import resource
 
+    cpu = int((os.cpu_count() or 1) * timeout + 60)  # a backstop should the grader itself die
+
     def apply():
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
         mem = int(memory_mb) * 2 ** 20
         resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
         resource.setrlimit(resource.RLIMIT_FSIZE, (_FILE_LIMIT, _FILE_LIMIT))
@@ -464,7 +471,7 @@ def _execute(notebook: Path, names, seed: int, timeout: float, memory_mb: int, u
             proc = subprocess.Popen([sys.executable, "-m", "zslib.teaching.sandbox", str(copy), str(out_w), str(in_r)],
                                     cwd=dirs["work"], env=env, stdin=subprocess.DEVNULL, stdout=log,
                                     stderr=subprocess.STDOUT, pass_fds=(out_w, in_r), start_new_session=True,
-                                    preexec_fn=_limits(memory_mb, ids))
+                                    preexec_fn=_limits(memory_mb, ids, timeout))
         os.close(out_w)
         os.close(in_r)
         out_w = in_r = None
