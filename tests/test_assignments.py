@@ -113,13 +113,18 @@ def test_the_pack_student_version_has_no_solution_and_the_grader_scores_it(tmp_p
     assert "math.exp(-4)" in (pack / "instructor" / "tiny.ipynb").read_text()
     rubric = json.loads((pack / "rubric.json").read_text())
     assert rubric == {"tiny": {"deep_metric_learning.proxy_nca_floor": 1, "metrics.duplicated_r1": 1}}
-    assert "python -m zslib grade" in (pack / "README.md").read_text()
+    readme = (pack / "README.md").read_text()
+    assert "python -m zslib grade" in readme and "grade-all" in readme and "measured on a 2-core CPU" in readme
+    assert "| not measured yet |" in readme  # the GPU column
+    assert isinstance(json.loads((pack / "grader" / "hidden.json").read_text())["seed"], int)
+    assert "seed" not in "".join(p.read_text() for p in (pack / "student").iterdir())
 
-    solved = grade(pack / "instructor" / "tiny.ipynb", rubric=pack / "rubric.json", timeout=120)
+    # user=None: the grader's own user (as root, the default "nobody" needs a Python it can run)
+    solved = grade(pack / "instructor" / "tiny.ipynb", rubric=pack / "rubric.json", timeout=120, user=None)
     assert (solved.points, solved.total) == (2, 2), solved.report()
-    unsolved = grade(pack / "student" / "tiny.ipynb", rubric=pack / "rubric.json", timeout=120)
+    unsolved = grade(pack / "student" / "tiny.ipynb", rubric=pack / "rubric.json", timeout=120, user=None)
     assert (unsolved.points, unsolved.total) == (0, 2), unsolved.report()
-    assert "failed" in unsolved.report()
+    assert "failed: not answered" in unsolved.report()
 
 
 def test_the_cli_writes_a_pack_of_every_chapter(tmp_path):

@@ -11,6 +11,7 @@ Examples::
     python -m zslib methods                                          # the methods and their parameters
     python -m zslib assignments --out pack                           # student/instructor notebooks, rubric
     python -m zslib grade pack/student/cml.ipynb --rubric pack/rubric.json
+    python -m zslib grade-all submissions/ --rubric pack/rubric.json --out grades   # gradebook.csv, feedback/
 
 Defaults come from the profile (``--profile``, else ``$ZS_PROFILE``, else quick). A bad argument or a
 known failure (missing data, a damaged file) is reported in one line with exit status 2; ``--debug``
@@ -144,11 +145,31 @@ def _parser() -> argparse.ArgumentParser:
     a.add_argument("--out", required=True, help="folder to write the pack into (created if missing)")
     a.add_argument("--chapter", action="append", help="only this chapter (a notebook stem; repeatable)")
 
-    g = sub.add_parser("grade", help="score a submitted notebook by executing its exercise checks")
+    def sandbox_options(parser, what):
+        parser.add_argument("--rubric", help=what)
+        parser.add_argument("--timeout", type=float, default=1800,
+                            help="seconds for a whole notebook, then it is stopped and keeps the points it has (default 1800)")
+        parser.add_argument("--memory", type=int, default=8192, help="address-space limit in MB (default 8192)")
+        who = parser.add_mutually_exclusive_group()
+        who.add_argument("--user", default="auto", help="run submissions as this user (default: nobody when run as root)")
+        who.add_argument("--same-user", action="store_true",
+                         help="run submissions as the grader's own user (only for trusted code; see the teacher's README)")
+
+    g = sub.add_parser("grade", help="grade one submitted notebook in a separate, limited process",
+                       description="Execute the notebook in its own process and folders (zslib.teaching.grading) "
+                                   "and score the answers its checks hand over against references and hidden "
+                                   "inputs it never sees.")
     g.add_argument("notebook", help="the submitted .ipynb")
-    g.add_argument("--rubric", help="the pack's rubric.json (default: the exercises the notebook records)")
-    g.add_argument("--timeout", type=int, default=1800, help="seconds per cell (default 1800)")
+    sandbox_options(g, "the pack's rubric.json (default: the exercises the notebook records)")
     g.add_argument("--json", action="store_true", help="print the score as JSON")
+
+    ga = sub.add_parser("grade-all", help="grade a folder of submissions into a gradebook CSV and feedback files",
+                        description="Grade every notebook in SUBMISSIONS (FOLDER/alice.ipynb or FOLDER/alice/*.ipynb) "
+                                    "with the pack's rubric; write OUT/gradebook.csv, OUT/feedback/<student>.md "
+                                    "and OUT/grading.json.")
+    ga.add_argument("submissions", help="the folder of submitted notebooks")
+    sandbox_options(ga, "the pack's rubric.json (required)")
+    ga.add_argument("--out", required=True, help="folder for gradebook.csv and feedback/")
     return p
 
 
@@ -292,21 +313,51 @@ def _assignments(args) -> int:
     return 0
 
 
+def _sandbox(args):
+    if args.timeout <= 0:
+        raise UsageError("--timeout must be a positive number of seconds")
+    if args.memory < 512:
+        raise UsageError("--memory must be at least 512 (MB); torch alone needs a few GB of address space")
+    return {"timeout": args.timeout, "memory_mb": args.memory, "user": None if args.same_user else args.user}
+
+
 def _grade(args) -> int:
     from pathlib import Path
 
     if not Path(args.notebook).is_file():
         raise UsageError(f"no such notebook: {args.notebook}")
-    if args.timeout < 1:
-        raise UsageError("--timeout must be at least 1 second")
-    from zslib.teaching.assignments import grade
+    if args.rubric and not Path(args.rubric).is_file():
+        raise UsageError(f"no such rubric: {args.rubric}")
+    from zslib.teaching.grading import RefusedUser, grade_submission, probe_user, resolve_user
 
-    score = grade(args.notebook, rubric=args.rubric, timeout=args.timeout)
+    options = _sandbox(args)
+    try:
+        probe_user(resolve_user(options["user"]))
+    except RefusedUser as err:
+        raise UsageError(str(err)) from None
+    graded = grade_submission(args.notebook, args.rubric, **options)
     if args.json:
-        print(json.dumps({"notebook": score.notebook, "points": score.points, "total": score.total,
-                          "exercises": score.exercises}, indent=1))
+        print(json.dumps({"notebook": graded.notebook, "status": graded.status, "points": graded.points,
+                          "total": graded.total, "exercises": graded.exercises}, indent=1))
     else:
-        print(score.report())
+        print(graded.report())
+    return 0
+
+
+def _grade_all(args) -> int:
+    from pathlib import Path
+
+    if not Path(args.submissions).is_dir():
+        raise UsageError(f"no such folder of submissions: {args.submissions}")
+    if not args.rubric or not Path(args.rubric).is_file():
+        raise UsageError(f"--rubric must name the pack's rubric.json (got {args.rubric})")
+    from zslib.teaching.grading import RefusedUser, grade_all
+
+    try:
+        grades = grade_all(args.submissions, args.rubric, args.out, **_sandbox(args))
+    except RefusedUser as err:
+        raise UsageError(str(err)) from None
+    print(f"graded {len(grades)} notebook(s): {Path(args.out) / 'gradebook.csv'}, {Path(args.out) / 'feedback'}/")
     return 0
 
 
@@ -320,7 +371,7 @@ def _methods(args) -> int:
 def main(argv=None) -> int:
     args = _parser().parse_args(argv)
     command = {"train": _train, "evaluate": _evaluate, "methods": _methods, "record": _record,
-               "assignments": _assignments, "grade": _grade}[args.command]
+               "assignments": _assignments, "grade": _grade, "grade-all": _grade_all}[args.command]
     if args.debug:
         return command(args)
     try:

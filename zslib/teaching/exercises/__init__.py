@@ -6,14 +6,12 @@ prints what it found in plain words: passed, or which generated input failed, ex
 hint tied to the derivation. It never prints the solution and never raises on a wrong answer, so a
 notebook with unsolved exercises still runs to the end.
 
-When the environment variable ``ZS_GRADE_LOG`` names a file, every check also appends one JSON line
-(``{"name": ..., "passed": ...}``) to it: the autograder (:mod:`zslib.teaching.assignments`) executes a submitted
-notebook with it set and scores the lines.
+A check decides nothing about grades: the grader (:mod:`zslib.teaching.grading`) runs a submission in a
+separate process where ``check`` only hands the answer over, and scores it in its own process against
+references and hidden inputs the submission never sees. (An earlier version appended verdicts to a
+``ZS_GRADE_LOG`` file, which a submission could write itself; nothing reads that variable any more.)
 """
 from __future__ import annotations
-
-import json
-import os
 
 from zslib.teaching.exercises.bank import EXERCISES
 from zslib.teaching.exercises.bank_adapt_adv import EXERCISES as ADAPT_ADV_EXERCISES
@@ -32,10 +30,10 @@ __all__ = ["REGISTRY", "check", "verdict", "exercises_of", "Outcome"]
 REGISTRY = {e.name: e for e in EXERCISES}
 assert len(REGISTRY) == len(EXERCISES), "two exercises share a name"
 
-GRADE_LOG = "ZS_GRADE_LOG"
-
-
 def _exercise(name: str):
+    if not isinstance(name, str):
+        raise TypeError(f"the exercise's name must be a string such as 'metrics.purity', got {name!r} "
+                        f"({type(name).__name__})")
     try:
         return REGISTRY[name]
     except KeyError:
@@ -44,7 +42,11 @@ def _exercise(name: str):
 
 
 def verdict(name: str, answer, **context) -> Outcome:
-    """The :class:`Outcome` of exercise ``name`` for ``answer`` (nothing printed)."""
+    """The :class:`Outcome` of exercise ``name`` for ``answer`` (nothing printed). A name that is not a string
+    fails the check with a message; an unknown name raises ``KeyError`` listing the chapter's names."""
+    if not isinstance(name, str):
+        return Outcome(str(name), False, f"check({name!r}, ...): the first argument must be the exercise's name "
+                                         "as a string, e.g. check(\"metrics.purity\", my_purity).")
     return _exercise(name).run(answer, **context)
 
 
@@ -57,10 +59,6 @@ def check(name: str, answer, **context) -> Outcome:
     """
     outcome = verdict(name, answer, **context)
     print(("✔ " if outcome.passed else "✘ ") + outcome.message)
-    log = os.environ.get(GRADE_LOG)
-    if log:
-        with open(log, "a", encoding="utf-8") as fh:
-            fh.write(json.dumps({"name": name, "passed": outcome.passed}) + "\n")
     return outcome
 
 

@@ -9,14 +9,60 @@ value itself) and gives the hint. None of them prints the solution.
 from __future__ import annotations
 
 import math
+import signal
+import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 import torch
 
-__all__ = ["Outcome", "Case", "FunctionExercise", "NumberExercise", "ChoiceExercise", "NOT_ANSWERED"]
+__all__ = ["Outcome", "Case", "FunctionExercise", "NumberExercise", "ChoiceExercise", "NOT_ANSWERED", "call_limited",
+           "TimeLimit", "CALL_SECONDS"]
 
 NOT_ANSWERED = "not answered yet: replace the `...` by your answer and run the cell again"
+CALL_SECONDS = 10.0  # how long a student's function may take on one generated input (they take milliseconds)
+# what reading a number out of a student's answer or the chapter's printed values can raise
+_BAD_NUMBER = (TypeError, ValueError, OverflowError, ArithmeticError, KeyError, IndexError, AttributeError)
+
+
+class TimeLimit(BaseException):
+    """Raised inside a student's function that ran past :data:`CALL_SECONDS` (a BaseException, so that an
+    ``except Exception`` in the student's code does not swallow it)."""
+
+
+def call_limited(fn, args: tuple, kwargs: dict, seconds: float | None = None):
+    """``fn(*args, **kwargs)``, stopped with :class:`TimeLimit` after ``seconds`` (default
+    :data:`CALL_SECONDS`). In the main thread a timer signal interrupts the call (re-sent every half second,
+    in case the function catches the first); elsewhere the call runs in a daemon thread that is abandoned
+    when it overruns (it cannot be stopped from outside, but the check returns)."""
+    seconds = CALL_SECONDS if seconds is None else seconds
+    if threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer"):
+        def on_alarm(signum, frame):
+            raise TimeLimit()
+
+        previous = signal.signal(signal.SIGALRM, on_alarm)
+        signal.setitimer(signal.ITIMER_REAL, seconds, 0.5)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+    box = {}
+
+    def target():
+        try:
+            box["value"] = fn(*args, **kwargs)
+        except BaseException as err:  # handed to the caller below
+            box["error"] = err
+
+    worker = threading.Thread(target=target, daemon=True)
+    worker.start()
+    worker.join(seconds)
+    if worker.is_alive():
+        raise TimeLimit()
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
 
 
 @dataclass(frozen=True)
@@ -72,7 +118,7 @@ def _as_tensor(value) -> torch.Tensor | None:
         return value
     try:
         return torch.as_tensor(value, dtype=torch.float64)
-    except (TypeError, ValueError, RuntimeError):
+    except Exception:  # noqa: BLE001  (anything a student returns: 10**400, a string, an object)
         return None
 
 
@@ -94,6 +140,16 @@ class _Base:
     title: str
     hint: str
     points: int = 1
+
+    def _decided(self, fn, context: dict):
+        """``fn`` of the chapter's values, or an :class:`Outcome` saying which value could not be read."""
+        try:
+            return fn(**{k: context[k] for k in getattr(self, "context", ())})
+        except _BAD_NUMBER as err:
+            shown = ", ".join(f"{k}={context[k]!r}"[:80] for k in getattr(self, "context", ()))
+            return Outcome(self.name, False, f"{self.header()}: the chapter's values could not be read as numbers "
+                                             f"({shown}: {type(err).__name__}: {err}); pass the numbers the chapter "
+                                             "printed, unchanged.")
 
     def _require_context(self, context: dict) -> None:
         """The chapter must pass every value the exercise is decided from (``self.context``)."""
@@ -128,11 +184,12 @@ class FunctionExercise(_Base):
         cases = list(self.cases())
         for number, case in enumerate(cases, 1):
             where = f"input {number} of {len(cases)} ({case.description})"
-            ref_args = _fresh(case.args, case.grad)
-            expected = self.reference(*ref_args, **case.kwargs)
-            got_args = _fresh(case.args, case.grad)
+            got_args = _fresh(case.args, case.grad)  # the answer runs first: no reference value in any frame
             try:
-                got = answer(*got_args, **case.kwargs)
+                got = call_limited(answer, got_args, case.kwargs)
+            except TimeLimit:
+                return Outcome(self.name, False, f"{self.header()} failed on {where}: your function did not return "
+                                                 f"within {CALL_SECONDS:g} s (an endless loop?).\nHint: {self.hint}")
             except NotImplementedError:
                 return Outcome(self.name, False, f"{self.header()}: {NOT_ANSWERED}.")
             except Exception as err:  # the student's code: any error is reported, not raised
@@ -141,24 +198,34 @@ class FunctionExercise(_Base):
             if got is None:
                 return Outcome(self.name, False, f"{self.header()}: your function returned None on {where}; "
                                                  "it should return the value (did you forget `return`?).")
-            exp_t, got_t = _as_tensor(expected), _as_tensor(got)
-            if got_t is None:
-                return Outcome(self.name, False, f"{self.header()} failed on {where}: expected a number or "
-                                                 f"tensor, got {type(got).__name__}.\nHint: {self.hint}")
-            if got_t.shape != exp_t.shape and not (got_t.numel() == exp_t.numel() == 1):
-                return Outcome(self.name, False, f"{self.header()} failed on {where}: expected shape "
-                                                 f"{tuple(exp_t.shape)}, got {tuple(got_t.shape)}.\nHint: {self.hint}")
-            e64, g64 = exp_t.detach().double().reshape(exp_t.shape), got_t.detach().double().reshape(exp_t.shape)
-            if not torch.allclose(g64, e64, rtol=self.rtol, atol=self.atol, equal_nan=True):
-                return Outcome(self.name, False, f"{self.header()} failed on {where}: expected {_short(e64)}, "
-                                                 f"got {_short(g64)}.\nHint: {self.hint}")
-            if case.grad is not None:
-                message = self._gradient(ref_args[case.grad], got_args[case.grad], expected, got_t, where)
-                if message:
-                    return Outcome(self.name, False, message)
+            ref_args = _fresh(case.args, case.grad)
+            expected = self.reference(*ref_args, **case.kwargs)
+            try:
+                message = self._compare(expected, got, ref_args, got_args, case, where)
+            except Exception as err:  # noqa: BLE001  (an odd result must fail the check, not raise)
+                message = (f"{self.header()} failed on {where}: your result could not be compared with the "
+                           f"reference ({type(err).__name__}: {err}).\nHint: {self.hint}")
+            if message:
+                return Outcome(self.name, False, message)
         grad_note = " and gradients" if any(c.grad is not None for c in cases) else ""
         return Outcome(self.name, True, f"{self.header()}: passed: values{grad_note} match the zslib "
                                         f"reference on all {len(cases)} inputs.")
+
+    def _compare(self, expected, got, ref_args, got_args, case, where) -> str | None:
+        """``None`` when ``got`` matches ``expected`` on one case (value, shape and gradient), else the message."""
+        exp_t, got_t = _as_tensor(expected), _as_tensor(got)
+        if got_t is None:
+            return (f"{self.header()} failed on {where}: expected a number or tensor, got "
+                    f"{type(got).__name__}.\nHint: {self.hint}")
+        if got_t.shape != exp_t.shape and not (got_t.numel() == exp_t.numel() == 1):
+            return (f"{self.header()} failed on {where}: expected shape {tuple(exp_t.shape)}, got "
+                    f"{tuple(got_t.shape)}.\nHint: {self.hint}")
+        e64, g64 = exp_t.detach().double().reshape(exp_t.shape), got_t.detach().double().reshape(exp_t.shape)
+        if not torch.allclose(g64, e64, rtol=self.rtol, atol=self.atol, equal_nan=True):
+            return f"{self.header()} failed on {where}: expected {_short(e64)}, got {_short(g64)}.\nHint: {self.hint}"
+        if case.grad is not None:
+            return self._gradient(ref_args[case.grad], got_args[case.grad], expected, got_t, where)
+        return None
 
     def _gradient(self, ref_in, got_in, expected, got, where) -> str | None:
         weights = torch.linspace(0.5, 1.5, max(expected.numel(), 1), dtype=torch.float64).reshape(expected.shape)
@@ -190,19 +257,25 @@ class NumberExercise(_Base):
         if _unanswered(answer):
             return Outcome(self.name, False, f"{self.header()}: {NOT_ANSWERED}.")
         self._require_context(context)
-        truth = self.expected(**{k: context[k] for k in self.context})
+        truth = self._decided(self.expected, context)
+        if isinstance(truth, Outcome):
+            return truth
         truths = truth if isinstance(truth, tuple) else (truth,)
         answers = answer if isinstance(answer, (tuple, list)) else (answer,)
         if len(answers) != len(truths):
             return Outcome(self.name, False, f"{self.header()}: expected {len(truths)} number(s), "
                                              f"got {len(answers)}.")
         for i, (a, t) in enumerate(zip(answers, truths)):
+            which = f"number {i + 1} " if len(truths) > 1 else ""
             try:
                 a = float(a)
-            except (TypeError, ValueError):
-                return Outcome(self.name, False, f"{self.header()}: expected a number, got {a!r}.")
+            except OverflowError:
+                what = which or "the answer "
+                return Outcome(self.name, False, f"{self.header()}: {what}is too large to be a float (over 1.8e308): "
+                                                 "expected a number near the answer.")
+            except _BAD_NUMBER:
+                return Outcome(self.name, False, f"{self.header()}: expected a number, got {a!r}"[:300] + ".")
             tol = self.tol * abs(t) if self.relative else self.tol
-            which = f"number {i + 1} " if len(truths) > 1 else ""
             if not math.isfinite(a) or abs(a - t) > tol:
                 direction = "not finite" if not math.isfinite(a) else ("too high" if a > t else "too low")
                 told = f"{self.tol:.0%} relative" if self.relative else f"{self.tol:g}"
@@ -231,7 +304,9 @@ class ChoiceExercise(_Base):
         if text not in options:
             return Outcome(self.name, False, f"{self.header()}: answer one of {', '.join(map(repr, options))}; "
                                              f"got {answer!r}.")
-        truth = self.decide(**{k: context[k] for k in self.context})
+        truth = self._decided(self.decide, context)
+        if isinstance(truth, Outcome):
+            return truth
         if text != truth:
             return Outcome(self.name, False, f"{self.header()}: {text!r} is not what this run's numbers show.\n"
                                              f"Hint: {self.hint}")
