@@ -174,8 +174,15 @@ def _inshop(root):
     return build_inshop(root)
 
 
+def _cars(root):
+    import data_fixtures as fx
+
+    fx.CARS_SPEC = [(1, 4), (2, 4), (98, 3), (99, 5), (150, 5)]  # Recall@8 needs more than 8 images per split
+    return build_cars_annos(root)
+
+
 BUILDERS = {"cub200": lambda r: build_cub(r, classes={1: 3, 2: 3, 3: 3, 101: 5, 102: 5}),
-            "cars196": build_cars_annos, "sop": _sop, "inshop": _inshop, "flowers102": _flowers}
+            "cars196": _cars, "sop": _sop, "inshop": _inshop, "flowers102": _flowers}
 BACKBONES = {"cub200": {"googlenet", "bninception"}, "cars196": {"googlenet", "bninception"},
              "sop": {"googlenet", "bninception"}, "inshop": {"googlenet", "bninception"},
              "flowers102": {"efficientnet_lite0"}}
@@ -194,6 +201,7 @@ def test_each_dataset_trains_its_plan_on_a_fabricated_folder(dataset, tmp_path, 
 
     monkeypatch.setattr(fx, "SOP_TEST", fx.SOP_TEST)
     monkeypatch.setattr(fx, "INSHOP_ROWS", fx.INSHOP_ROWS)
+    monkeypatch.setattr(fx, "CARS_SPEC", fx.CARS_SPEC)
     BUILDERS[dataset](tmp_path / "data")
     monkeypatch.setenv("ZS_DATA", str(tmp_path / "data"))
     c = campaign_configs(dataset, smoke=True, test_seeds=(0, 1))
@@ -211,3 +219,41 @@ def test_each_dataset_trains_its_plan_on_a_fabricated_folder(dataset, tmp_path, 
         assert r.config.dataset == dataset and r.config.image_cache is True
         if dataset != "flowers102":  # the papers' backbones: JRD's BN-Inception, GoogLeNet for the others
             assert r.config.backbone == ("bninception" if m == "jrd" else "googlenet")
+
+
+# ---- chapters find fine-tuned records ---------------------------------------------------------------------------
+
+def test_finetuned_runs_finds_the_fine_tuned_records_with_their_hardware(tmp_path):
+    from types import SimpleNamespace
+
+    from zslib.campaign.records import REGIMES, finetuned_runs, hardware, regime, regime_label
+    from zslib.engine.config import Config
+    from zslib.engine.store import Result
+    from zslib.engine.train import History
+    from zslib.experiment import finetuned_runs as front_door
+
+    gpu = {"complete": True, "device": "cuda (NVIDIA H100 80GB HBM3)", "precision": "bfloat16",
+           "images_per_second": 2512.3, "data_wait_share": 0.03}
+    cpu = {"complete": True, "device": "cpu (x86_64, 2 cores)", "precision": "float32"}
+    metrics = {"unseen": {"R@1": 0.9}}
+    made = {
+        "fine-tuned": Config.from_profile("full", dataset="flowers102", backbone="efficientnet_lite0", method="cml",
+                                          method_params={"lambda1": 0.01}, seed=3),
+        "frozen": Config.from_profile("real", method="cml", method_params={"lambda1": 0.01}, seed=3),
+        "quick": Config.from_profile("quick", method="cml", method_params={"lambda1": 0.01}, seed=3),
+    }
+    for name, c in made.items():
+        folder = tmp_path / "recorded" if name == "fine-tuned" else tmp_path
+        Result(c, metrics, History(), gpu if name == "fine-tuned" else cpu).save(folder / f"{name}-{c.hash}.json")
+    found = finetuned_runs(tmp_path)
+    assert [r.config.hash for r in found] == [made["fine-tuned"].hash]
+    assert finetuned_runs(tmp_path, recorded_only=True)[0].config.hash == made["fine-tuned"].hash
+    assert finetuned_runs(tmp_path, method="jrd") == [] and len(front_door(tmp_path, dataset="flowers102")) == 1
+    assert hardware(found[0]) == "cuda (NVIDIA H100 80GB HBM3), bfloat16"
+    assert regime_label(found[0]) == "fine-tuned on cuda (NVIDIA H100 80GB HBM3), bfloat16"
+    assert {regime(r) for r in [*found, *(Result(c, metrics, History(), cpu) for c in made.values())]} == \
+        {"fine-tuned", "frozen", "quick"}
+    # the adapted regime (cached maps, some stages training) is told apart by its config's train_stages
+    adapted = SimpleNamespace(config=SimpleNamespace(dataset="flowers102", feature_stages=["block5"],
+                                                     train_stages=["block6", "head"]), provenance={})
+    assert regime(adapted) == "adapted" and hardware(adapted) == "unknown device" and set(REGIMES) >= {"adapted"}
