@@ -94,6 +94,7 @@ def test_smoke_runs_every_configuration_then_resumes(tmp_path, capsys):
             assert np.allclose(got, _t_interval(np.subtract(method, other)), atol=1e-12), (m, key)
         assert rows[m]["hardware"] and rows[m]["hardware"][0].startswith("cpu")
     assert "| cml |" in (folder / "campaign" / "flowers102.md").read_text()
+    assert len(list((tmp_path / "cache").glob("preresized-*"))) == 2  # the seen and the unseen split, cached once
 
     # a disconnect: one test run lost its result after one of its two steps; the same command resumes it from the
     # checkpoint and reproduces every number; the other runs are loaded, not trained
@@ -257,3 +258,29 @@ def test_finetuned_runs_finds_the_fine_tuned_records_with_their_hardware(tmp_pat
     adapted = SimpleNamespace(config=SimpleNamespace(dataset="flowers102", feature_stages=["block5"],
                                                      train_stages=["block6", "head"]), provenance={})
     assert regime(adapted) == "adapted" and hardware(adapted) == "unknown device" and set(REGIMES) >= {"adapted"}
+
+
+def test_record_copies_real_campaign_files_and_never_smoke_ones(tmp_path):
+    from zslib.campaign.run import record_campaigns
+
+    folder = tmp_path / "campaign"
+    folder.mkdir()
+    for name, smoke in (("flowers102", False), ("cub200", True)):
+        (folder / f"{name}.json").write_text(json.dumps({"format": "zslib-campaign", "smoke": smoke}))
+        (folder / f"{name}.md").write_text("| row |\n")
+    assert record_campaigns(tmp_path, dry_run=True) == [tmp_path / "recorded" / "campaign" / f"flowers102.{e}"
+                                                         for e in ("json", "md")]
+    assert not (tmp_path / "recorded").exists()
+    record_campaigns(tmp_path)
+    assert sorted(p.name for p in (tmp_path / "recorded" / "campaign").iterdir()) == ["flowers102.json", "flowers102.md"]
+
+
+def test_the_fabricated_flowers_are_read_by_the_real_loader_with_the_zero_shot_split(tmp_path):
+    from zslib.campaign.fabricate import fabricate_flowers
+    from zslib.engine.data import Flowers102
+
+    root = fabricate_flowers(tmp_path, seen=3, unseen=2, per_class=4)
+    train, test = Flowers102(root, "train"), Flowers102(root, "test")
+    assert (len(train), len(test)) == (12, 8)
+    assert sorted(set(train.labels + 1)) == [1, 2, 3] and sorted(set(test.labels + 1)) == [52, 53]
+    assert train[0][0].size == (24, 18)

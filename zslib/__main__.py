@@ -385,6 +385,11 @@ def _record(args) -> int:
     print(f"{verb} {len(copied)} run(s) of the {args.profile} profile to the recorded runs")
     for path in copied:
         print(f"  {path}")
+    if args.profile == "full":  # the fine-tuning campaign's tables and choices (python -m zslib finetune)
+        from zslib.campaign.run import record_campaigns
+
+        for path in record_campaigns(args.results_dir, dry_run=args.dry_run):
+            print(f"{verb} the campaign file {path}")
     analyses = record_analyses(args.profile, args.results_dir, dry_run=args.dry_run)
     if analyses:
         print(f"{verb} {len(analyses)} analysis record(s) of the {args.profile} profile (zslib.analysis.records)")

@@ -36,7 +36,7 @@ from zslib.engine.config import Config
 from zslib.engine.stats import format_interval, interval, paired
 
 __all__ = ["STAGES", "Campaign", "run_campaign", "device_settings", "comparison_rows", "markdown_table",
-           "campaign_configs", "estimate_minutes", "ASSUMED_RATES"]
+           "campaign_configs", "estimate_minutes", "ASSUMED_RATES", "record_campaigns", "load_manifest"]
 
 #: The stages, in order, with what each does (``--help`` prints them).
 STAGES = {
@@ -318,6 +318,26 @@ def _write(camp: Campaign, directory: Path, table: str) -> dict:
     md = folder / f"{stem}.md"
     md.write_text(table + "\n")
     return {"json": json_path, "markdown": md}
+
+
+def record_campaigns(results_dir=None, dry_run: bool = False) -> list[Path]:
+    """Copy the campaigns' manifests and tables (``<results>/campaign/*.json``, ``*.md``) into
+    ``<results>/recorded/campaign/`` beside the recorded runs (``python -m zslib record --profile full`` does it);
+    returns the copied paths. Smoke campaigns (``<results>/smoke-campaign/``) are never copied."""
+    import shutil
+
+    from zslib.engine.store import results_dir as default_results
+
+    root = default_results(results_dir)
+    out = []
+    for path in sorted((root / "campaign").glob("*")):
+        if path.suffix in (".json", ".md") and not load_manifest(path.with_suffix(".json"))["smoke"]:
+            target = root / "recorded" / "campaign" / path.name
+            out.append(target)
+            if not dry_run:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(path, target)
+    return out
 
 
 def load_manifest(path) -> dict:
