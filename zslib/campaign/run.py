@@ -184,7 +184,7 @@ def run_campaign(dataset: str = "flowers102", *, smoke: bool = False, methods=ME
     """Run (or resume, or load) the whole campaign on ``dataset`` and return what it found (see the module
     docstring). ``smoke``: every configuration for two steps on tiny images on the CPU (:data:`~zslib.campaign.plan.SMOKE`),
     stored apart (``<results>/smoke-campaign/``) so that they never mix with real runs. ``overrides``: Config
-    fields set on every run (the tests use it)."""
+    fields set on every run (e.g. ``{"iterations": 100}`` for a shorter campaign; they change the runs' hashes)."""
     import torch
 
     from zslib.engine.profile import device as default_device
