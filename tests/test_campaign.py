@@ -286,3 +286,24 @@ def test_the_fabricated_flowers_are_read_by_the_real_loader_with_the_zero_shot_s
     assert (len(train), len(test)) == (12, 8)
     assert sorted(set(train.labels + 1)) == [1, 2, 3] and sorted(set(test.labels + 1)) == [52, 53]
     assert train[0][0].size == (24, 18)
+
+
+@pytest.mark.parametrize("gib, batch", [(15.0, "32 x 4"), (8.0, "16 x 4")])
+def test_the_device_picks_batch_workers_and_precision(gib, batch, monkeypatch):
+    """On a (simulated) GPU: the recipe's 32 x 4 batch, halved below 12 GiB (a T4 has 15); float16 where the GPU
+    has no native bfloat16; 8 loader processes asked for, at most one per CPU core started."""
+    import os
+    from types import SimpleNamespace
+
+    import torch
+
+    from zslib.campaign.plan import RECIPES
+    from zslib.campaign.run import device_settings
+
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda d: SimpleNamespace(total_memory=gib * 2**30))
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda d: "Tesla T4")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)  # amp_dtype then takes float16, the T4's
+    overrides, d = device_settings(torch.device("cuda"), RECIPES["flowers102"])
+    assert d["device"] == "cuda (Tesla T4)" and d["precision"] == "float16" and d["batch"] == batch
+    assert overrides == ({} if gib >= 12 else {"batch_classes": 16}) and d["batch_changed"] == (gib < 12)
+    assert d["loader_workers"] == min(8, len(os.sched_getaffinity(0)))
