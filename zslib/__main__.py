@@ -12,6 +12,8 @@ Examples::
     python -m zslib assignments --out pack                           # student/instructor notebooks, rubric
     python -m zslib grade pack/student/cml.ipynb --rubric pack/rubric.json
     python -m zslib grade-all submissions/ --rubric pack/rubric.json --out grades   # gradebook.csv, feedback/
+    python -m zslib finetune --dataset flowers102                    # the fine-tuning campaign on one GPU
+    python -m zslib finetune --smoke                                 # all of it, two steps, on the CPU
 
 Defaults come from the profile (``--profile``, else ``$ZS_PROFILE``, else quick). A bad argument or a
 known failure (missing data, a damaged file) is reported in one line with exit status 2; ``--debug``
@@ -127,6 +129,23 @@ def _parser() -> argparse.ArgumentParser:
 
     sub.add_parser("methods", help="list the methods with their papers, equations and parameters")
 
+    f = sub.add_parser("finetune", help="fine-tune the whole network for every method and its baseline, compare",
+                       formatter_class=argparse.RawDescriptionHelpFormatter, description=_FINETUNE_HELP)
+    f.add_argument("--dataset", default="flowers102", choices=_FINETUNE_DATASETS,
+                   help="the dataset, with the papers' zero-shot split and backbones (default flowers102)")
+    f.add_argument("--smoke", action="store_true",
+                   help="every configuration for two steps on tiny images on the CPU (fabricated Flowers-102 "
+                        "unless --data-root is given); results go to <results>/smoke-campaign/")
+    f.add_argument("--methods", help="comma-separated subset of cml,deml,adapt_adv,zsml,jrd (default: all five)")
+    f.add_argument("--validation-seeds", help="comma-separated seeds of the validation stage (default: the recipe's)")
+    f.add_argument("--test-seeds", help="comma-separated seeds of the test stage (default: the recipe's)")
+    f.add_argument("--data-root", help="folder holding the dataset's folder (default: $ZS_DATA or data/)")
+    f.add_argument("--device", help="cuda, cuda:1, cpu ... (default: $ZS_DEVICE, else CUDA when present)")
+    f.add_argument("--results-dir", help="where runs and the campaign's table go (default: $ZS_RESULTS or results/)")
+    f.add_argument("--plan", action="store_true", help="print the runs and the estimated time; train nothing")
+    f.add_argument("--progress", choices=["text", "none"], default="none",
+                   help="a progress bar per run (default none: one line per run)")
+
     r = sub.add_parser("record", help="copy finished runs of a profile into results/recorded/ (to commit them)",
                        description="Copy the result files of finished runs of one profile from the results folder "
                                    "into its recorded/ sub-folder, which is committed to the repository: the "
@@ -171,6 +190,96 @@ def _parser() -> argparse.ArgumentParser:
     sandbox_options(ga, "the pack's rubric.json (required)")
     ga.add_argument("--out", required=True, help="folder for gradebook.csv and feedback/")
     return p
+
+
+_FINETUNE_DATASETS = ["flowers102", "cub200", "cars196", "sop", "inshop"]
+_FINETUNE_METHODS = ("cml", "deml", "adapt_adv", "zsml", "jrd")
+#: Minutes of the Flowers-102 campaign at the assumed throughputs of zslib.campaign.run.ASSUMED_RATES (2,500 and
+#: 250 training images per second); tests/test_campaign.py checks them against estimate_minutes().
+_FINETUNE_ESTIMATE = {"gpu": 21, "t4": 208}
+_FINETUNE_HELP = f"""\
+Fine-tune the whole ImageNet-pretrained network end to end (images through the pre-resized image cache) for the
+five methods (cml, deml, adapt_adv, zsml, jrd), the baseline of each method's loss and the untrained floor, over
+several seeds, and print the comparison table. Stages:
+
+  1 floor       evaluate the untrained network's pooled feature on the unseen classes (per backbone)
+  2 validation  train each method's candidate settings and 'off' (its same-loss baseline) on the seen classes
+                minus class-disjoint validation classes; choose by the book's rule (zslib.engine.choice)
+  3 test        train the chosen setting and its baseline on all seen classes; evaluate every unseen image
+                ('off' chosen: the method still runs at its best setting, labelled an ablation)
+  4 table       unseen R@1 per method vs its same-loss baseline and vs the untrained floor, paired by seed
+                with 95% intervals; written to <results>/campaign/<dataset>.md and .json
+
+Time on a GPU (estimated, NOT measured: no GPU has run it yet), Flowers-102 with EfficientNet-Lite0:
+about {_FINETUNE_ESTIMATE['gpu']} min on one recent GPU (assuming 2,500 training images/s) and about
+{_FINETUNE_ESTIMATE['t4']} min on a free Colab T4 (assuming 250 images/s: two CPU cores feed it). The papers'
+datasets take hours (see --plan). Started again after a disconnect, the command loads the finished runs and
+resumes the interrupted one from its checkpoint. Each result records the GPU, precision, images/s and data wait.
+"""
+
+
+def _seed_list(text, option):
+    if text is None:
+        return None
+    try:
+        seeds = tuple(int(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise UsageError(f"{option} expects comma-separated whole numbers, e.g. 0,1,2; got {text!r}") from None
+    if not seeds or min(seeds) < 0 or len(set(seeds)) != len(seeds):
+        raise UsageError(f"{option} needs distinct seeds >= 0, got {text!r}")
+    return seeds
+
+
+def _finetune(args) -> int:
+    import os
+    from pathlib import Path
+
+    methods = _FINETUNE_METHODS
+    if args.methods:
+        methods = tuple(m.strip() for m in args.methods.split(",") if m.strip())
+        unknown = sorted(set(methods) - set(_FINETUNE_METHODS))
+        if unknown or not methods:
+            raise UsageError(f"--methods: unknown method(s) {unknown}; choose from {','.join(_FINETUNE_METHODS)}")
+    vseeds = _seed_list(args.validation_seeds, "--validation-seeds")
+    tseeds = _seed_list(args.test_seeds, "--test-seeds")
+    for seeds, option in ((vseeds, "--validation-seeds"), (tseeds, "--test-seeds")):
+        if seeds is not None and len(seeds) < 2:
+            raise UsageError(f"{option} needs at least two seeds: the comparisons are paired by seed")
+    _quick_device_check(args.device)
+    if args.smoke and args.device and not args.device.startswith("cpu"):
+        raise UsageError("--smoke runs on the CPU; leave out --device")
+    from zslib.campaign.run import ASSUMED_RATES, campaign_configs, estimate_minutes, run_campaign
+
+    if args.plan:
+        c = campaign_configs(args.dataset, smoke=args.smoke, methods=methods, validation_seeds=vseeds,
+                             test_seeds=tseeds)
+        n_val = sum(len(x) for r in c["validation"].values() for x in r.values())
+        print(f"{args.dataset}: {sum(len(x) for x in c['floor'].values())} floor evaluations, {n_val} validation "
+              f"runs, then 'off' and one setting per method at test ({len(c['test'])} method(s))")
+        for m, runs in c["validation"].items():
+            first = runs["off"][0]
+            print(f"  {m}: {first.backbone}, loss {first.loss}, {first.iterations} steps of "
+                  f"{first.batch_classes} x {first.batch_per_class}; candidates: off, "
+                  + ", ".join(k for k in runs if k != "off"))
+        for where, rate in ASSUMED_RATES.items():
+            print(f"  estimated (not measured) on {where}: about "
+                  f"{estimate_minutes(args.dataset, rate, methods):.0f} min at an assumed {rate:,.0f} images/s")
+        return 0
+    if args.data_root:
+        os.environ["ZS_DATA"] = str(Path(args.data_root).expanduser())
+    elif args.smoke:
+        if args.dataset != "flowers102":
+            raise UsageError("--smoke fabricates only Flowers-102; for another dataset give --data-root with its "
+                             "folder in the official layout")
+        from zslib.campaign.fabricate import fabricate_flowers
+        from zslib.engine.store import results_dir
+
+        os.environ["ZS_DATA"] = str(fabricate_flowers(results_dir(args.results_dir) / "smoke-campaign" / "data"))
+    device = None if args.smoke else _check_device(args.device)
+    run_campaign(args.dataset, smoke=args.smoke, methods=methods, results_dir=args.results_dir, device=device,
+                 validation_seeds=vseeds, test_seeds=tseeds, progress="text" if args.progress == "text" else False,
+                 out=lambda line: print(line, flush=True))
+    return 0
 
 
 def _print_metrics(title, metrics):
@@ -297,6 +406,11 @@ def _record(args) -> int:
     print(f"{verb} {len(copied)} run(s) of the {args.profile} profile to the recorded runs")
     for path in copied:
         print(f"  {path}")
+    if args.profile == "full":  # the fine-tuning campaign's tables and choices (python -m zslib finetune)
+        from zslib.campaign.run import record_campaigns
+
+        for path in record_campaigns(args.results_dir, dry_run=args.dry_run):
+            print(f"{verb} the campaign file {path}")
     analyses = record_analyses(args.profile, args.results_dir, dry_run=args.dry_run)
     if analyses:
         print(f"{verb} {len(analyses)} analysis record(s) of the {args.profile} profile (zslib.analysis.records)")
@@ -371,7 +485,8 @@ def _methods(args) -> int:
 def main(argv=None) -> int:
     args = _parser().parse_args(argv)
     command = {"train": _train, "evaluate": _evaluate, "methods": _methods, "record": _record,
-               "assignments": _assignments, "grade": _grade, "grade-all": _grade_all}[args.command]
+               "assignments": _assignments, "grade": _grade, "grade-all": _grade_all,
+               "finetune": _finetune}[args.command]
     if args.debug:
         return command(args)
     try:

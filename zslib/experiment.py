@@ -12,11 +12,15 @@ Everything here lives in a module named after its concept; this module gathers t
 * :class:`Result`, :func:`load_result`, :func:`load_results`, :func:`results_dir` -- stored results with
   their provenance (:mod:`zslib.engine.store`);
 * :func:`summarize`, :func:`paired`, :func:`format_interval` -- intervals and paired verdicts
-  (:mod:`zslib.engine.stats`).
+  (:mod:`zslib.engine.stats`);
+* :func:`finetuned_runs`, :func:`regime`, :func:`regime_label` -- the runs fine-tuned end to end (``python -m zslib
+  finetune``, usually on a GPU), a third regime beside the frozen and the adapted one, labelled with their hardware
+  (:mod:`zslib.campaign.records`).
 """
 from __future__ import annotations
 
 from zslib.analysis.records import analyze, recorded_analyses
+from zslib.campaign.records import finetuned_runs, regime, regime_label
 from zslib.engine.config import Config, config_hash
 from zslib.engine.grid import MissingRunsError, default_workers, recorded_grid, run_grid, run_many, run_seeds
 from zslib.engine.runner import build_data, build_model, evaluate_checkpoint, load_model, run
@@ -25,4 +29,5 @@ from zslib.engine.store import Result, ResultFileError, load_result, load_result
 
 __all__ = ["Config", "config_hash", "run", "build_data", "build_model", "load_model", "evaluate_checkpoint",
            "run_grid", "recorded_grid", "run_many", "run_seeds", "default_workers", "MissingRunsError", "Result", "ResultFileError", "load_result",
-           "load_results", "results_dir", "summarize", "paired", "format_interval", "analyze", "recorded_analyses"]
+           "load_results", "results_dir", "summarize", "paired", "format_interval", "analyze", "recorded_analyses",
+           "finetuned_runs", "regime", "regime_label"]

@@ -189,6 +189,8 @@ def run(config: Config, results_dir: str | os.PathLike | None = None, force: boo
         distributed.barrier()
         return result
     eval_sets = {k: data[k] for k in ("seen", "val", "unseen") if k in data}
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
     history = train(
         model, method, data["train"], iterations=config.iterations, batch_classes=config.batch_classes,
         batch_per_class=config.batch_per_class, lr=config.lr, weight_decay=config.weight_decay,
@@ -208,10 +210,23 @@ def run(config: Config, results_dir: str | os.PathLike | None = None, force: boo
     result = Result(config, metrics, history, provenance(
         config, device, train_seconds=round(history.elapsed, 3), wall_seconds=round(time.perf_counter() - started, 3),
         checkpoint=os.path.relpath(ckpt, path.parent), precision=Precision(device, config.amp).name,
-        processes=world_size, data_wait_share=round(history.data_share, 4)))
+        processes=world_size, data_wait_share=round(history.data_share, 4), **_throughput(config, history, device)))
     result.save(path)
     distributed.barrier()
     return result
+
+
+def _throughput(config: Config, history, device) -> dict:
+    """Training images per second over the whole run (steps x batch / training wall time, intermediate
+    evaluations and checkpoint writes included; a resumed run counts every session) and, on CUDA, the peak GPU
+    memory of this process's training session in GiB."""
+    out = {}
+    if history.elapsed > 0:
+        images = config.iterations * config.batch_classes * config.batch_per_class
+        out["images_per_second"] = round(images / history.elapsed, 1)
+    if device.type == "cuda":
+        out["gpu_peak_memory_gib"] = round(torch.cuda.max_memory_allocated(device) / 2**30, 2)
+    return out
 
 
 def _reuse(path: Path, directory: Path) -> Result:

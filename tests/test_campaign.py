@@ -1,0 +1,309 @@
+"""The fine-tuning campaign (``python -m zslib finetune``) without a GPU: ``--smoke`` runs every configuration for two
+steps on the CPU on fabricated Flowers-102, the table's numbers are recomputed from the stored result files, a
+second call trains nothing, a run cut off after its first step resumes from its checkpoint to the same numbers,
+and each of the five datasets' plans trains on a fabricated folder in the official layout."""
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from data_fixtures import build_cars_annos, build_cub, build_flowers, build_inshop, build_sop
+
+METHODS = ("cml", "deml", "adapt_adv", "zsml", "jrd")
+
+
+@pytest.fixture(autouse=True)
+def _own_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("ZS_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("ZS_DOWNLOAD", "0")
+
+
+def _flowers(root: Path) -> Path:
+    # 8 seen classes x 5 images (the validation split holds 2 of them: 10 images, enough for Recall@8) and
+    # 6 unseen classes x 4 images, in the official layout
+    build_flowers(root, labels=[c for c in range(1, 9) for _ in range(5)] + [c for c in range(52, 58) for _ in range(4)])
+    return root
+
+
+def _unseen_r1(path: Path) -> float:
+    return json.loads(path.read_text())["metrics"]["unseen"]["R@1"]
+
+
+def _t_interval(x):
+    x = np.asarray(x, float)
+    half = stats.t.ppf(0.975, len(x) - 1) * x.std(ddof=1) / math.sqrt(len(x))
+    return x.mean(), x.mean() - half, x.mean() + half
+
+
+def test_smoke_runs_every_configuration_then_resumes(tmp_path, capsys):
+    from zslib.__main__ import main
+    from zslib.campaign.run import campaign_configs, load_manifest
+    from zslib.engine.runner import run
+    from zslib.engine.store import result_path
+
+    data, results = _flowers(tmp_path / "data"), tmp_path / "results"
+    argv = ["finetune", "--smoke", "--data-root", str(data), "--results-dir", str(results)]
+    assert main(argv) == 0
+    first = capsys.readouterr().out
+    for stage in ("stage 1/4 floor", "stage 2/4 validation", "stage 3/4 test", "stage 4/4 table"):
+        assert stage in first
+    folder = results / "smoke-campaign"
+    manifest = load_manifest(folder / "campaign" / "flowers102.json")
+
+    # every configuration of the validation stage and the floor ran, two steps on the CPU
+    configs = campaign_configs("flowers102", smoke=True)
+    for runs in [*configs["floor"].values(), *(s for m in configs["validation"].values() for s in m.values())]:
+        for c in runs:
+            stored = json.loads(result_path(c, folder).read_text())
+            assert stored["config"]["iterations"] == 2 and stored["config"]["image_cache"] is True
+            assert stored["provenance"]["device"].startswith("cpu")
+            if c.method != "pretrained":
+                p = stored["provenance"]
+                assert p["precision"] == "float32" and p["images_per_second"] > 0 and 0 <= p["data_wait_share"] <= 1
+                assert stored["history"]["losses"][-1]["step"] == 2
+                # images per second: the 2 steps of 2 x 2 images over the training wall time
+                assert p["images_per_second"] * stored["history"]["elapsed"] == pytest.approx(8, rel=0.02)
+
+    # the choice of each method follows the rule, recomputed from the files with numpy and scipy
+    for m in METHODS:
+        files = manifest["validation"][m]
+        val = {k: [json.loads((folder / f).read_text())["metrics"]["val"]["R@1"] for f in fs] for k, fs in files.items()}
+        leader = max(val, key=lambda k: np.mean(val[k]))
+        assert manifest["choices"][m]["leader"] == leader
+        low = _t_interval(np.subtract(val[leader], val["off"]))[1] if leader != "off" else -1
+        expected = leader if low > 0 else "off"
+        assert manifest["choices"][m]["chosen"] == expected
+        t = manifest["test"][m]
+        assert t["ablation"] == (expected == "off")
+        assert t["setting"] == (expected if expected != "off" else max((k for k in val if k != "off"),
+                                                                          key=lambda k: np.mean(val[k])))
+
+    # each method's row: its change against the same-loss baseline and the floor, paired by seed, from the files
+    rows = {r["row"]: r for r in manifest["rows"]}
+    floor = [_unseen_r1(folder / f) for f in manifest["floor"]["efficientnet_lite0"]]
+    for m in METHODS:
+        t = manifest["test"][m]
+        method, off = [_unseen_r1(folder / f) for f in t["method"]], [_unseen_r1(folder / f) for f in t["off"]]
+        for key, other in (("vs baseline", off), ("vs floor", floor)):
+            got = rows[m][key]["diff"]
+            assert np.allclose(got, _t_interval(np.subtract(method, other)), atol=1e-12), (m, key)
+        assert rows[m]["hardware"] and rows[m]["hardware"][0].startswith("cpu")
+    assert "| cml |" in (folder / "campaign" / "flowers102.md").read_text()
+    assert len(list((tmp_path / "cache").glob("preresized-*"))) == 2  # the seen and the unseen split, cached once
+
+    # a disconnect: one test run lost its result after one of its two steps; the same command resumes it from the
+    # checkpoint and reproduces every number; the other runs are loaded, not trained
+    lost = configs["test"]["cml"]["off"][0]
+    path = result_path(lost, folder)
+    before = json.loads(path.read_text())["metrics"]
+    path.unlink()
+    checkpoint = folder / "checkpoints" / f"{path.stem}.pt"
+    checkpoint.unlink()
+    partial = run(lost, folder, device="cpu", progress=False, max_steps=1, checkpoint_every=1)
+    assert partial.provenance == {"complete": False} and checkpoint.is_file() and not path.exists()
+    assert main(argv) == 0
+    second = capsys.readouterr().out
+    assert "(1 run(s) trained by this call" in second
+    assert json.loads(path.read_text())["metrics"] == before
+    assert load_manifest(folder / "campaign" / "flowers102.json")["rows"] == manifest["rows"]
+
+
+def test_help_names_the_stages_and_an_estimate_labelled_as_not_measured():
+    out = subprocess.run([sys.executable, "-m", "zslib", "finetune", "--help"], capture_output=True, text=True,
+                         check=True).stdout
+    for stage in ("floor", "validation", "test", "table"):
+        assert f"  {stage}" in out.replace("1 floor", "  floor").replace("2 validation", "  validation") \
+            .replace("3 test", "  test").replace("4 table", "  table")
+    assert "estimated, NOT measured" in out and "--smoke" in out
+
+
+def test_the_help_estimate_is_the_plan_s():
+    from zslib.__main__ import _FINETUNE_ESTIMATE
+    from zslib.campaign.run import ASSUMED_RATES, estimate_minutes
+
+    gpu, t4 = ASSUMED_RATES.values()
+    assert _FINETUNE_ESTIMATE == {"gpu": round(estimate_minutes("flowers102", gpu)),
+                                  "t4": round(estimate_minutes("flowers102", t4))}
+
+
+def test_a_bad_methods_argument_is_one_line_before_torch():
+    probe = ("import sys\nfrom zslib.__main__ import main\ncode = main(['finetune', '--methods', 'cml,nosuch'])\n"
+             "print('TORCH' if 'torch' in sys.modules else 'NO_TORCH', code)")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert "unknown method(s) ['nosuch']" in out.stderr and out.stdout.split() == ["NO_TORCH", "2"]
+
+
+def test_off_is_the_same_run_with_the_method_switched_off():
+    from zslib.campaign.run import campaign_configs
+
+    c = campaign_configs("flowers102", smoke=True)
+    for m in METHODS:
+        for stage in ("validation", "test"):
+            runs = c[stage][m]
+            for key, seeds in runs.items():
+                for off, other in zip(runs["off"], seeds):
+                    a, b = off.as_dict(), other.as_dict()
+                    differ = {k for k in a if a[k] != b[k]} - {"name"}
+                    assert differ <= {"method", "method_params"}, (m, key, differ)
+                    assert off.seed == other.seed and off.method == "baseline"
+        assert all(x.validation_fraction == 0.3 for s in c["validation"][m].values() for x in s)
+        assert all(x.validation_fraction == 0.0 for s in c["test"][m].values() for x in s)
+
+
+# ---- each dataset on a fabricated folder in the official layout ----------------------------------------------------
+
+def _sop(root):
+    import data_fixtures as fx
+
+    # Recall@1000 needs more than 1,000 unseen images: 101 test classes of 10 images each
+    fx.SOP_TEST = [(11319 + i, 1 + i % 3, 10) for i in range(101)]
+    return build_sop(root)
+
+
+def _inshop(root):
+    import data_fixtures as fx
+
+    # Recall@50 needs more than 50 gallery images
+    fx.INSHOP_ROWS = ([("id_00000002", "train")] * 3 + [("id_00000005", "train")] * 3
+                      + [(f"id_{i:08d}", s) for i in range(100, 112) for s in ("query", "gallery", "gallery",
+                                                                                 "gallery", "gallery", "gallery")])
+    return build_inshop(root)
+
+
+def _cars(root):
+    import data_fixtures as fx
+
+    fx.CARS_SPEC = [(1, 4), (2, 4), (98, 3), (99, 5), (150, 5)]  # Recall@8 needs more than 8 images per split
+    return build_cars_annos(root)
+
+
+BUILDERS = {"cub200": lambda r: build_cub(r, classes={1: 3, 2: 3, 3: 3, 101: 5, 102: 5}),
+            "cars196": _cars, "sop": _sop, "inshop": _inshop, "flowers102": _flowers}
+BACKBONES = {"cub200": {"googlenet", "bninception"}, "cars196": {"googlenet", "bninception"},
+             "sop": {"googlenet", "bninception"}, "inshop": {"googlenet", "bninception"},
+             "flowers102": {"efficientnet_lite0"}}
+
+
+@pytest.mark.parametrize("dataset", sorted(BUILDERS))
+def test_each_dataset_trains_its_plan_on_a_fabricated_folder(dataset, tmp_path, monkeypatch):
+    """The test stage of every method the dataset runs, at its first candidate setting, on the papers' backbones
+    (one seed, two steps), and the untrained floor of each backbone: the splits, the image cache and every
+    method on every backbone. (The validation stage of the smoke test above runs on Flowers-102.)"""
+    import data_fixtures as fx
+
+    from zslib.campaign.plan import RECIPES, skipped_methods
+    from zslib.campaign.run import campaign_configs
+    from zslib.engine.runner import run
+
+    monkeypatch.setattr(fx, "SOP_TEST", fx.SOP_TEST)
+    monkeypatch.setattr(fx, "INSHOP_ROWS", fx.INSHOP_ROWS)
+    monkeypatch.setattr(fx, "CARS_SPEC", fx.CARS_SPEC)
+    BUILDERS[dataset](tmp_path / "data")
+    monkeypatch.setenv("ZS_DATA", str(tmp_path / "data"))
+    c = campaign_configs(dataset, smoke=True, test_seeds=(0, 1))
+    assert set(c["floor"]) == BACKBONES[dataset]
+    assert set(c["test"]) == set(METHODS) - set(skipped_methods(RECIPES[dataset]))
+    if dataset in ("sop", "inshop"):
+        assert "zsml" not in c["test"]
+    for floor in c["floor"].values():
+        r = run(floor[0], tmp_path / "results", device="cpu", progress=False)
+        assert 0 <= r.metric("R@1") <= 1 and r.config.pretrained is False
+    for m, runs in c["test"].items():
+        first = next(k for k in runs if k != "off")
+        r = run(runs[first][0], tmp_path / "results", device="cpu", progress=False)
+        assert r.history.losses[-1]["step"] == 2 and r.provenance["images_per_second"] > 0
+        assert r.config.dataset == dataset and r.config.image_cache is True
+        if dataset != "flowers102":  # the papers' backbones: JRD's BN-Inception, GoogLeNet for the others
+            assert r.config.backbone == ("bninception" if m == "jrd" else "googlenet")
+
+
+# ---- chapters find fine-tuned records ---------------------------------------------------------------------------
+
+def test_finetuned_runs_finds_the_fine_tuned_records_with_their_hardware(tmp_path):
+    from types import SimpleNamespace
+
+    from zslib.campaign.records import REGIMES, finetuned_runs, hardware, regime, regime_label
+    from zslib.engine.config import Config
+    from zslib.engine.store import Result
+    from zslib.engine.train import History
+    from zslib.experiment import finetuned_runs as front_door
+
+    gpu = {"complete": True, "device": "cuda (NVIDIA H100 80GB HBM3)", "precision": "bfloat16",
+           "images_per_second": 2512.3, "data_wait_share": 0.03}
+    cpu = {"complete": True, "device": "cpu (x86_64, 2 cores)", "precision": "float32"}
+    metrics = {"unseen": {"R@1": 0.9}}
+    made = {
+        "fine-tuned": Config.from_profile("full", dataset="flowers102", backbone="efficientnet_lite0", method="cml",
+                                          method_params={"lambda1": 0.01}, seed=3),
+        "frozen": Config.from_profile("real", method="cml", method_params={"lambda1": 0.01}, seed=3),
+        "quick": Config.from_profile("quick", method="cml", method_params={"lambda1": 0.01}, seed=3),
+    }
+    for name, c in made.items():
+        folder = tmp_path / "recorded" if name == "fine-tuned" else tmp_path
+        Result(c, metrics, History(), gpu if name == "fine-tuned" else cpu).save(folder / f"{name}-{c.hash}.json")
+    found = finetuned_runs(tmp_path)
+    assert [r.config.hash for r in found] == [made["fine-tuned"].hash]
+    assert finetuned_runs(tmp_path, recorded_only=True)[0].config.hash == made["fine-tuned"].hash
+    assert finetuned_runs(tmp_path, method="jrd") == [] and len(front_door(tmp_path, dataset="flowers102")) == 1
+    assert hardware(found[0]) == "cuda (NVIDIA H100 80GB HBM3), bfloat16"
+    assert regime_label(found[0]) == "fine-tuned on cuda (NVIDIA H100 80GB HBM3), bfloat16"
+    assert {regime(r) for r in [*found, *(Result(c, metrics, History(), cpu) for c in made.values())]} == \
+        {"fine-tuned", "frozen", "quick"}
+    # the adapted regime (cached maps, some stages training) is told apart by its config's train_stages
+    adapted = SimpleNamespace(config=SimpleNamespace(dataset="flowers102", feature_stages=["block5"],
+                                                     train_stages=["block6", "head"]), provenance={})
+    assert regime(adapted) == "adapted" and hardware(adapted) == "unknown device" and set(REGIMES) >= {"adapted"}
+
+
+def test_record_copies_real_campaign_files_and_never_smoke_ones(tmp_path):
+    from zslib.campaign.run import record_campaigns
+
+    folder = tmp_path / "campaign"
+    folder.mkdir()
+    for name, smoke in (("flowers102", False), ("cub200", True)):
+        (folder / f"{name}.json").write_text(json.dumps({"format": "zslib-campaign", "smoke": smoke}))
+        (folder / f"{name}.md").write_text("| row |\n")
+    assert record_campaigns(tmp_path, dry_run=True) == [tmp_path / "recorded" / "campaign" / f"flowers102.{e}"
+                                                         for e in ("json", "md")]
+    assert not (tmp_path / "recorded").exists()
+    record_campaigns(tmp_path)
+    assert sorted(p.name for p in (tmp_path / "recorded" / "campaign").iterdir()) == ["flowers102.json", "flowers102.md"]
+
+
+def test_the_fabricated_flowers_are_read_by_the_real_loader_with_the_zero_shot_split(tmp_path):
+    from zslib.campaign.fabricate import fabricate_flowers
+    from zslib.engine.data import Flowers102
+
+    root = fabricate_flowers(tmp_path, seen=3, unseen=2, per_class=4)
+    train, test = Flowers102(root, "train"), Flowers102(root, "test")
+    assert (len(train), len(test)) == (12, 8)
+    assert sorted(set(train.labels + 1)) == [1, 2, 3] and sorted(set(test.labels + 1)) == [52, 53]
+    assert train[0][0].size == (24, 18)
+
+
+@pytest.mark.parametrize("gib, batch", [(15.0, "32 x 4"), (8.0, "16 x 4")])
+def test_the_device_picks_batch_workers_and_precision(gib, batch, monkeypatch):
+    """On a (simulated) GPU: the recipe's 32 x 4 batch, halved below 12 GiB (a T4 has 15); float16 where the GPU
+    has no native bfloat16; 8 loader processes asked for, at most one per CPU core started."""
+    import os
+    from types import SimpleNamespace
+
+    import torch
+
+    from zslib.campaign.plan import RECIPES
+    from zslib.campaign.run import device_settings
+
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda d: SimpleNamespace(total_memory=gib * 2**30))
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda d: "Tesla T4")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)  # amp_dtype then takes float16, the T4's
+    overrides, d = device_settings(torch.device("cuda"), RECIPES["flowers102"])
+    assert d["device"] == "cuda (Tesla T4)" and d["precision"] == "float16" and d["batch"] == batch
+    assert overrides == ({} if gib >= 12 else {"batch_classes": 16}) and d["batch_changed"] == (gib < 12)
+    assert d["loader_workers"] == min(8, len(os.sched_getaffinity(0)))
