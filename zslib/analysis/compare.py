@@ -39,7 +39,7 @@ from zslib.engine.stats import Interval, interval, paired, verdict
 
 __all__ = ["PROTOCOL_FIELDS", "VAL_FRACTION", "Entry", "ENTRIES", "Row", "Comparison", "regime_config",
            "validation_grid", "compare", "check_protocol", "comparison_table", "forest_plot", "findings",
-           "REGIMES", "protocol_frame", "choice_sentences"]
+           "REGIMES", "protocol_frame", "choice_sentences", "context_sentence", "mean_r1"]
 
 #: The config fields that must be equal for every row of one regime.
 PROTOCOL_FIELDS = ("profile", "dataset", "backbone", "pretrained", "embedding_dim", "image_size", "batch_classes",
@@ -482,3 +482,8 @@ def context_sentence() -> str:
         parts.append("it is within five points of the best frozen features, or below them, on " + ", ".join(close))
     return ("In the reported numbers, " + "; ".join(parts) + " (points of Recall@1, trained ViT-S/16 minus the best "
             "frozen row).")
+
+
+def mean_r1(runs, split: str = "unseen") -> float:
+    """The mean Recall@1 of ``runs`` over their seeds (what a row's "unseen R@1" column shows, as a fraction)."""
+    return float(np.mean([r.metric("R@1", split) for r in runs]))

@@ -1,31 +1,35 @@
 """Checked exercises of the one-protocol comparison (book/compare.ipynb): predict a row before reading it again.
 
-The right answer is computed from the comparison the chapter made (``zslib.analysis.compare``), so it follows
-the runs, whatever they turned out to be.
+The right answer is computed from the numbers the chapter passes in (means over seeds, from
+``zslib.analysis.compare``), so it follows the runs, whatever they turned out to be.
 """
 from __future__ import annotations
 
-from zslib.engine.stats import verdict
 from zslib.teaching.exercises.kinds import ChoiceExercise
 
 
-def _kept_off(off_won):
-    return "off" if bool(off_won) else "setting"
+def _cml_vs_floor(floor, cml):
+    return "above" if float(cml) > float(floor) else "below"
 
 
-def _verdict(diff):
-    if diff is None:
-        raise ValueError("this row has no paired difference in this copy of the book (its runs are not recorded)")
-    return verdict(diff)
+def _deml_vs_baseline(baseline, deml):
+    return "above" if float(deml) > float(baseline) else "below"
+
+
+def _larger_or_smaller(claimed, measured):
+    return "larger" if float(measured) > float(claimed) else "smaller"
 
 
 EXERCISES = [
-    ChoiceExercise("compare.cml_kept_off", "did the choice rule keep CML switched off in the real frozen regime?",
-                   "Look at the CML line of the validation choices: is the leader clearly above 'off' (its paired "
-                   "interval entirely above zero)?",
-                   options=("off", "setting"), context=("off_won",), decide=_kept_off),
-    ChoiceExercise("compare.adapt_adv_verdict", "Adapt-Adv against its own baseline in the real frozen regime",
-                   "Read the paired interval of the Adapt-Adv row: above zero is 'up', below is 'down', across zero "
-                   "is 'no clear effect'.",
-                   options=("up", "down", "no clear effect"), context=("diff",), decide=_verdict),
+    ChoiceExercise("compare.cml_vs_floor", "CML's unseen Recall@1 against the untrained network (real frozen regime)",
+                   "Compare the CML row's unseen R@1 with the untrained features' R@1 (the 'vs untrained' column is "
+                   "their difference).",
+                   options=("above", "below"), context=("floor", "cml"), decide=_cml_vs_floor),
+    ChoiceExercise("compare.deml_vs_baseline", "DeML's unseen Recall@1 against its own baseline (real frozen regime)",
+                   "The 'vs baseline' column of the DeML row is DeML minus its binomial baseline, seed by seed.",
+                   options=("above", "below"), context=("baseline", "deml"), decide=_deml_vs_baseline),
+    ChoiceExercise("compare.adapt_adv_vs_paper", "Adapt-Adv's measured gain against the gain its paper claims",
+                   "Put the 'vs baseline' mean of the Adapt-Adv row beside the paper's claimed gain in the last "
+                   "column (both in points of Recall@1).",
+                   options=("larger", "smaller"), context=("claimed", "measured"), decide=_larger_or_smaller),
 ]
