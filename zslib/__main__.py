@@ -199,6 +199,12 @@ def _train(args) -> int:
         value = getattr(args, key)
         if value is not None:
             overrides[key] = value
+    if args.backbone is not None:  # the profile's backbone_params (e.g. smallcnn's widths) belong to its backbone
+        from zslib.engine.profile import get_profile
+
+        profile = PROFILES[args.profile] if args.profile else get_profile()
+        if args.backbone.replace("-", "_").lower() != str(profile.backbone).lower():
+            overrides["backbone_params"] = {}
     overrides["loss_params"] = _key_values(args.loss_param, "--loss-param")
     overrides["method_params"] = _key_values(args.method_param, "--method-param")
     if args.schedule is not None:
@@ -292,6 +298,18 @@ def _assignments(args) -> int:
     return 0
 
 
+def _check_notebook(path) -> None:
+    """A submission that is not a Jupyter notebook is one line, not a schema validator's traceback."""
+    try:
+        nb = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise UsageError(f"{path} is not a Jupyter notebook (not valid JSON: {err}); submit the .ipynb file that "
+                         "Jupyter saved") from None
+    if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
+        raise UsageError(f"{path} is not a Jupyter notebook (it has no 'cells' list); submit the .ipynb file that "
+                         "Jupyter saved, or open and save it again in Jupyter")
+
+
 def _grade(args) -> int:
     from pathlib import Path
 
@@ -299,6 +317,7 @@ def _grade(args) -> int:
         raise UsageError(f"no such notebook: {args.notebook}")
     if args.timeout < 1:
         raise UsageError("--timeout must be at least 1 second")
+    _check_notebook(Path(args.notebook))
     from zslib.teaching.assignments import grade
 
     score = grade(args.notebook, rubric=args.rubric, timeout=args.timeout)
