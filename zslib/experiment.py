@@ -12,7 +12,7 @@ Everything here lives in a module named after its concept; this module gathers t
 * :class:`Result`, :func:`load_result`, :func:`load_results`, :func:`results_dir` -- stored results with
   their provenance (:mod:`zslib.engine.store`);
 * :func:`summarize`, :func:`paired`, :func:`format_interval` -- intervals and paired verdicts
-  (:mod:`zslib.engine.stats`).
+  (:mod:`zslib.engine.stats`); :func:`diverged_label` -- a table's status cell ("diverged: k of n seeds").
 """
 from __future__ import annotations
 
@@ -20,9 +20,10 @@ from zslib.analysis.records import analyze, recorded_analyses
 from zslib.engine.config import Config, config_hash
 from zslib.engine.grid import MissingRunsError, default_workers, recorded_grid, run_grid, run_many, run_seeds
 from zslib.engine.runner import build_data, build_model, evaluate_checkpoint, load_model, run
-from zslib.engine.stats import format_interval, paired, summarize
+from zslib.engine.stats import diverged_label, format_interval, paired, summarize
 from zslib.engine.store import Result, ResultFileError, load_result, load_results, results_dir
 
 __all__ = ["Config", "config_hash", "run", "build_data", "build_model", "load_model", "evaluate_checkpoint",
            "run_grid", "recorded_grid", "run_many", "run_seeds", "default_workers", "MissingRunsError", "Result", "ResultFileError", "load_result",
-           "load_results", "results_dir", "summarize", "paired", "format_interval", "analyze", "recorded_analyses"]
+           "load_results", "results_dir", "summarize", "paired", "format_interval", "diverged_label", "analyze",
+           "recorded_analyses"]
