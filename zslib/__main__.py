@@ -233,8 +233,9 @@ def _train(args) -> int:
                  progress=False if args.progress == "none" else args.progress)
     wall = time.perf_counter() - started
     if args.json:
-        print(json.dumps({"result": str(result.path), "metrics": result.metrics,
-                          "provenance": result.provenance}, indent=1))
+        print(json.dumps({"result": str(result.path), "status": result.status, **(
+            {"diverged_reason": result.diverged} if result.diverged else {}), "metrics": result.metrics,
+            "provenance": result.provenance}, indent=1))
         return 0
     stored = result.provenance.get("wall_seconds")
     print(f"run {config.name}  (profile {config.profile}, {config.iterations} iterations, seed {config.seed})")
@@ -242,10 +243,12 @@ def _train(args) -> int:
         print(f"loaded the stored result (it took {stored:.1f} s to compute; --force trains again)")
     else:
         print(f"wall time {wall:.1f} s (training {result.provenance.get('train_seconds', float('nan')):.1f} s)")
+    if result.diverged:
+        print(f"DIVERGED: {result.diverged}; stored as diverged (lower --lr); its metrics are not a result:")
     for split in ("seen", "val", "unseen"):
         if result.metrics.get(split):
             _print_metrics(f"{split}:", result.metrics[split])
-    print(f"result: {result.path}")
+    print(f"result: {result.path}{'  (status: diverged)' if result.diverged else ''}")
     return 0
 
 

@@ -297,8 +297,9 @@ def record_analyses(profile: str, directory: str | os.PathLike | None = None, dr
     recorded = root / "recorded" / "analyses"
     have = {p.name for p in recorded.glob("*.json")}
     out = []
-    for path in sorted((root / "analyses").glob("*.json")):
-        record = load_analysis(path)
+    # every record is checked (its config against its hash, its name and its run) before anything is copied
+    todo = [(path, load_analysis(path)) for path in sorted((root / "analyses").glob("*.json"))]
+    for path, record in todo:
         if record.config.profile != profile or path.name in have:
             continue
         out.append(recorded / path.name)
