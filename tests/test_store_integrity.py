@@ -224,5 +224,28 @@ def test_the_three_signs_of_a_collapse():
     labels = [0, 0, 1, 1, 2, 2, 3, 3]  # chance 1/7
     assert "fell from 0.6000" in collapse_reason(net, fell, {"seen": {"R@1": 0.14}}, labels)
     assert collapse_reason(net, moving, {"seen": {"R@1": 0.14}}, labels) is None  # no step 0: a short run
+    net.register_buffer("step_count", torch.tensor(5e4))  # a large buffer that is not a statistic: healthy
+    assert collapse_reason(net, moving, {}, None) is None
     net[1].running_var.fill_(2e8)
-    assert "running_var reached 2e+08" in collapse_reason(net, moving, {}, None)
+    assert "1.running_var reached 2e+08" in collapse_reason(net, moving, {}, None)
+    net[1].running_var.fill_(float("nan"))
+    assert "nan" in collapse_reason(net, moving, {}, None)
+
+
+def test_a_grid_names_its_diverged_runs(stored, tmp_path):
+    from zslib.engine.grid import diverged, recorded_grid, run_grid
+    from zslib.engine.stats import format_interval, summarize
+
+    path = _copy(stored, tmp_path)
+    grid = {"triplet": Config(**TINY)}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)  # a healthy grid: no word about divergence
+        healthy = run_grid(grid, seeds=[0], stored_only=True, results_dir=tmp_path, progress=False)
+    assert diverged(healthy) == {}
+    d = json.loads(path.read_text())
+    d.update(status="diverged", diverged_reason="buffer bn.running_var reached 2e+08")
+    path.write_text(json.dumps(d))  # the status is not part of the key: the file still loads
+    with pytest.warns(UserWarning, match="diverged runs.*triplet: 1 of 1 seeds"):
+        out = recorded_grid(grid, "a test", seeds=[0], results_dir=tmp_path, progress=False)
+    assert diverged(out) == {"triplet": ["buffer bn.running_var reached 2e+08"]}
+    assert "diverged: 1 of 1 seed" in format_interval(summarize(out["triplet"]))

@@ -10,7 +10,7 @@ with a running variance of 5.6e5; lr 1000 gives 0.019 / 0.023 with 2.7e6. Chance
 
 :func:`collapse_reason` names the first of three signs, or returns ``None`` for a healthy run:
 
-* a floating buffer (batch-norm running mean or variance) non-finite or above :data:`EXPLODED_BUFFER`;
+* a batch-norm running mean or variance above :data:`EXPLODED_BUFFER`, or any floating buffer non-finite;
 * the training loss pinned: over the last quarter of the steps (at least :data:`PINNED_STEPS`) it did not move
   at all, at a value other than 0 (a loss at exactly 0 is a fitted batch, not a collapse);
 * Recall@1 on the *training* classes brought down to chance (:func:`chance_recall`, times :data:`CHANCE_FACTOR`)
@@ -51,11 +51,15 @@ def chance_recall(labels) -> float:
 
 
 def _exploded_buffer(model: nn.Module) -> str | None:
+    """A non-finite floating buffer anywhere, or a normalization layer's running statistic above the limit (other
+    buffers, e.g. a method's step counter or memory bank, may legitimately be large)."""
+    norm_stats = {f"{m_name}.{b}".lstrip(".") for m_name, m in model.named_modules()
+                  if isinstance(m, nn.modules.batchnorm._NormBase) for b in ("running_mean", "running_var")}
     for name, buf in model.named_buffers():
         if not buf.is_floating_point() or buf.numel() == 0:
             continue
         largest = float(buf.detach().abs().max())
-        if not math.isfinite(largest) or largest > EXPLODED_BUFFER:
+        if not math.isfinite(largest) or (name in norm_stats and largest > EXPLODED_BUFFER):
             return (f"buffer {name} reached {largest:.3g} (batch-norm statistics exploded; limit "
                     f"{EXPLODED_BUFFER:g})")
     return None
