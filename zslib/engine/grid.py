@@ -91,7 +91,8 @@ def run_grid(grid: Mapping, seeds: Iterable[int] | None = None, *, stored_only: 
 
 def diverged(results: Mapping) -> dict:
     """``{key: [reason per diverged seed]}`` of a grid's results (``{key: [Result]}``, as :func:`run_grid` returns),
-    only the keys with at least one diverged run: what a chapter marks in its table (:func:`zslib.engine.stats.diverged_label`)."""
+    only the keys with at least one diverged run: what a chapter marks in its table
+    (:func:`zslib.engine.stats.diverged_label`)."""
     out = {}
     for key, runs in results.items():
         reasons = [r.diverged for r in runs if getattr(r, "diverged", None)]

@@ -199,7 +199,8 @@ def run(config: Config, results_dir: str | os.PathLike | None = None, force: boo
         eval_sets=eval_sets, eval_every=config.eval_every, eval_batch_size=config.eval_batch_size,
         eval_at_start=config.eval_every < config.iterations, eval_at_end=False,
         checkpoint_path=ckpt, checkpoint_every=checkpoint_every or config.eval_every,
-        meta={"config": config.as_dict(), "code_fingerprint": code_fingerprint()}, max_steps=max_steps, seed=config.seed, device=device,
+        meta={"config": config.as_dict(), "code_fingerprint": code_fingerprint()},  # checked before a resume
+        max_steps=max_steps, seed=config.seed, device=device,
         amp=config.amp, num_workers=config.num_workers, progress=progress)
     done = bool(history.losses) and history.losses[-1]["step"] >= config.iterations
     if not done:

@@ -27,8 +27,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["Interval", "Paired", "Summary", "interval", "summarize", "paired", "verdict", "format_interval", "values_of",
-           "diverged_runs", "diverged_label"]
+__all__ = ["Interval", "Paired", "Summary", "interval", "summarize", "paired", "verdict", "format_interval",
+           "values_of", "diverged_runs", "diverged_label"]
 
 
 class Interval(NamedTuple):

@@ -33,7 +33,8 @@ from zslib.engine.config import Config, config_hash
 from zslib.engine.profile import repository_root, resolve_folder
 from zslib.engine.train.history import History
 
-__all__ = ["Result", "ResultFileError", "check_key", "hash_in_name", "ResultsNotWritableError", "results_dir", "result_path", "load_result",
+__all__ = ["Result", "ResultFileError", "check_key", "hash_in_name",
+           "ResultsNotWritableError", "results_dir", "result_path", "load_result",
            "load_results", "check_writable", "code_fingerprint", "stale_code_warning",
            "record_runs", "recorded_runs", "provenance_summary", "utc_minute", "short_commit", "git_commit", "device_name", "cpu_model", "provenance",
            "json_default", "file_slug", "write_json"]
