@@ -24,6 +24,7 @@ BAD = [
     (["--dataset", "cubb"], "unknown dataset 'cubb'"),
     (["--validation-fraction", "1.5"], "--validation-fraction must be below 1"),
     (["--method-param", "lambda1"], "expects KEY=VALUE"),
+    (["--batch-classes", "1"], "--batch-classes must be at least 2"),  # issue 32: trained and stored a run
 ]
 
 
@@ -83,3 +84,97 @@ def test_methods_lists_every_registered_method():
     out = subprocess.run([sys.executable, "-m", "zslib", "methods"], capture_output=True, text=True, check=True)
     for name in catalog.load()["methods"]:
         assert f"{name}: " in out.stdout
+
+
+# ---------------------------------------------------------------- issue 32: unclear errors, one line, exit 2
+TINY_ARGS = ["--iterations", "4", "--eval-every", "4", "--batch-classes", "4", "--batch-per-class", "2",
+             "--synth-images-per-class", "8", "--image-size", "32", "--resize-size", "36", "--embedding-dim", "16",
+             "--progress", "none"]
+
+
+def _main(capsys, *argv):
+    from zslib.__main__ import main
+
+    code = main(list(argv))
+    err = capsys.readouterr().err
+    lines = [ln for ln in err.strip().splitlines() if ln.strip()]
+    assert code == 2 and lines and len(lines) <= 2 and "Traceback" not in err, (code, err)
+    return lines[0]
+
+
+def test_disk_full_during_a_checkpoint_is_one_line(capsys, tmp_path, monkeypatch):
+    import torch
+
+    def full_disk(obj, f, *a, **k):
+        f.write(b"PK")  # what torch's zip writer does before the disk runs out
+        raise RuntimeError("[enforce fail at inline_container.cc:664] . unexpected pos 3456 vs 3344")
+
+    monkeypatch.setattr(torch, "save", full_disk)
+    line = _main(capsys, "train", *TINY_ARGS, "--results-dir", str(tmp_path))
+    assert "disk is full" in line and "ZS_RESULTS" in line and "inline_container" not in line
+    assert not [p for p in (tmp_path / "checkpoints").iterdir() if p.name.startswith(".")]  # no half file left
+
+
+def test_grade_of_a_notebook_without_cells_is_one_line(capsys, tmp_path):
+    nb = tmp_path / "sub.ipynb"
+    nb.write_text(json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}}))
+    line = _main(capsys, "grade", str(nb))  # before: a jsonschema ValidationError traceback
+    assert "no 'cells' list" in line and "Jupyter" in line
+
+
+def test_weights_path_on_a_file_that_is_not_a_checkpoint(capsys, tmp_path):
+    bad = tmp_path / "notes.pt"
+    bad.write_text("these are not weights\n")
+    line = _main(capsys, "train", *TINY_ARGS, "--weights-path", str(bad), "--results-dir", str(tmp_path))
+    assert "is not a PyTorch weights file" in line and "weights_only" not in line  # before: a 34-line UnpicklingError
+
+
+def test_another_backbone_on_quick_does_not_get_smallcnns_widths(capsys, tmp_path, monkeypatch):
+    import zslib.experiment
+    from zslib.engine.models.embedding import build_backbone
+
+    seen = []
+
+    def fake_run(config, **kwargs):
+        seen.append(config)
+        raise KeyboardInterrupt  # stop before training
+
+    monkeypatch.setattr(zslib.experiment, "run", fake_run)
+    from zslib.__main__ import main
+
+    assert main(["train", "--backbone", "resnet50", "--results-dir", str(tmp_path)]) == 130
+    assert seen[0].backbone == "resnet50" and seen[0].backbone_params == {}  # before: {'widths': [...]}
+    with pytest.raises(TypeError, match="backbone 'resnet50' takes no parameter.*widths"):
+        build_backbone("resnet50", widths=[16, 32])
+
+
+def test_a_loss_parameter_of_the_wrong_kind(capsys, tmp_path):
+    line = _main(capsys, "train", *TINY_ARGS, "--loss-param", "margin=abc", "--results-dir", str(tmp_path))
+    assert "margin must be a number" in line  # before: "unsupported operand type(s) for +: 'Tensor' and 'str'"
+    assert not (tmp_path / "checkpoints").exists() or not list((tmp_path / "checkpoints").iterdir())
+
+
+def test_an_unknown_zs_device(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("ZS_DEVICE", "gpu")
+    line = _main(capsys, "train", *TINY_ARGS, "--results-dir", str(tmp_path))
+    assert "ZS_DEVICE='gpu' is not a device" in line and "cpu" in line  # before: torch's list of 20 device types
+
+
+def test_a_result_whose_history_has_the_wrong_type(capsys, tmp_path):
+    from zslib.engine.config import Config
+    from zslib.engine.store import Result
+    from zslib.engine.train.history import History
+
+    config = Config()
+    path = Result(config, {"unseen": {"R@1": 0.2}}, History(), {"complete": True}).save(
+        tmp_path / f"run-{config.hash}.json")
+    d = json.loads(path.read_text())
+    d["history"]["losses"] = 5
+    path.write_text(json.dumps(d))
+    line = _main(capsys, "evaluate", "--result", str(path))
+    assert "history/losses must be a list" in line and str(path) in line  # before: "'int' object is not iterable"
+
+
+def test_record_from_a_missing_folder_fails(capsys, tmp_path):
+    line = _main(capsys, "record", "--profile", "real", "--results-dir", str(tmp_path / "nonexistent"))
+    assert "no results folder" in line  # before: "copied 0 run(s)" and exit status 0

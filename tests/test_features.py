@@ -158,3 +158,22 @@ def test_synthparts_features_are_the_frozen_networks_maps_of_its_rendered_images
     other = feature_cache("synthparts", "efficientnet_lite0", STAGES, SIZE + 8, RESIZE, progress=False,
                           num_workers=0, images_per_class=2)[1]
     assert other["built"] and other["folder"] != info["folder"]
+
+
+def test_a_change_of_the_image_loading_code_rebuilds_the_cache(tree, monkeypatch, tmp_path):
+    """Issue 32: the cache was keyed by the transforms and the extraction functions only, so an edit of the code
+    that opens and decodes the images (the dataset readers) or of this module's other code was answered by the
+    maps of the old images. Each edit is simulated by a copy of the file with one more line."""
+    import zslib.engine.data.datasets as D
+    import zslib.engine.data.features as F
+
+    first = _cache()[1]
+    assert not _cache()[1]["built"]
+    for module in (D, F):
+        edited = tmp_path / f"edited_{module.__name__.rsplit('.', 1)[1]}.py"
+        edited.write_text(open(module.__file__).read() + "\n# an edit\n")
+        with monkeypatch.context() as m:
+            m.setattr(module, "__file__", str(edited))
+            again = _cache()[1]
+        assert again["built"] and again["folder"] != first["folder"], module.__name__
+    assert not _cache()[1]["built"]  # the code as it is: the first entry again

@@ -329,6 +329,12 @@ def _train(args) -> int:
         value = getattr(args, key)
         if value is not None:
             overrides[key] = value
+    if args.backbone is not None:  # the profile's backbone_params (e.g. smallcnn's widths) belong to its backbone
+        from zslib.engine.profile import get_profile
+
+        profile = PROFILES[args.profile] if args.profile else get_profile()
+        if args.backbone.replace("-", "_").lower() != str(profile.backbone).lower():
+            overrides["backbone_params"] = {}
     overrides["loss_params"] = _key_values(args.loss_param, "--loss-param")
     overrides["method_params"] = _key_values(args.method_param, "--method-param")
     if args.schedule is not None:
@@ -357,8 +363,9 @@ def _train(args) -> int:
                  progress=False if args.progress == "none" else args.progress)
     wall = time.perf_counter() - started
     if args.json:
-        print(json.dumps({"result": str(result.path), "metrics": result.metrics,
-                          "provenance": result.provenance}, indent=1))
+        print(json.dumps({"result": str(result.path), "status": result.status, **(
+            {"diverged_reason": result.diverged} if result.diverged else {}), "metrics": result.metrics,
+            "provenance": result.provenance}, indent=1))
         return 0
     stored = result.provenance.get("wall_seconds")
     print(f"run {config.name}  (profile {config.profile}, {config.iterations} iterations, seed {config.seed})")
@@ -366,10 +373,12 @@ def _train(args) -> int:
         print(f"loaded the stored result (it took {stored:.1f} s to compute; --force trains again)")
     else:
         print(f"wall time {wall:.1f} s (training {result.provenance.get('train_seconds', float('nan')):.1f} s)")
+    if result.diverged:
+        print(f"DIVERGED: {result.diverged}; stored as diverged (lower --lr); its metrics are not a result:")
     for split in ("seen", "val", "unseen"):
         if result.metrics.get(split):
             _print_metrics(f"{split}:", result.metrics[split])
-    print(f"result: {result.path}")
+    print(f"result: {result.path}{'  (status: diverged)' if result.diverged else ''}")
     return 0
 
 
@@ -435,6 +444,18 @@ def _sandbox(args):
     return {"timeout": args.timeout, "memory_mb": args.memory, "user": None if args.same_user else args.user}
 
 
+def _check_notebook(path) -> None:
+    """A submission that is not a Jupyter notebook is one line, not a schema validator's traceback."""
+    try:
+        nb = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise UsageError(f"{path} is not a Jupyter notebook (not valid JSON: {err}); submit the .ipynb file that "
+                         "Jupyter saved") from None
+    if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
+        raise UsageError(f"{path} is not a Jupyter notebook (it has no 'cells' list); submit the .ipynb file that "
+                         "Jupyter saved, or open and save it again in Jupyter")
+
+
 def _grade(args) -> int:
     from pathlib import Path
 
@@ -442,6 +463,7 @@ def _grade(args) -> int:
         raise UsageError(f"no such notebook: {args.notebook}")
     if args.rubric and not Path(args.rubric).is_file():
         raise UsageError(f"no such rubric: {args.rubric}")
+    _check_notebook(Path(args.notebook))
     from zslib.teaching.grading import RefusedUser, grade_submission, probe_user, resolve_user
 
     options = _sandbox(args)

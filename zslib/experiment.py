@@ -16,6 +16,7 @@ Everything here lives in a module named after its concept; this module gathers t
 * :func:`finetuned_runs`, :func:`regime`, :func:`regime_label` -- the runs fine-tuned end to end (``python -m zslib
   finetune``, usually on a GPU), a third regime beside the frozen and the adapted one, labelled with their hardware
   (:mod:`zslib.campaign.records`).
+* :func:`diverged_label` -- a table's status cell ("diverged: k of n seeds") (:mod:`zslib.engine.stats`).
 """
 from __future__ import annotations
 
@@ -24,10 +25,10 @@ from zslib.campaign.records import finetuned_runs, regime, regime_label
 from zslib.engine.config import Config, config_hash
 from zslib.engine.grid import MissingRunsError, default_workers, recorded_grid, run_grid, run_many, run_seeds
 from zslib.engine.runner import build_data, build_model, evaluate_checkpoint, load_model, run
-from zslib.engine.stats import format_interval, paired, summarize
+from zslib.engine.stats import diverged_label, format_interval, paired, summarize
 from zslib.engine.store import Result, ResultFileError, load_result, load_results, results_dir
 
 __all__ = ["Config", "config_hash", "run", "build_data", "build_model", "load_model", "evaluate_checkpoint",
            "run_grid", "recorded_grid", "run_many", "run_seeds", "default_workers", "MissingRunsError", "Result", "ResultFileError", "load_result",
-           "load_results", "results_dir", "summarize", "paired", "format_interval", "analyze", "recorded_analyses",
-           "finetuned_runs", "regime", "regime_label"]
+           "load_results", "results_dir", "summarize", "paired", "format_interval", "diverged_label", "analyze",
+           "recorded_analyses", "finetuned_runs", "regime", "regime_label"]

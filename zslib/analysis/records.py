@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -35,7 +36,7 @@ import torch
 
 from zslib.engine.config import Config, config_hash
 from zslib.engine.grid import grid_jobs
-from zslib.engine.store import (ResultFileError, load_result, provenance, result_path, results_dir, file_slug,
+from zslib.engine.store import (ResultFileError, check_key, hash_in_name, load_result, provenance, result_path, results_dir, file_slug,
                                 short_commit, utc_minute, write_json)
 
 __all__ = ["Analysis", "ANALYSES", "register_analysis", "get_analysis", "AnalysisRecord", "analyze", "analysis_path",
@@ -145,9 +146,17 @@ def load_analysis(path: str | os.PathLike) -> AnalysisRecord:
         config = Config.from_dict(d["config"])
     except (KeyError, TypeError, ValueError) as e:
         raise ResultFileError(f"{path}: its config is missing or not valid for this zslib ({e}); {todo}") from e
-    if config_hash(config) != d.get("config_hash"):
-        raise ResultFileError(f"{path}: its config now hashes to {config_hash(config)}, not to the recorded "
-                              f"{d.get('config_hash')}; {todo}")
+    analysis = d.get("analysis")
+    if not isinstance(analysis, str) or not analysis:
+        raise ResultFileError(f"{path}: 'analysis' must name the analysis; {todo}")
+    h = check_key(path, config, d.get("config_hash"), todo, suffix=f"-{analysis}")
+    named = re.search(r"-[0-9a-f]{12}-(.+)\.json$", path.name)
+    if named and named.group(1) != analysis:
+        raise ResultFileError(f"{path}: it records analysis {analysis!r}, but its name says another; {todo}")
+    run_file = (d.get("provenance") or {}).get("run_file") if isinstance(d.get("provenance"), Mapping) else None
+    if isinstance(run_file, str) and hash_in_name(run_file) not in (None, h):
+        raise ResultFileError(f"{path}: its config hashes to {h}, but it was made from the run {run_file}, another "
+                              f"run; {todo}")
     values = d.get("values")
     try:
         if not isinstance(values, Mapping) or any(isinstance(v, (bool, str)) for v in values.values()):
@@ -155,7 +164,7 @@ def load_analysis(path: str | os.PathLike) -> AnalysisRecord:
         values = {str(k): _value(v, k) for k, v in values.items()}
     except (ValueError, TypeError):
         raise ResultFileError(f"{path}: 'values' must be an object of finite numbers or arrays of them; {todo}") from None
-    return AnalysisRecord(str(d.get("analysis")), config, dict(d.get("params") or {}), values,
+    return AnalysisRecord(analysis, config, dict(d.get("params") or {}), values,
                           dict(d.get("provenance") or {}), path)
 
 
@@ -190,7 +199,7 @@ def analyze(config: Config, analysis: str = "bound_terms", results_dir: str | os
     directory = _results(results_dir)
     target = analysis_path(config, analysis, directory)
     if target.exists() and not force:
-        return load_analysis(target)
+        return _served(load_analysis(target), config, analysis)
     started = time.perf_counter()
     run_file = result_path(config, directory)
     if not run_file.exists():
@@ -227,6 +236,15 @@ def analyze(config: Config, analysis: str = "bound_terms", results_dir: str | os
                       wall_seconds=round(time.perf_counter() - started, 3), **extra)
     record = AnalysisRecord(analysis, config, dict(spec.params), values, prov)
     record.save(directory / "analyses" / target.name)
+    return record
+
+
+def _served(record: AnalysisRecord, config: Config, analysis: str) -> AnalysisRecord:
+    """``record`` if it is the record of ``analysis`` for the run of ``config``, else :class:`ResultFileError`."""
+    if record.analysis != analysis or config_hash(record.config) != config_hash(config):
+        raise ResultFileError(f"{record.path}: it is the {record.analysis} analysis of run {record.config.name} "
+                              f"({config_hash(record.config)}), not the {analysis} analysis of {config.name} "
+                              f"({config_hash(config)}); delete it (the analysis is made again)")
     return record
 
 
@@ -279,8 +297,9 @@ def record_analyses(profile: str, directory: str | os.PathLike | None = None, dr
     recorded = root / "recorded" / "analyses"
     have = {p.name for p in recorded.glob("*.json")}
     out = []
-    for path in sorted((root / "analyses").glob("*.json")):
-        record = load_analysis(path)
+    # every record is checked (its config against its hash, its name and its run) before anything is copied
+    todo = [(path, load_analysis(path)) for path in sorted((root / "analyses").glob("*.json"))]
+    for path, record in todo:
         if record.config.profile != profile or path.name in have:
             continue
         out.append(recorded / path.name)

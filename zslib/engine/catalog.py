@@ -117,6 +117,9 @@ def check_train_arguments(settings: dict, catalog: dict | None = None) -> None:
         if settings.get(key) is not None:
             check_param({"kind": "number", "low": 1, "high": None, "low_open": False, "integer": True},
                         settings[key], f"--{key.replace('_', '-')}")
+    if settings.get("batch_classes") is not None and settings["batch_classes"] < 2:
+        raise ValueError(f"--batch-classes must be at least 2 (a batch needs two classes to hold a negative pair), "
+                         f"got {settings['batch_classes']!r}")
     for key, low_open in (("lr", True), ("weight_decay", False)):
         if settings.get(key) is not None:
             check_param({"kind": "number", "low": 0.0, "high": None, "low_open": low_open, "integer": False},

@@ -45,6 +45,20 @@ def _json_default(obj):
     raise TypeError(f"{type(obj).__name__} is not JSON serializable")
 
 
+def _same_kind(value, default, name: str) -> None:
+    """``value`` of the kind of ``default`` (true/false, a number, a word), else ``TypeError`` naming both."""
+    if isinstance(default, bool):
+        ok, kind = isinstance(value, bool), "true or false"
+    elif isinstance(default, (int, float)):
+        ok, kind = isinstance(value, (int, float)) and not isinstance(value, bool), "a number"
+    elif isinstance(default, str):
+        ok, kind = isinstance(value, str), "a word"
+    else:
+        return
+    if not ok:
+        raise TypeError(f"{name} must be {kind} (default {default!r}), got {value!r}")
+
+
 @dataclass(frozen=True)
 class Config:
     """Everything that determines a training run (and therefore its result file).
@@ -129,6 +143,8 @@ class Config:
         if unknown:
             raise ValueError(f"loss {self.loss!r} has no parameter(s) {unknown}; it accepts "
                              f"{sorted(LOSSES[self.loss].defaults)}")
+        for key, value in self.loss_params.items():
+            _same_kind(value, LOSSES[self.loss].defaults[key], f"loss {self.loss!r} parameter {key}")
         object.__setattr__(self, "method_params", get_method(self.method).validate(self.method_params))
         if not self.name:
             object.__setattr__(self, "name", f"{self.method}-{self.loss}-{self.dataset}-s{self.seed}")

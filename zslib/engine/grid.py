@@ -26,7 +26,8 @@ from zslib.engine.store import Result, check_writable, result_path, results_dir,
 from zslib.engine.threads import limit_process
 from zslib.engine.train import distributed
 
-__all__ = ["run_many", "run_grid", "grid_jobs", "recorded_grid", "run_seeds", "default_workers", "MissingRunsError"]
+__all__ = ["run_many", "run_grid", "grid_jobs", "recorded_grid", "run_seeds", "default_workers", "MissingRunsError",
+           "diverged"]
 
 
 class MissingRunsError(LookupError):
@@ -80,6 +81,23 @@ def run_grid(grid: Mapping, seeds: Iterable[int] | None = None, *, stored_only: 
     out: dict = {key: [] for key in grid}
     for (key, _), result in zip(jobs, results):
         out[key].append(result)
+    broken = diverged(out)
+    if broken:
+        listed = "; ".join(f"{key}: {len(reasons)} of {len(out[key])} seeds" for key, reasons in broken.items())
+        warnings.warn(f"diverged runs (stored as such, shown as 'diverged' by zslib.engine.stats): {listed}; "
+                      f"e.g. {next(iter(broken.values()))[0]}", stacklevel=2)
+    return out
+
+
+def diverged(results: Mapping) -> dict:
+    """``{key: [reason per diverged seed]}`` of a grid's results (``{key: [Result]}``, as :func:`run_grid` returns),
+    only the keys with at least one diverged run: what a chapter marks in its table
+    (:func:`zslib.engine.stats.diverged_label`)."""
+    out = {}
+    for key, runs in results.items():
+        reasons = [r.diverged for r in runs if getattr(r, "diverged", None)]
+        if reasons:
+            out[key] = reasons
     return out
 
 

@@ -186,7 +186,14 @@ def device(prefer: str | None = None):
 
     choice = prefer or os.environ.get("ZS_DEVICE")
     if choice:
-        dev = torch.device(choice)
+        source = f"device {choice!r}" if prefer else f"ZS_DEVICE={choice!r}"
+        try:
+            dev = torch.device(choice)
+        except (RuntimeError, ValueError, TypeError):
+            raise ValueError(f"{source} is not a device; use cpu, cuda or cuda:N (or unset ZS_DEVICE)") from None
+        if dev.type not in ("cpu", "cuda", "mps"):
+            raise ValueError(f"{source} is not a device zslib computes on; use cpu, cuda or cuda:N "
+                             "(or unset ZS_DEVICE)")
         if dev.type == "cuda" and not torch.cuda.is_available():
             raise RuntimeError(
                 f"device {choice!r} was requested but CUDA is not available here; "

@@ -27,12 +27,13 @@ from torch import nn
 
 from zslib.engine.config import Config
 from zslib.methods import Method, get_method
-from zslib.engine.store import (Result, check_writable, load_result, provenance, result_path, results_dir,
-                                stale_code_warning)
+from zslib.engine.store import (Result, ResultFileError, check_writable, code_fingerprint, hash_in_name,
+                                load_result, provenance, result_path, results_dir, stale_code_warning)
 from zslib.engine.train import default_eval, distributed, embed, load_checkpoint, set_seed, train
 from zslib.engine.train.precision import Precision
 
-__all__ = ["build_data", "build_model", "build_method", "run", "load_model", "evaluate_checkpoint", "split_metrics"]
+__all__ = ["build_data", "build_model", "build_method", "run", "load_model", "evaluate_checkpoint", "split_metrics",
+           "checkpoint_config"]
 
 
 def build_data(config: Config, method_cls: type[Method] | None = None) -> dict:
@@ -162,6 +163,8 @@ def run(config: Config, results_dir: str | os.PathLike | None = None, force: boo
     with distributed.main_first():
         if force and ckpt.exists() and rank == 0:
             ckpt.unlink()
+        elif ckpt.exists() and rank == 0:
+            _drop_stale_checkpoint(ckpt, config)
 
     started = time.perf_counter()
     method_cls = get_method(config.method)  # resolved once, here, and handed down
@@ -198,7 +201,8 @@ def run(config: Config, results_dir: str | os.PathLike | None = None, force: boo
         eval_sets=eval_sets, eval_every=config.eval_every, eval_batch_size=config.eval_batch_size,
         eval_at_start=config.eval_every < config.iterations, eval_at_end=False,
         checkpoint_path=ckpt, checkpoint_every=checkpoint_every or config.eval_every,
-        meta={"config": config.as_dict()}, max_steps=max_steps, seed=config.seed, device=device,
+        meta={"config": config.as_dict(), "code_fingerprint": code_fingerprint()},  # checked before a resume
+        max_steps=max_steps, seed=config.seed, device=device,
         amp=config.amp, num_workers=config.num_workers, progress=progress)
     done = bool(history.losses) and history.losses[-1]["step"] >= config.iterations
     if not done:
@@ -207,11 +211,19 @@ def run(config: Config, results_dir: str | os.PathLike | None = None, force: boo
         distributed.barrier()
         return load_result(path)
     metrics = _final_metrics(config, model, data, history, device, method)
+    from zslib.engine.collapse import collapse_reason
+    from zslib.engine.data import labels_of
+
+    diverged = collapse_reason(model, history, metrics, labels_of(data["seen"]))
     result = Result(config, metrics, history, provenance(
         config, device, train_seconds=round(history.elapsed, 3), wall_seconds=round(time.perf_counter() - started, 3),
         checkpoint=os.path.relpath(ckpt, path.parent), precision=Precision(device, config.amp).name,
-        processes=world_size, data_wait_share=round(history.data_share, 4), **_throughput(config, history, device)))
+        processes=world_size, data_wait_share=round(history.data_share, 4), **_throughput(config, history, device)),
+        diverged=diverged)
     result.save(path)
+    if diverged:
+        warnings.warn(f"run {config.name} diverged ({diverged}); it is stored as diverged: lower the learning "
+                      f"rate (lr={config.lr:g})", stacklevel=2)
     distributed.barrier()
     return result
 
@@ -227,6 +239,48 @@ def _throughput(config: Config, history, device) -> dict:
     if device.type == "cuda":
         out["gpu_peak_memory_gib"] = round(torch.cuda.max_memory_allocated(device) / 2**30, 2)
     return out
+
+
+def _drop_stale_checkpoint(ckpt: Path, config: Config) -> None:
+    """Before a run resumes from ``ckpt``: refuse another run's checkpoint under this run's name, and start over
+    (deleting it, with one warning) when the checkpoint was written by other zslib code, whose half-trained
+    state would otherwise be finished by this code and stored under this code's fingerprint."""
+    state = load_checkpoint(ckpt, map_location="cpu")
+    checkpoint_config(ckpt, state, config)
+    written_by = (state.get("meta") or {}).get("code_fingerprint")
+    if written_by != code_fingerprint():
+        ckpt.unlink()
+        warnings.warn(f"the checkpoint {ckpt} was written by other zslib code (code fingerprint {written_by}, this "
+                      f"code {code_fingerprint()}): not resumed, the run starts over from step 0", stacklevel=3)
+
+
+def checkpoint_config(path, state: dict, config: Config | None = None) -> Config:
+    """The config a training checkpoint (``state``, read from ``path``) was written for, checked as the result
+    store checks its files: its config must hash to the hash in the checkpoint's name and, when ``config`` is
+    given, be that config (same :func:`~zslib.engine.config.config_hash`); else :class:`ResultFileError` in one
+    line saying which run the checkpoint belongs to."""
+    from zslib.engine.config import config_hash
+
+    meta = state.get("meta") or {}
+    if "config" not in meta:
+        if config is None:
+            raise ValueError(f"{path} does not record its config (it was not written by zslib.engine.runner.run); "
+                             "pass config=")
+        raise ResultFileError(f"{path} does not record its config, so it cannot be checked to belong to run "
+                              f"{config.name} ({config_hash(config)}); train the run again (--force)")
+    try:
+        own = Config.from_dict(meta["config"])
+    except (TypeError, ValueError) as e:
+        raise ResultFileError(f"{path}: its config is not valid for this zslib ({e}); train the run again") from None
+    h = config_hash(own)
+    named = hash_in_name(Path(path).with_suffix(".json"))
+    if named is not None and named != h:
+        raise ResultFileError(f"{path}: the checkpoint holds run {own.name} ({h}), not the run its name says "
+                              f"({named}); delete it (the run is trained again)")
+    if config is not None and config_hash(config) != h:
+        raise ResultFileError(f"{path} is the checkpoint of run {own.name} ({h}), not of {config.name} "
+                              f"({config_hash(config)}); delete it, or train the run again (--force)")
+    return own
 
 
 def _reuse(path: Path, directory: Path) -> Result:
@@ -263,7 +317,9 @@ def load_model(result: Result, device=None) -> nn.Module:
         raise FileNotFoundError(
             f"the checkpoint of run {result.config.name!r} is missing ({ckpt}); results copied without "
             "their checkpoints/ folder cannot give back the model -- run it again with force=True")
-    return _model_from_state(result.config, load_checkpoint(ckpt, map_location="cpu"), device)
+    state = load_checkpoint(ckpt, map_location="cpu")
+    checkpoint_config(ckpt, state, result.config)  # never another run's weights under this run's name
+    return _model_from_state(result.config, state, device)
 
 
 def _model_from_state(config: Config, state: dict, device) -> nn.Module:
@@ -287,12 +343,9 @@ def evaluate_checkpoint(checkpoint: str | os.PathLike, split: str = "test", devi
         from zslib.engine.profile import device as default_device
         device = default_device()
     state = load_checkpoint(checkpoint, map_location=device)
-    if config is None:
-        meta = state.get("meta") or {}
-        if "config" not in meta:
-            raise ValueError(f"{checkpoint} does not record its config (it was not written by "
-                             "zslib.engine.runner.run); pass config=")
-        config = Config.from_dict(meta["config"])
+    # the checkpoint's own config, checked against its name and against ``config`` (a result's config is never
+    # evaluated with another run's weights)
+    config = checkpoint_config(checkpoint, state, config)
     model = _model_from_state(config, state, device)
     mean, std = normalization(config.backbone)
 

@@ -11,6 +11,11 @@ every configuration (so a seed gives both arms the same data order and initializ
   contains 0), or ``"n/a (1 seed)"``;
 * :func:`format_interval` -- ``"18.9 [12.2, 25.6]"``, the one way chapters print an interval.
 
+A run stored as diverged (:attr:`zslib.engine.store.Result.diverged`, :mod:`zslib.engine.collapse`) is never a
+silent row: :func:`summarize` counts such runs, :func:`format_interval` of that summary then reads
+``"1.9 [1.5, 2.3] (diverged: 3 of 3 seeds)"``, :func:`paired` gives the verdict ``"n/a (diverged)"`` and
+:func:`diverged_label` is the text of a table's status column (``""`` when every run is healthy).
+
 Runs are any objects with ``metric(name, split) -> float`` and ``config.seed`` (a
 :class:`zslib.engine.store.Result`), or plain numbers where no pairing is needed.
 """
@@ -22,7 +27,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["Interval", "Paired", "interval", "summarize", "paired", "verdict", "format_interval", "values_of"]
+__all__ = ["Interval", "Paired", "Summary", "interval", "summarize", "paired", "verdict", "format_interval",
+           "values_of", "diverged_runs", "diverged_label"]
 
 
 class Interval(NamedTuple):
@@ -81,11 +87,40 @@ def _number(x) -> float:
     return float(x)
 
 
+class Summary(tuple):
+    """``(mean, low, high)`` of :func:`summarize`, which also knows how many of its ``n`` runs ``diverged``."""
+
+    def __new__(cls, mean: float, low: float, high: float, n: int = 0, diverged: int = 0):
+        self = super().__new__(cls, (mean, low, high))
+        self.n, self.diverged = int(n), int(diverged)
+        return self
+
+    def __format__(self, spec: str) -> str:
+        return format_interval(self, digits=int(spec) if spec.isdigit() else 3, scale=1.0)
+
+    def __str__(self) -> str:
+        return format_interval(self, digits=3, scale=1.0)
+
+
+def diverged_runs(runs: Iterable) -> list:
+    """The runs of ``runs`` stored as diverged (those whose ``diverged`` attribute gives a reason)."""
+    return [r for r in runs if getattr(r, "diverged", None)]
+
+
+def diverged_label(runs: Iterable) -> str:
+    """A table's status cell for the seeds of one configuration: ``"diverged: k of n seeds"``, or ``""``."""
+    runs = list(runs)
+    k = len(diverged_runs(runs))
+    return f"diverged: {k} of {len(runs)} seed{'s' if len(runs) != 1 else ''}" if k else ""
+
+
 def summarize(runs: Iterable, metric: str = "R@1", split: str = "unseen", confidence: float = 0.95,
-              ) -> tuple[float, float, float]:
-    """``(mean, low, high)`` of one metric over runs (seeds): :func:`interval` of :func:`values_of`."""
-    m, lo, hi, _ = interval(values_of(runs, metric, split), confidence)
-    return m, lo, hi
+              ) -> Summary:
+    """``(mean, low, high)`` of one metric over runs (seeds): :func:`interval` of :func:`values_of`. The
+    :class:`Summary` also counts the diverged runs, which :func:`format_interval` then names."""
+    runs = list(runs)
+    m, lo, hi, n = interval(values_of(runs, metric, split), confidence)
+    return Summary(m, lo, hi, n, len(diverged_runs(runs)))
 
 
 def verdict(diff: Interval) -> str:
@@ -125,7 +160,9 @@ def paired(a: Sequence, b: Sequence, metric: str = "R@1", split: str = "unseen",
     seeds = tuple(sorted(a_by))
     diffs = tuple(b_by[s].metric(metric, split) - a_by[s].metric(metric, split) for s in seeds)
     diff = interval(diffs, confidence)
-    return Paired(diff, verdict(diff), seeds, diffs)
+    broken = len(diverged_runs(a)) + len(diverged_runs(b))
+    return Paired(diff, f"n/a (diverged: {broken} run{'s' if broken != 1 else ''})" if broken else verdict(diff),
+                  seeds, diffs)
 
 
 def format_interval(value, scale: float = 100.0, digits: int = 1, signed: bool = False) -> str:
@@ -133,6 +170,9 @@ def format_interval(value, scale: float = 100.0, digits: int = 1, signed: bool =
     (default: fractions as percentage points); ``signed`` prints ``+``/``-`` (for differences)."""
     m, lo, hi = (float(v) * scale for v in tuple(value)[:3])
     spec = f"{'+' if signed else ''}.{digits}f"
+    note = ""
+    if getattr(value, "diverged", 0):  # a Summary of runs some of which diverged: never a plain row
+        note = f" (diverged: {value.diverged} of {value.n} seed{'s' if value.n != 1 else ''})"
     if math.isnan(lo):
-        return f"{m:{spec}} [n/a]"
-    return f"{m:{spec}} [{lo:{spec}}, {hi:{spec}}]"
+        return f"{m:{spec}} [n/a]{note}"
+    return f"{m:{spec}} [{lo:{spec}}, {hi:{spec}}]{note}"

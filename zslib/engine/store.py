@@ -7,7 +7,11 @@ seed, wall time and date. ``results/recorded/`` holds results committed to the r
 (runs of the ``real`` and ``full`` profiles made once and shown by the book).
 
 Every file is checked when read (:func:`load_result`): a damaged or foreign file is an error that names
-the file and says what to do, never a silently missing run.
+the file and says what to do, never a silently missing run. The store is content-addressed: the config hash
+is recomputed from the file's config and must equal the hash the file records and the hash in its name
+(:func:`check_key`), so a file whose config was edited, or which was saved under another run's name, is
+refused rather than served for that run. A run that collapsed (:mod:`zslib.engine.collapse`) is stored with
+``"status": "diverged"`` and the reason, so that tables show it as such (:attr:`Result.diverged`).
 """
 from __future__ import annotations
 
@@ -29,7 +33,8 @@ from zslib.engine.config import Config, config_hash
 from zslib.engine.profile import repository_root, resolve_folder
 from zslib.engine.train.history import History
 
-__all__ = ["Result", "ResultFileError", "ResultsNotWritableError", "results_dir", "result_path", "load_result",
+__all__ = ["Result", "ResultFileError", "check_key", "hash_in_name",
+           "ResultsNotWritableError", "results_dir", "result_path", "load_result",
            "load_results", "check_writable", "code_fingerprint", "stale_code_warning",
            "record_runs", "recorded_runs", "provenance_summary", "utc_minute", "short_commit", "git_commit", "device_name", "cpu_model", "provenance",
            "json_default", "file_slug", "write_json"]
@@ -95,6 +100,33 @@ def results_dir(path: str | os.PathLike | None = None) -> Path:
 def file_slug(text: str) -> str:
     """``text`` made safe as part of a file name (runs' and analysis records' names)."""
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_") or "run"
+
+
+_HASH_NAME = re.compile(r"-([0-9a-f]{12})(?:-[A-Za-z0-9_.]+)?\.json$")
+
+
+def hash_in_name(path: str | os.PathLike, suffix: str = "") -> str | None:
+    """The config hash a store file's name carries (``<name>-<hash>.json``, or ``<name>-<hash><suffix>.json`` for an
+    analysis record with ``suffix`` = ``"-<analysis>"``); ``None`` for a file named otherwise."""
+    name = Path(path).name
+    found = re.search(r"-([0-9a-f]{12})" + re.escape(suffix) + r"\.json$", name)
+    return found.group(1) if found else None
+
+
+def check_key(path: str | os.PathLike, config: Config, stored_hash, what_to_do: str, suffix: str = "") -> str:
+    """The content-addressed store's check: ``config`` (read from the file at ``path``) must hash to the
+    ``stored_hash`` the file records and to the hash in its name. Returns the hash; else :class:`ResultFileError`
+    in one line naming the file and ``what_to_do``."""
+    h = config_hash(config)
+    if stored_hash != h:
+        raise ResultFileError(f"{path}: its config hashes to {h}, but the file records config_hash {stored_hash!r}: "
+                              f"it was edited or written by other code, so its numbers are not this config's; "
+                              + what_to_do)
+    named = hash_in_name(path, suffix)
+    if named is not None and named != h:
+        raise ResultFileError(f"{path}: its config hashes to {h}, but its name says {named}: it is another run's "
+                              f"file under this run's name; " + what_to_do)
+    return h
 
 
 def result_path(config: Config, directory: Path) -> Path:
@@ -185,6 +217,9 @@ class Result:
     history: History
     provenance: dict
     path: Path | None = None
+    #: why the run collapsed (:func:`zslib.engine.collapse.collapse_reason`), or ``None`` for a healthy run;
+    #: stored as ``"status": "diverged"`` with ``"diverged_reason"`` (a healthy run's file has neither key)
+    diverged: str | None = None
 
     def metric(self, name: str = "R@1", split: str = "unseen") -> float:
         if split not in self.metrics:
@@ -200,9 +235,17 @@ class Result:
             return None
         return (self.path.parent / ck).resolve()
 
+    @property
+    def status(self) -> str:
+        """``"diverged"`` for a collapsed run (see :attr:`diverged`), else ``"ok"``."""
+        return "diverged" if self.diverged else "ok"
+
     def to_dict(self) -> dict:
-        return {"format": "zslib-result", "config": self.config.as_dict(), "config_hash": config_hash(self.config),
-                "metrics": self.metrics, "history": self.history.to_dict(), "provenance": self.provenance}
+        d = {"format": "zslib-result", "config": self.config.as_dict(), "config_hash": config_hash(self.config),
+             "metrics": self.metrics, "history": self.history.to_dict(), "provenance": self.provenance}
+        if self.diverged:
+            d.update(status="diverged", diverged_reason=str(self.diverged))
+        return d
 
     def save(self, path: str | os.PathLike) -> Path:
         """Write the result atomically and durably (temporary file, flushed to disk, renamed)."""
@@ -212,7 +255,7 @@ class Result:
     def __repr__(self):
         m = self.metrics.get("unseen", {})
         head = ", ".join(f"{k}={v:.4f}" for k, v in list(m.items())[:4])
-        return f"Result({self.config.name!r}, unseen: {head})"
+        return f"Result({self.config.name!r}, {'DIVERGED, ' if self.diverged else ''}unseen: {head})"
 
 
 def write_json(path: str | os.PathLike, data) -> Path:
@@ -252,6 +295,19 @@ def _check_metrics(metrics, path) -> dict:
     return {str(s): {str(k): float(v) for k, v in row.items()} for s, row in metrics.items()}
 
 
+def _check_history(h: Mapping, path) -> History:
+    for key in ("losses", "evals"):
+        rows = h.get(key, [])
+        if not isinstance(rows, list) or not all(isinstance(r, Mapping) for r in rows):
+            raise ResultFileError(f"{path}: history/{key} must be a list of objects (one per step), got "
+                                  f"{type(rows).__name__}; " + _WHAT_TO_DO)
+    for key in ("elapsed", "data_seconds"):
+        value = h.get(key, 0.0)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ResultFileError(f"{path}: history/{key} must be a number of seconds, got {value!r}; " + _WHAT_TO_DO)
+    return History.from_dict(h)
+
+
 def load_result(path: str | os.PathLike) -> Result:
     """Read and check a result JSON written by :func:`zslib.engine.runner.run`. A file that is not valid JSON, not a
     zslib result, or holds invalid values raises :class:`ResultFileError` naming it and what to do."""
@@ -272,10 +328,17 @@ def load_result(path: str | os.PathLike) -> Result:
         config = Config.from_dict(d["config"])
     except (TypeError, ValueError) as e:
         raise ResultFileError(f"{path}: its config is not valid for this zslib ({e}); {what_to_do}") from e
+    check_key(path, config, d.get("config_hash"), what_to_do)
     metrics = _check_metrics(d.get("metrics"), path)
     if d["provenance"].get("complete") is not True:
         raise ResultFileError(f"{path} records an incomplete run; {what_to_do}")
-    return Result(config, metrics, History.from_dict(d["history"]), dict(d["provenance"]), path)
+    status = d.get("status", "ok")
+    if status not in ("ok", "diverged") or (status == "diverged") != isinstance(d.get("diverged_reason"), str):
+        raise ResultFileError(f"{path}: 'status' must be 'ok' or 'diverged' (with a 'diverged_reason'), got "
+                              f"{status!r}; {what_to_do}")
+    history = _check_history(d["history"], path)
+    return Result(config, metrics, history, dict(d["provenance"]), path,
+                  d.get("diverged_reason") if status == "diverged" else None)
 
 
 def load_results(directory: str | os.PathLike | None = None, **match) -> list[Result]:
@@ -295,11 +358,16 @@ def record_runs(profile: str, directory: str | os.PathLike | None = None, dry_ru
     committed to the repository), unless a run is recorded already; returns the recorded paths. The copy
     keeps the provenance and drops the checkpoint reference (checkpoints are not committed)."""
     root = results_dir(directory)
+    if not root.is_dir():
+        raise FileNotFoundError(f"no results folder at {root}; pass the folder that holds the finished runs "
+                                "(--results-dir, default $ZS_RESULTS or results/)")
     recorded = root / "recorded"
     have = {p.name for p in recorded.glob("*.json")}
+    # every file is checked (its config against its recorded hash and its name) before anything is copied: a
+    # mismatching file is refused, never rewritten with a fresh config_hash that would hide the mismatch
+    todo = [(path, load_result(path)) for path in sorted(root.glob("*.json"))]
     out = []
-    for path in sorted(root.glob("*.json")):
-        result = load_result(path)
+    for path, result in todo:
         if result.config.profile != profile or path.name in have:
             continue
         target = recorded / path.name
@@ -307,7 +375,7 @@ def record_runs(profile: str, directory: str | os.PathLike | None = None, dry_ru
         if not dry_run:
             provenance = {k: v for k, v in result.provenance.items() if k != "checkpoint"}
             provenance["recorded_from"] = str(path.name)
-            Result(result.config, result.metrics, result.history, provenance).save(target)
+            Result(result.config, result.metrics, result.history, provenance, diverged=result.diverged).save(target)
     return out
 
 

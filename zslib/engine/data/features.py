@@ -199,13 +199,15 @@ def _pooled(entry: ArrayCache, features, shapes) -> np.ndarray:
 
 def _code_fingerprint(backbone: str) -> str:
     """The source of everything that computes a cached value: the backbone class (and the base class that
-    runs its stages), the image transforms, and this module's extraction code."""
-    from zslib.engine.data import transforms
+    runs its stages), and the files of the image loading and preprocessing code -- the dataset readers that
+    open and decode the images (:mod:`zslib.engine.data.datasets`), the transforms, and this module -- so an
+    edit of any of them rebuilds the cache instead of serving the maps of the old images."""
+    from zslib.engine.data import datasets, transforms
     from zslib.engine.models.backbones import Backbone
     from zslib.engine.models.embedding import BACKBONES, canonical_backbone
 
-    return source_fingerprint(BACKBONES[canonical_backbone(backbone)], Backbone, transforms, _Stages,
-                              _inference_network, _extract)
+    return source_fingerprint(BACKBONES[canonical_backbone(backbone)], Backbone, Path(datasets.__file__),
+                              Path(transforms.__file__), Path(__file__))
 
 
 class FeatureDataset(torch.utils.data.Dataset):

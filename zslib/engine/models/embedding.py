@@ -209,8 +209,18 @@ class EmbeddingNet(nn.Module):
 
 
 def build_backbone(backbone: str, pooling: str = "avg", **kwargs) -> Backbone:
-    """A randomly initialized backbone by name (keyword arguments go to its constructor)."""
-    return BACKBONES[canonical_backbone(backbone)](pooling=pooling, **kwargs)
+    """A randomly initialized backbone by name (keyword arguments go to its constructor; one it does not take
+    is a ``TypeError`` naming the backbone, the parameter and what to do)."""
+    import inspect
+
+    cls = BACKBONES[canonical_backbone(backbone)]
+    accepted = inspect.signature(cls.__init__).parameters
+    if not any(p.kind is p.VAR_KEYWORD for p in accepted.values()):
+        unknown = sorted(set(kwargs) - set(accepted))
+        if unknown:
+            raise TypeError(f"backbone {canonical_backbone(backbone)!r} takes no parameter(s) {unknown} (backbone_params "
+                            f"of another backbone?); it accepts {sorted(set(accepted) - {'self', 'pooling'})}")
+    return cls(pooling=pooling, **kwargs)
 
 
 def default_weights_path(backbone: str) -> Path:

@@ -272,7 +272,11 @@ def read_state_dict(path: str | os.PathLike, sha256: str | None = None, check_ha
         raise FileNotFoundError(missing_weights_message(path))
     if check_hash:
         verify_checksum(path, sha256)
-    obj = torch.load(path, map_location="cpu", weights_only=True)
+    try:
+        obj = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as e:  # not a torch file (UnpicklingError, a zip error...): never the 34-line advice to unpickle
+        raise ValueError(f"{path} is not a PyTorch weights file ({type(e).__name__}); pass a state dict or checkpoint "
+                         "saved with torch.save (e.g. torchvision's resnet50-0676ba61.pth)") from None
     if isinstance(obj, dict):
         for key in ("state_dict", "model"):
             if key in obj and isinstance(obj[key], dict):

@@ -9,6 +9,7 @@ pickled code runs on loading); NumPy values are stored as tensors for that reaso
 """
 from __future__ import annotations
 
+import errno
 import os
 import random
 from pathlib import Path
@@ -99,14 +100,38 @@ def atomic_write(path: str | os.PathLike, write, mode: str = "wb") -> Path:
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     try:
         with open(tmp, mode) as f:
-            write(f)
+            try:
+                write(f)
+            except RuntimeError as e:  # torch.save on a full disk: "[enforce fail at inline_container.cc:...]"
+                if "inline_container" not in str(e) and "write failed" not in str(e):
+                    raise
+                raise _write_failed(path, e) from None
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
+    except OSError as e:
+        if e.errno in (errno.ENOSPC, errno.EDQUOT) and not getattr(e, "zslib_message", False):
+            raise _write_failed(path, e) from None
+        raise
     finally:
         if tmp.exists():
             tmp.unlink()
     return path
+
+
+def _write_failed(path: Path, err: Exception) -> OSError:
+    """One line for a write that failed for lack of space: which file, how much room is left, what to do."""
+    import shutil
+
+    try:
+        free = f"{shutil.disk_usage(path.parent).free / 2**20:.0f} MB free there"
+    except OSError:
+        free = "free space unknown"
+    out = OSError(errno.ENOSPC, f"could not write {path}: the disk is full or the write failed ({free}; "
+                                f"{type(err).__name__}); free some space or set ZS_RESULTS to a folder on another "
+                                "disk, then run again (a run resumes from its last complete checkpoint)")
+    out.zslib_message = True
+    return out
 
 
 def save_checkpoint(path: str | os.PathLike, state: dict) -> None:
