@@ -131,23 +131,38 @@ def test_embedding_switches_models_and_carries_a_photo_per_dot(photos):
     _no_address_outside(page)
 
 
-def test_adapt_adv_lambda_is_eq22_of_the_epoch_mean():
+class _History:
+    def __init__(self, ce):
+        self.ce = list(ce)
+
+    def loss_curve(self, name):
+        assert name == "classifier_ce"
+        return list(range(1, len(self.ce) + 1)), self.ce
+
+
+class _Run:  # what adapt_adv_lambda reads of a zslib.engine.store.Result
+    def __init__(self, ce, **params):
+        from types import SimpleNamespace
+        self.history = _History(ce)
+        self.config = SimpleNamespace(method_params=params)
+
+
+def test_adapt_adv_lambda_is_eq22_of_the_previous_epoch_mean():
     rng = np.random.default_rng(0)
     lc = np.concatenate([np.linspace(4.0, 0.5, 90), 0.5 + 0.1 * rng.random(10)])
-    history = [{"step": i + 1, "classifier_ce": float(v), "angular": 1.0} for i, v in enumerate(lc)]
-    explorer = ex.adapt_adv_lambda(history, lambda0=0.5, l_thresh=1.5, epoch_steps=20)
+    explorer = ex.adapt_adv_lambda(_Run(lc, lambda0=0.5, l_thresh=1.5, epoch_steps=20), num_classes=10)
     assert len(explorer.controls[0].options) == 5
     seen = set()
     for epoch in range(5):
         frame = explorer.set(epoch=epoch)
-        mean = lc[epoch * 20:(epoch + 1) * 20].mean()
-        assert frame.data["mean_lc"] == pytest.approx(mean)
-        assert frame.data["lambda"] == pytest.approx(-math.tanh(mean - 1.5) * 0.5)
+        setting = math.log(10) if epoch == 0 else lc[(epoch - 1) * 20:epoch * 20].mean()
+        assert frame.data["setting_lc"] == pytest.approx(setting)
+        assert frame.data["lambda"] == pytest.approx(-math.tanh(setting - 1.5) * 0.5)
         seen.add(frame.html)
     assert len(seen) == 5
     assert explorer.frame(epoch=0).data["lambda"] < 0 < explorer.frame(epoch=4).data["lambda"]
-    with pytest.raises(ValueError, match="classifier_ce"):
-        ex.adapt_adv_lambda([{"step": 1, "angular": 1.0}], lambda0=1.0)
+    with pytest.raises(ValueError, match="no adversary"):
+        ex.adapt_adv_lambda(_Run(lc, use_adversary=False), num_classes=10)
 
 
 def test_deml_attention_converges_with_the_number_of_steps():
@@ -178,15 +193,22 @@ def test_zsml_labels_follow_eq3_as_alpha_moves():
         explorer.set(alpha=0.25)
 
 
-def test_jrd_bound_shows_the_seed_means_of_the_chosen_alpha():
-    rows = {0.0: [{"eps_seen": 0.2, "d_H": 0.5, "lambda": 0.3}, {"eps_seen": 0.4, "d_H": 0.7, "lambda": 0.1}],
-            1.0: [{"eps_seen": 0.3, "d_H": 0.2, "lambda": 0.2}, {"eps_seen": 0.5, "d_H": 0.4, "lambda": 0.4}]}
-    explorer = ex.jrd_bound(rows)
-    for alpha, r in rows.items():
-        means = explorer.set(alpha=alpha).data["means"]
-        for term in ("eps_seen", "d_H", "lambda"):
-            assert means[term] == pytest.approx(np.mean([x[term] for x in r]))
-    assert explorer.frame(alpha=0.0).html != explorer.frame(alpha=1.0).html
+def test_jrd_bound_shows_the_seed_means_of_the_chosen_arm():
+    from types import SimpleNamespace
+
+    class Record(dict):  # a bound_terms record: its terms by name, and its run's config
+        config = SimpleNamespace(method_params={"alpha": 1.0})
+
+    terms = ("seen_error", "unseen_error", "d_H", "lambda")
+    records = {"AM-Softmax": [dict(zip(terms, (0.2, 0.6, 0.5, 0.3))), dict(zip(terms, (0.4, 0.8, 0.7, 0.1)))],
+               "JRD": [Record(zip(terms, (0.3, 0.5, 0.2, 0.2))), Record(zip(terms, (0.5, 0.7, 0.4, 0.4)))]}
+    explorer = ex.jrd_bound(records)
+    assert [label for label, _ in explorer.controls[0].options] == ["AM-Softmax", "JRD (alpha = 1)"]
+    for arm, rows in records.items():
+        means = explorer.set(arm=arm).data["means"]
+        for term in terms:
+            assert means[term] == pytest.approx(np.mean([r[term] for r in rows]))
+    assert explorer.frame(arm="AM-Softmax").html != explorer.frame(arm="JRD").html
 
 
 def test_static_view_of_two_controls_holds_every_static_combination():

@@ -539,51 +539,60 @@ def embedding(models: Mapping[str, object], dataset=None, *, labels=None, images
                                  "t-SNE keeps neighbourhoods, not distances between clusters.", style=style)
 
 
-def adapt_adv_lambda(history, *, lambda0: float, l_thresh: float = 1.5, epoch_steps: int = 20,
-                     loss_key: str = "classifier_ce", title: str | None = None) -> Explorer:
-    """Adapt-Adv Eq. 22, :math:`\\lambda = -\\tanh(\\mathcal{L}_c - l_{thresh})\\,\\lambda_0`, along a run.
+def adapt_adv_lambda(run, num_classes: int, *, title: str | None = None) -> Explorer:
+    """Adapt-Adv Eq. 22, :math:`\\lambda = -\\tanh(\\mathcal{L}_c - l_{thresh})\\,\\lambda_0`, along a training run.
 
-    ``history``: a run's per-step losses (``result.history["losses"]``, a list of dicts with the
-    classifier's cross-entropy under ``loss_key``); ``lambda0``, ``l_thresh``, ``epoch_steps`` as the run
-    used them (its ``config.method_params``). The slider moves through the run's epochs of
-    ``epoch_steps`` steps: the left plot is Eq. 22 (:func:`zslib.methods.adapt_adv.class_adversary.adaptive_lambda`)
-    with the epoch's mean L_c marked, the right one the L_c trace up to that epoch.
+    ``run``: an Adapt-Adv run with its adversary (a :class:`zslib.engine.store.Result` whose history logs
+    every step); ``num_classes``: its number of training classes. The run's lambda at every step is
+    replayed from its logged classifier losses by :func:`zslib.methods.adapt_adv.method.lambda_trace`,
+    exactly as training set it: each epoch's lambda is Eq. 22 of the *previous* epoch's mean L_c (the
+    first epoch's of chance level, ln C). The slider moves through the epochs: the left plot is Eq. 22
+    (:func:`zslib.methods.adapt_adv.class_adversary.adaptive_lambda`) with the epoch's point, the right one
+    the L_c trace and lambda up to that epoch.
     """
     import matplotlib.pyplot as plt
 
     from zslib.methods.adapt_adv.class_adversary import adaptive_lambda
+    from zslib.methods.adapt_adv.method import AdaptAdv, lambda_trace
 
-    steps = [int(h["step"]) for h in history if loss_key in h]
-    lc = np.array([float(h[loss_key]) for h in history if loss_key in h])
+    params = AdaptAdv.validate(run.config.method_params)
+    lambda0, l_thresh, epoch_steps = params["lambda0"], params["l_thresh"], params["epoch_steps"]
+    trace = lambda_trace(run.history, num_classes, run.config.method_params)
+    steps, lc, lam = trace["step"], trace["classifier_ce"], trace["lambda"]
     if lc.size == 0:
-        raise ValueError(f"the history holds no {loss_key!r}; give the losses of an Adapt-Adv run with its adversary")
-    epochs = max(1, math.ceil(lc.size / epoch_steps))
-    means = [float(lc[e * epoch_steps:(e + 1) * epoch_steps].mean()) for e in range(epochs)]
-    lams = [adaptive_lambda(m, l_thresh, lambda0) for m in means]
-    grid = np.linspace(0, max(4.0, lc.max() * 1.05), 200)
+        raise ValueError("the run's history logs no classifier loss; give an Adapt-Adv run trained with its adversary")
+    epochs = math.ceil(lc.size / epoch_steps)
+    # the L_c that set each epoch's lambda: chance level for the first, the previous epoch's mean after
+    setting = [math.log(num_classes)] + [float(lc[e * epoch_steps:(e + 1) * epoch_steps].mean())
+                                         for e in range(epochs - 1)]
+    lams = [float(lam[e * epoch_steps]) for e in range(epochs)]
+    grid = np.linspace(0, max(4.0, float(lc.max()) * 1.05, setting[0] * 1.05), 200)
     curve = [adaptive_lambda(v, l_thresh, lambda0) for v in grid]
 
     def render(epoch):
-        fig, (a, b) = plt.subplots(1, 2, figsize=(8.4, 3.0))
+        fig, (a, b) = plt.subplots(1, 2, figsize=(8.6, 3.0))
         a.plot(grid, curve, color="#444")
         a.axvline(l_thresh, color="#999", ls=":")
         a.axhline(0, color="#999", lw=0.8)
-        a.plot(means[:epoch + 1], lams[:epoch + 1], "o", color="#bbb", ms=4)
-        a.plot([means[epoch]], [lams[epoch]], "o", color=WRONG if lams[epoch] > 0 else QUERY, ms=9)
-        a.set(xlabel="classifier loss $L_c$ (epoch mean)", ylabel=r"$\lambda$ (Eq. 22)",
+        a.plot(setting[:epoch + 1], lams[:epoch + 1], "o", color="#bbb", ms=4)
+        a.plot([setting[epoch]], [lams[epoch]], "o", color=WRONG if lams[epoch] > 0 else QUERY, ms=9)
+        a.set(xlabel="$L_c$ (mean of the previous epoch)", ylabel=r"$\lambda$ (Eq. 22)",
               title=f"epoch {epoch + 1}: $\\lambda$ = {lams[epoch]:+.3f}")
         end = min(lc.size, (epoch + 1) * epoch_steps)
-        b.plot(steps[:lc.size], lc, color="#ddd")
-        b.plot(steps[:end], lc[:end], color=QUERY)
+        b.plot(steps, lc, color="#ddd")
+        b.plot(steps[:end], lc[:end], color=QUERY, lw=0.8, label="$L_c$")
         b.axhline(l_thresh, color="#999", ls=":")
-        b.set(xlabel="step", ylabel="$L_c$", title="classifier loss during training")
+        b2 = b.twinx()
+        b2.step(steps[:end], lam[:end], color=WRONG, where="post", label=r"$\lambda$")
+        b2.set_ylim(-1.05 * lambda0, 1.05 * lambda0)
+        b.set(xlabel="step", ylabel="$L_c$", title="the run: classifier loss and lambda")
         fig.tight_layout()
-        mode = "adversarial (the extractor hides class information)" if lams[epoch] > 0 else \
-            "cooperative (the extractor helps the classifier)"
-        text = (f"epoch {epoch + 1} of {epochs}: mean L_c = {means[epoch]:.3f}, lambda = {lams[epoch]:+.3f} "
-                f"(lambda0 = {lambda0:g}, l_thresh = {l_thresh:g}): {mode}")
-        return Frame(f'<img alt="Eq. 22 and the L_c trace" src="{figure_uri(fig)}"><div>{html.escape(text)}</div>',
-                     {"epoch": epoch, "mean_lc": means[epoch], "lambda": lams[epoch]})
+        mode = ("adversarial: the extractor works against the classifier" if lams[epoch] > 0 else
+                "cooperative: the extractor helps the classifier" if lams[epoch] < 0 else "neutral")
+        text = (f"epoch {epoch + 1} of {epochs}: L_c = {setting[epoch]:.3f} sets lambda = {lams[epoch]:+.3f} "
+                f"(lambda0 = {lambda0:g}, l_thresh = {l_thresh:g}); {mode}")
+        return Frame(f'<img alt="Eq. 22 and the run\'s trace" src="{figure_uri(fig)}"><div>{html.escape(text)}</div>',
+                     {"epoch": epoch, "setting_lc": setting[epoch], "lambda": lams[epoch]})
 
     static = sorted(set(np.linspace(0, epochs - 1, min(epochs, 8)).round().astype(int).tolist()))
     control = Control("epoch", [(str(e + 1), e) for e in range(epochs)], "slider", static=static)
@@ -688,43 +697,61 @@ def zsml_labels(*, alphas: Sequence[float] = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5), pai
     return Explorer("ZSML Eq. 3: continuous labels as alpha moves", [control], render)
 
 
-def jrd_bound(rows: Mapping[float, Sequence[Mapping[str, float]]], *, terms: Sequence[str] | None = None,
-              title: str | None = None, note: str = "") -> Explorer:
-    """JRD's bound terms against the regularizer weight alpha, from recorded analyses.
+JRD_TERMS = {"seen_error": "seen error", "unseen_error": "unseen error", "d_H": "d_H", "lambda": "lambda"}
 
-    ``rows``: ``{alpha: [per-seed dict of terms]}`` (e.g. ``{"eps_seen": ..., "d_H": ..., "lambda": ...}``,
-    as the JRD chapter reads them with :func:`zslib.analysis.records.recorded_analyses`). The slider picks
-    alpha: the bars are the seeds' mean of each term at that alpha (lines: every seed), beside the terms'
-    means over all alphas, so the reader sees which term the regularizer moves.
+
+def jrd_bound(records: Mapping[str, Sequence], *, terms: Mapping[str, str] | None = None,
+              title: str | None = None) -> Explorer:
+    """JRD's bound terms (Theorem 1: the seen error, the H-divergence d_H and the ideal joint error lambda,
+    beside the unseen error they bound) of recorded runs, arm by arm along the regularizer weight alpha.
+
+    ``records``: ``{arm: [per-seed record]}``, a record being a
+    :class:`zslib.analysis.records.AnalysisRecord` of the ``bound_terms`` analysis (as
+    :func:`zslib.analysis.records.recorded_analyses` returns them) or a mapping of the terms; the arm's
+    alpha is read from its runs' ``config.method_params`` where a record carries one. The slider picks an
+    arm: the bars are the seeds' mean of each term (ticks: every seed), the right plot the means of all
+    arms, so the reader sees which terms the regularizer moves.
     """
     import matplotlib.pyplot as plt
 
-    if not rows:
-        raise ValueError("no recorded rows; give {alpha: [per-seed dict of terms]}")
-    alphas = sorted(rows)
-    terms = list(terms or [t for t in rows[alphas[0]][0] if isinstance(rows[alphas[0]][0][t], (int, float))])
-    means = {a: {t: float(np.mean([r[t] for r in rows[a]])) for t in terms} for a in alphas}
-    top = max(max(float(r[t]) for r in rows[a] for t in terms) for a in alphas) * 1.1
+    if not records:
+        raise ValueError("no records; give {arm: [per-seed bound_terms record]}")
+    terms = dict(terms or JRD_TERMS)
+    arms = list(records)
+    values = {a: [{t: float(r[t]) for t in terms} for r in records[a]] for a in arms}
+    for a in arms:
+        if not values[a]:
+            raise ValueError(f"arm {a!r} has no record")
+    means = {a: {t: float(np.mean([v[t] for v in values[a]])) for t in terms} for a in arms}
 
-    def render(alpha):
-        fig, (a, b) = plt.subplots(1, 2, figsize=(8.4, 3.0))
+    def alpha_of(a):
+        config = getattr(records[a][0], "config", None)
+        alpha = (getattr(config, "method_params", None) or {}).get("alpha") if config is not None else None
+        return f"{a} (alpha = {alpha:g})" if alpha is not None else str(a)
+
+    labels = [alpha_of(a) for a in arms]
+    top = max(v[t] for a in arms for v in values[a] for t in terms) * 1.1
+
+    def render(arm):
+        i = arms.index(arm)
+        fig, (a, b) = plt.subplots(1, 2, figsize=(8.6, 3.0))
         x = np.arange(len(terms))
-        a.bar(x, [means[alpha][t] for t in terms], color=QUERY, alpha=0.8)
-        for r in rows[alpha]:
-            a.plot(x, [r[t] for t in terms], "_", color="#333", ms=14)
-        a.set_xticks(x, terms)
-        a.set(ylim=(0, top), title=f"alpha = {alpha:g} ({len(rows[alpha])} seeds)")
-        for t in terms:
-            b.plot(alphas, [means[v][t] for v in alphas], "o-", ms=3, label=t)
-        b.axvline(alpha, color="#999", ls=":")
-        b.set(xlabel="alpha", title="seed means over alpha")
-        if min(alphas) > 0 and max(alphas) / min(alphas) > 20:
-            b.set_xscale("log")
+        a.bar(x, [means[arm][t] for t in terms], color=QUERY, alpha=0.8)
+        for v in values[arm]:
+            a.plot(x, [v[t] for t in terms], "_", color="#333", ms=14)
+        a.set_xticks(x, list(terms.values()))
+        a.set(ylim=(0, top), title=f"{labels[i]}, {len(values[arm])} seeds")
+        for t, name in terms.items():
+            b.plot(range(len(arms)), [means[o][t] for o in arms], "o-", ms=3, label=name)
+        b.axvline(i, color="#999", ls=":")
+        b.set_xticks(range(len(arms)), arms)
+        b.set(title="seed means, every arm")
         b.legend(fontsize=8)
         fig.tight_layout()
-        text = ", ".join(f"{t} = {means[alpha][t]:.3f}" for t in terms)
-        return Frame(f'<img alt="bound terms at alpha {alpha:g}" src="{figure_uri(fig)}">'
-                     f'<div>alpha = {alpha:g}: {html.escape(text)}</div>', {"alpha": alpha, "means": means[alpha]})
+        text = ", ".join(f"{name} = {means[arm][t]:.3f}" for t, name in terms.items())
+        return Frame(f'<img alt="bound terms of {html.escape(str(arm))}" src="{figure_uri(fig)}">'
+                     f'<div>{html.escape(labels[i])}: {html.escape(text)} (means over {len(values[arm])} seeds)</div>',
+                     {"arm": arm, "means": means[arm]})
 
-    control = Control("alpha", [(f"{a:g}", a) for a in alphas], "slider")
-    return Explorer(title or "JRD: the bound terms against alpha (recorded runs)", [control], render, note=note)
+    control = Control("arm", list(zip(labels, arms)), "slider")
+    return Explorer(title or "JRD: the bound terms of recorded runs, along alpha", [control], render)
