@@ -138,6 +138,7 @@ def test_the_tiny_book_carries_its_explorers_static_view_only(tiny_book):
     assert page.count('class="zs-explorer"') == 2
     assert "html-manager" not in page and "require.min.js" not in page
     assert "Error displaying widget" not in page
+    assert "widget-state+json" not in page  # the build asks for the static view only (ZS_EXPLORERS=static)
 
 
 def test_the_tiny_book_as_built_has_no_problem(chromium, tiny_book):
@@ -197,7 +198,7 @@ BREAKAGES = {  # name: (how to break the copy, the page, the kind of problem, a 
     "an explorer that does not respond": (lambda h: _edit(h / "book/second.html", "view.innerHTML = spec.states[key];",
                                                           "void key;", count=-1),
                                           "book/second", "explorer", "did not change what it shows"),
-    "an explorer whose dots show no photo": (lambda h: _edit(h / "book/second.html", ":hover .zs-photo,", ":hover .zs-none,"),
+    "an explorer whose dots show no photo": (lambda h: _edit(h / "book/second.html", ":hover .zs-photo,#zs-explorer", ":hover .zs-none,#zs-explorer"),
                                              "book/second", "explorer", "pointing at a dot showed no photo"),
     "an explorer whose view asks the network": (lambda h: _edit(h / "book/second.html", "view.innerHTML = spec.states[key];",
                                                                 "view.innerHTML = spec.states[key] + '<img src=\"https://example.org/e.png\">';"),

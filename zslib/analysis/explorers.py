@@ -28,7 +28,9 @@ How one output carries both modes. An explorer's display is one MIME bundle hold
 (``application/vnd.jupyter.widget-view+json``) *and* the static view (``text/html``): a frontend with a
 widget manager draws the live widget; one without (a notebook viewer, Colab before
 ``output.enable_custom_widget_manager()``, the book) draws the static view, so no reader meets "Error
-displaying widget". The book's ``_config.yml`` tells myst-nb to skip the widget view in HTML
+displaying widget". The book build sets ``ZS_EXPLORERS=static`` (``scripts/build_book.py``): the
+explorers then output the static view alone, so the page carries no widget state either; ``_config.yml``
+also tells myst-nb to skip the widget view in HTML
 (``nb_mime_priority_overrides``) and to load no widget JavaScript (``nb_ipywidgets_js``). On Colab the
 chapters' setup cell enables the custom widget manager; :func:`show` does it again before an explorer is
 displayed, harmless when it is done already.
@@ -54,6 +56,7 @@ import io
 import itertools
 import json
 import math
+import os
 import sys
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
@@ -246,6 +249,8 @@ class Explorer:
             return bundle
         if get_ipython() is None or not getattr(get_ipython(), "kernel", None):
             return bundle  # no kernel (a script, a test): only the static view
+        if os.environ.get("ZS_EXPLORERS", "").strip().lower() == "static":
+            return bundle  # the book build (scripts/build_book.py): no widget state for the page to carry
         _enable_colab_widgets()
         widget_bundle = self.widget()._repr_mimebundle_()
         if widget_bundle:
