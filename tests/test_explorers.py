@@ -235,3 +235,31 @@ def test_bad_controls_are_refused_with_a_reason():
     explorer = ex.Explorer("t", [ex.Control("a", [1, 2])], lambda a: ex.Frame(str(a)))
     with pytest.raises(KeyError, match="unknown control"):
         explorer.frame(b=1)
+
+
+def test_retrieval_of_runs_trains_the_runs_and_shows_their_neighbours(tmp_path, monkeypatch):
+    from zslib.engine.train import embed
+    from zslib.experiment import Config, build_data, load_model, run
+
+    monkeypatch.setenv("ZS_RESULTS", str(tmp_path / "results"))
+    short = Config.from_profile("quick", loss="triplet", iterations=10, eval_every=10)
+    explorer = ex.retrieval_of_runs({"untrained": short.replace(method="pretrained"), "trained": short},
+                                    seed=1, queries=4, static_queries=2, k=3)
+    unseen = build_data(short.replace(seed=1))["unseen"]
+    trained = embed(load_model(run(short.replace(seed=1), progress=False)), unseen)[0].numpy()
+    for q in [v for _, v in explorer.controls[0].options]:
+        assert explorer.set(query=q).data["neighbours"]["trained"] == _cosine_loo(trained, q, 3)
+    assert "Seed 1" in explorer.note
+
+
+def test_retrieval_of_runs_falls_back_to_the_quick_profile_without_the_photographs(tmp_path, monkeypatch):
+    from zslib.experiment import Config
+
+    monkeypatch.setenv("ZS_DATA", str(tmp_path / "no-data"))
+    monkeypatch.setenv("ZS_RESULTS", str(tmp_path / "results"))
+    monkeypatch.setenv("ZS_DOWNLOAD", "0")
+    real = Config.from_profile("real", method="pretrained")
+    explorer = ex.retrieval_of_runs({"untrained": real}, queries=2, static_queries=1, k=2)
+    assert "the same methods run on the quick profile" in explorer.note
+    with pytest.raises(Exception):
+        ex.retrieval_of_runs({"untrained": real}, fallback=None)

@@ -39,6 +39,8 @@ The explorers (each names the paper and equation it shows):
 
 * :func:`retrieval` -- an unseen query and its k nearest neighbours under several models, with
   correct (green) and wrong (red) frames and the query's Recall@1 and Recall@k;
+* :func:`retrieval_of_runs` -- the same for runs given by their configurations (trained again in seconds
+  on the real profile's cached features, with the Flowers-102 photographs);
 * :func:`embedding` -- a 2-D t-SNE map of unseen classes per model; pointing at a dot shows its photo;
 * :func:`adapt_adv_lambda` -- Adapt-Adv Eq. 22, lambda against the classifier loss L_c, with the
   L_c trace of a training run;
@@ -63,7 +65,7 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
-__all__ = ["Control", "Frame", "Explorer", "show", "retrieval", "embedding", "adapt_adv_lambda",
+__all__ = ["Control", "Frame", "Explorer", "show", "retrieval", "retrieval_of_runs", "embedding", "adapt_adv_lambda",
            "deml_attention", "zsml_labels", "jrd_bound", "jpeg_uri", "figure_uri"]
 
 CORRECT = "#2ca02c"
@@ -476,6 +478,67 @@ def retrieval(dataset, models: Mapping[str, object], *, labels=None, k: int = 5,
                          f"leave-one-out among {y.size} unseen images, {metric} similarity.")
 
 
+def retrieval_of_runs(configs: Mapping[str, object], *, seed: int = 0, fallback: str | None = "quick",
+                      **kwargs) -> Explorer:
+    """The retrieval explorer (:func:`retrieval`) of runs given by their configurations, e.g. the untrained
+    pretrained features, a baseline and a method of the real profile (Flowers-102 photographs).
+
+    A result keeps metrics, not weights, so each configuration (with ``seed``) is trained again by
+    :func:`zslib.experiment.run` (a run of the real profile trains a head on the cached features: seconds;
+    a stored result with its checkpoint in ``results/`` is loaded instead). Where the configurations' data
+    is absent (no Flowers-102 under ``$ZS_DATA``) and ``fallback`` names a profile, the same methods and
+    losses run on that profile instead (SynthParts for ``"quick"``), and the explorer says so. The
+    photographs shown come from the dataset itself, or, where a run reads cached features, from the image
+    dataset of the same split in the same order (checked). ``kwargs`` go to :func:`retrieval`.
+    """
+    from zslib.engine.config import Config
+    from zslib.engine.data.errors import MissingDataError
+    from zslib.engine.models import normalization
+    from zslib.engine.runner import build_data, build_model, load_model, run
+    from zslib.engine.train import set_seed
+    from zslib.methods.registry import get_method
+
+    configs = {name: c.replace(seed=seed) for name, c in configs.items()}
+    first = next(iter(configs.values()))
+    note = ""
+    try:
+        data = build_data(first)
+    except (MissingDataError, FileNotFoundError) as err:
+        if fallback is None:
+            raise
+        quick = Config.from_profile(fallback)
+        configs = {name: quick.replace(seed=seed, method=c.method, method_params=c.method_params, loss=c.loss,
+                                       loss_params=c.loss_params) for name, c in configs.items()}
+        first = next(iter(configs.values()))
+        data = build_data(first)
+        note = (f"The {first.dataset} profile's data is not on this machine ({str(err).splitlines()[0][:120]}); "
+                f"the same methods run on the {fallback} profile. ")
+    unseen = data["unseen"]
+    models = {}
+    for name, c in configs.items():
+        if (c.dataset, c.backbone, c.image_size) != (first.dataset, first.backbone, first.image_size):
+            raise ValueError(f"{name!r} reads other data than {next(iter(configs))!r}; give runs of one dataset")
+        if get_method(c.method).trains:
+            models[name] = load_model(run(c, progress=False), device="cpu")
+        else:  # nothing to train (the pretrained features): the network as run() would build it
+            set_seed(c.seed)
+            models[name] = build_model(c).eval()
+    mean, std = normalization(first.backbone)
+    images = unseen
+    if unseen[0][0].ndim == 1:  # cached pooled features: the photographs of the same split, in the same order
+        from zslib.engine.data import get_dataset_class, test_transform
+
+        images = get_dataset_class(first.dataset)(split="test", transform=test_transform(
+            first.image_size, first.resize_size, mean, std))
+        if not np.array_equal(np.asarray(images.labels), np.asarray(unseen.labels)):
+            raise RuntimeError("the cached features and the image dataset list the unseen images in different "
+                               "orders; rebuild the feature cache (zslib.engine.data.features)")
+    embs = {name: _embeddings(m, unseen) for name, m in models.items()}
+    explorer = retrieval(images, embs, labels=np.asarray(unseen.labels), mean=mean, std=std, **kwargs)
+    explorer.note = note + explorer.note + f" Seed {seed} of each run, trained again from its configuration."
+    return explorer
+
+
 def embedding(models: Mapping[str, object], dataset=None, *, labels=None, images=None, classes: int = 8,
               per_class: int = 12, mean=None, std=None, seed: int = 0, thumb: int = 56, size: int = 360,
               max_iter: int = 500) -> Explorer:
@@ -656,10 +719,10 @@ def deml_attention(image, fmaps, *, steps: Sequence[int] = (0, 1, 2, 3, 5, 10, 2
     return Explorer("DeML: the object attention map over T random-walk steps", [control], render)
 
 
-def zsml_labels(*, alphas: Sequence[float] = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5), pairs: int = 400, seed: int = 0,
+def zsml_labels(*, alphas: Sequence[float] = (0.05, 0.1, 0.2, 0.3, 0.4, 0.5), pairs: int = 400, seed: int = 0,
                 sq_dist=None, positive=None) -> Explorer:
     """ZSML Eq. 3: the initial continuous labels y_ij of positive and negative pairs as alpha moves (beta =
-    1 - alpha, Sec. 5.1), computed by :func:`zslib.methods.zsml.cross_update.continuous_labels`.
+    1 - alpha, Sec. 5.1; 0 < alpha <= 0.5), computed by :func:`zslib.methods.zsml.cross_update.continuous_labels`.
 
     ``sq_dist`` (normalized squared distances in [0, 1]) and ``positive`` (a boolean per pair) default to a
     seeded sample of ``pairs`` pairs whose positive pairs lie nearer on average, as in a trained space.
