@@ -42,8 +42,15 @@ def _cosine_loo(emb: np.ndarray, q: int, k: int) -> list[int]:
 
 
 def _states(html: str) -> dict:
+    """The frames the static view carries: those in its JSON, and the one shown first (in the view itself)."""
     text = re.search(r'<script type="application/json" class="zs-states">(.*?)</script>', html, re.S).group(1)
-    return json.loads(text.replace("<\\/", "</"))["states"]
+    states = json.loads(text.replace("<\\/", "</"))["states"]
+    initial = re.search(r'<div class="zs-view" data-zs-initial="([0-9,]+)">', html).group(1)
+    assert initial not in states  # each frame once in the page
+    view = html.split(f'data-zs-initial="{initial}">', 1)[1]
+    ends = [view.find(marker) for marker in ('</div><div style="font-size:85%', '</div><script type="application/json"')]
+    states[initial] = view[:min(e for e in ends if e >= 0)]
+    return states
 
 
 def _no_address_outside(html: str) -> None:

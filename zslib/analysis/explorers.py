@@ -201,7 +201,8 @@ class Explorer:
             parts.append("</label>")
         parts.append("</div>")
         first = ",".join(str(c.default) for c in self.controls)
-        parts.append(f'<div class="zs-view">{states[first]}</div>')
+        # the frame shown first is in the page once: the script reads it back from the view
+        parts.append(f'<div class="zs-view" data-zs-initial="{first}">{states.pop(first)}</div>')
         if self.note:
             parts.append(f'<div style="font-size:85%;color:#555;margin-top:4px">{html.escape(self.note)}</div>')
         data = json.dumps(spec, separators=(",", ":")).replace("</", "<\\/")
@@ -300,6 +301,7 @@ _SCRIPT = """(function () {
   var spec = JSON.parse(root.querySelector("script.zs-states").textContent);
   var controls = Array.prototype.slice.call(root.querySelectorAll("[data-zs-control]"));
   var view = root.querySelector(".zs-view");
+  spec.states[view.getAttribute("data-zs-initial")] = view.innerHTML;
   function index(c) {
     if (c.tagName === "SELECT") return c.value;
     return c.getAttribute("data-zs-steps").split(",")[+c.value];
@@ -418,7 +420,7 @@ def _spread_queries(labels: np.ndarray, count: int, seed: int) -> list[int]:
 
 def retrieval(dataset, models: Mapping[str, object], *, labels=None, k: int = 5, queries: int = 24,
               static_queries: int = 8, mean=None, std=None, metric: str = "cosine", seed: int = 0,
-              thumb: int = 64) -> Explorer:
+              thumb: int = 56) -> Explorer:
     """Retrieval explorer: an unseen query and its ``k`` nearest neighbours under each model.
 
     ``dataset``: the unseen images (a dataset of ``(image, label)``, e.g. ``data["unseen"]``); ``models``:
@@ -540,7 +542,7 @@ def retrieval_of_runs(configs: Mapping[str, object], *, seed: int = 0, fallback:
 
 
 def embedding(models: Mapping[str, object], dataset=None, *, labels=None, images=None, classes: int = 8,
-              per_class: int = 12, mean=None, std=None, seed: int = 0, thumb: int = 56, size: int = 360,
+              per_class: int = 12, mean=None, std=None, seed: int = 0, thumb: int = 48, size: int = 360,
               max_iter: int = 500) -> Explorer:
     """Embedding explorer: a 2-D t-SNE map (:func:`zslib.analysis.viz.project_2d`) of ``classes`` unseen
     classes (``per_class`` images each), coloured by class; pointing at (or tapping) a dot shows its
@@ -560,7 +562,7 @@ def embedding(models: Mapping[str, object], dataset=None, *, labels=None, images
     chosen = np.sort(rng.choice(np.unique(y), size=min(classes, np.unique(y).size), replace=False))
     idx = np.concatenate([np.sort(rng.permutation(np.flatnonzero(y == c))[:per_class]) for c in chosen])
     source = dataset if dataset is not None else images
-    pics = [jpeg_uri(_thumbnail(_image(source, i), thumb, mean, std)) for i in idx]
+    pics = [jpeg_uri(_thumbnail(_image(source, i), thumb, mean, std), quality=70) for i in idx]
     import matplotlib as mpl
 
     palette = [mpl.colors.to_hex(c) for c in mpl.colormaps["tab10"].colors]
