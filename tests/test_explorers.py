@@ -136,6 +136,11 @@ def test_embedding_switches_models_and_carries_a_photo_per_dot(photos):
     page = explorer.static_html()
     assert set(_states(page)) == {"0", "1"}
     _no_address_outside(page)
+    pytest.importorskip("ipywidgets")
+    box = explorer.widget()  # live: the menu redraws the map, and the hover rule is scoped to the widget
+    assert "zs-live" in box._dom_classes and ".zs-live .zs-pt:hover .zs-photo" in box.children[0].value
+    explorer._widget_controls[0].value = "A"
+    assert explorer._view.value == fa.html
 
 
 class _History:

@@ -237,7 +237,7 @@ class Explorer:
         for w, c in zip(ws, self.controls):
             w.observe(lambda change, name=c.name: redraw(change, name), names="value")
         title = W.HTML(value=f"<b>{html.escape(self.title)}</b>"
-                             + (f'<style>{self.style.replace("__ID__", "zs-live")}</style>' if self.style else ""))
+                             + (f'<style>{self.style.replace("#__ID__", ".zs-live")}</style>' if self.style else ""))
         box = W.VBox([title, W.HBox(ws), view])
         box.add_class("zs-live")
         self._widget, self._widget_controls, self._view = box, ws, view
