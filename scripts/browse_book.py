@@ -224,6 +224,17 @@ _EXPLORERS_JS = """() => Array.from(document.querySelectorAll('.zs-explorer')).m
     options: c.tagName === 'SELECT' ? c.options.length : (+c.max - +c.min + 1)})),
   dots: e.querySelectorAll('.zs-view .zs-pt').length}))"""
 
+# The centre of a dot of an explorer's view that is not covered by another one (in view), or null.
+_FREE_DOT_JS = """(id) => {
+  for (const c of document.getElementById(id).querySelectorAll('.zs-view .zs-pt circle')) {
+    c.scrollIntoView({block: 'center'});
+    const r = c.getBoundingClientRect();
+    const x = r.left + r.width / 2, y = r.top + r.height / 2;
+    if (document.elementFromPoint(x, y) === c) return {x, y};
+  }
+  return null;
+}"""
+
 _LINKS_JS = """() => Array.from(document.querySelectorAll('a[href]'))
   .map(a => ({href: a.getAttribute('href'), url: a.href}))"""
 
@@ -368,11 +379,11 @@ def _operate_explorer(tab, explorer: dict, add) -> None:
     if explorer["dots"]:
         tab.mouse.move(0, 0)
         resting = view()["shown"]
-        try:
-            tab.locator(f"#{uid} .zs-view .zs-pt circle").first.hover()
-        except Exception as e:
-            add("explorer", f"explorer '{title}': could not point at a dot: {str(e).splitlines()[0]}")
+        spot = tab.evaluate(_FREE_DOT_JS, uid)
+        if spot is None:
+            add("explorer", f"explorer '{title}': no dot can be pointed at (every one is covered)")
             return
+        tab.mouse.move(spot["x"], spot["y"])
         pointed = view()["shown"]
         if len(pointed) <= len(resting):
             add("explorer", f"explorer '{title}': pointing at a dot showed no photo")
