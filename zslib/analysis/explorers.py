@@ -10,7 +10,7 @@ frame function serves two modes:
   the static page does not carry (the live menus are longer than the static ones);
 * **static** (the rendered book, no kernel): the frames of a small grid of control values are computed
   once, when the chapter is executed, and embedded in the page as JSON beside a small self-contained
-  script (:data:`_SCRIPT`, 40 lines, no library) that shows the frame of the controls' values.
+  script (:data:`_SCRIPT`, about 30 lines, no library) that shows the frame of the controls' values.
 
 Why a self-contained view and not the widgets' embedded state. ipywidgets can save its state in the
 notebook and Jupyter Book (myst-nb) renders it -- but only through the widget manager JavaScript
@@ -32,8 +32,8 @@ displaying widget". The book build sets ``ZS_EXPLORERS=static`` (``scripts/build
 explorers then output the static view alone, so the page carries no widget state either; ``_config.yml``
 also tells myst-nb to skip the widget view in HTML
 (``nb_mime_priority_overrides``) and to load no widget JavaScript (``nb_ipywidgets_js``). On Colab the
-chapters' setup cell enables the custom widget manager; :func:`show` does it again before an explorer is
-displayed, harmless when it is done already.
+chapters' setup cell enables the custom widget manager; displaying an explorer there does it again,
+harmless when it is done already.
 
 The explorers (each names the paper and equation it shows):
 
@@ -44,10 +44,10 @@ The explorers (each names the paper and equation it shows):
 * :func:`embedding` -- a 2-D t-SNE map of unseen classes per model; pointing at a dot shows its photo;
 * :func:`adapt_adv_lambda` -- Adapt-Adv Eq. 22, lambda against the classifier loss L_c, with the
   L_c trace of a training run;
-* :func:`deml_attention` -- DeML's object attention map after T random-walk steps (Eq. 1-3);
+* :func:`deml_attention` -- DeML's object attention map after T random-walk steps (Eq. 2-3);
 * :func:`zsml_labels` -- ZSML Eq. 3, the continuous labels of positive and negative pairs as alpha moves;
-* :func:`jrd_bound` -- JRD's bound terms (Theorem 1: seen error, H-divergence, lambda) against the
-  regularizer weight alpha, from recorded analyses.
+* :func:`jrd_bound` -- JRD's bound terms (its Eq. 1-3: seen error, H-divergence, lambda, beside the
+  unseen error they bound) along the regularizer weight alpha, from recorded analyses.
 """
 from __future__ import annotations
 
@@ -672,7 +672,7 @@ def adapt_adv_lambda(run, num_classes: int, *, title: str | None = None) -> Expl
 
 def deml_attention(image, fmaps, *, steps: Sequence[int] = (0, 1, 2, 3, 5, 10, 20, 50), mean=None, std=None,
                    spatial_sigma: float | None = None, size: int = 160) -> Explorer:
-    """DeML's object attention map (OAM) of one photograph after T random-walk steps (DeML Eq. 1-3).
+    """DeML's object attention map (OAM) of one photograph after T random-walk steps (DeML Eq. 2-3).
 
     ``image``: the photograph (C, H, W), normalized with ``mean``/``std``; ``fmaps``: its feature maps
     ``[(1, C_k, h_k, w_k), ...]`` (or a dict). Each step calls
@@ -772,7 +772,7 @@ JRD_TERMS = {"seen_error": "seen error", "unseen_error": "unseen error", "d_H": 
 
 def jrd_bound(records: Mapping[str, Sequence], *, terms: Mapping[str, str] | None = None,
               title: str | None = None) -> Explorer:
-    """JRD's bound terms (Theorem 1: the seen error, the H-divergence d_H and the ideal joint error lambda,
+    """JRD's bound terms (JRD Eq. 1-3: the seen error, the H-divergence d_H and the ideal joint error lambda,
     beside the unseen error they bound) of recorded runs, arm by arm along the regularizer weight alpha.
 
     ``records``: ``{arm: [per-seed record]}``, a record being a
