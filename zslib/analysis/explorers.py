@@ -336,14 +336,18 @@ def jpeg_uri(image: np.ndarray, quality: int = 80) -> str:
     return "data:image/jpeg;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
 
 
-def figure_uri(fig, dpi: int = 80) -> str:
-    """A matplotlib figure as a ``data:image/png`` URI (the figure is closed)."""
+def figure_uri(fig, dpi: int = 80, fmt: str = "png") -> str:
+    """A matplotlib figure as a ``data:`` URI (the figure is closed): ``fmt`` ``"png"`` for plots, ``"jpeg"``
+    for figures of photographs (several times smaller)."""
     import matplotlib.pyplot as plt
 
+    if fmt not in ("png", "jpeg"):
+        raise ValueError(f"fmt must be 'png' or 'jpeg', got {fmt!r}")
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
+    extra = {"pil_kwargs": {"quality": 80}} if fmt == "jpeg" else {}
+    fig.savefig(buf, format=fmt, dpi=dpi, bbox_inches="tight", **extra)
     plt.close(fig)
-    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+    return f"data:image/{fmt};base64," + base64.b64encode(buf.getvalue()).decode("ascii")
 
 
 def _thumbnail(image, side: int, mean=None, std=None) -> np.ndarray:
@@ -714,10 +718,12 @@ def deml_attention(image, fmaps, *, steps: Sequence[int] = (0, 1, 2, 3, 5, 10, 2
             a.set_yticks([])
         fig.tight_layout()
         text = f"T = {t}: mean |map - map at T = 200| = {gap:.4f}"
-        return Frame(f'<img alt="object attention after {t} steps" src="{figure_uri(fig)}"><div>{text}</div>',
+        return Frame(f'<img alt="object attention after {t} steps" src="{figure_uri(fig, fmt="jpeg")}"><div>{text}</div>',
                      {"steps": t, "map": m, "gap": gap})
 
-    control = Control("T", [(str(t), int(t)) for t in steps], "slider", label="random-walk steps T")
+    steps = [int(t) for t in steps]
+    control = Control("T", [(str(t), t) for t in steps], "slider", label="random-walk steps T",
+                      default=steps.index(10) if 10 in steps else 0)  # the paper's T = 10 first
     return Explorer("DeML: the object attention map over T random-walk steps", [control], render)
 
 
