@@ -258,7 +258,8 @@ def test_retrieval_of_runs_trains_the_runs_and_shows_their_neighbours(tmp_path, 
     explorer = ex.retrieval_of_runs({"untrained": short.replace(method="pretrained"), "trained": short},
                                     seed=1, queries=4, static_queries=2, k=3)
     unseen = build_data(short.replace(seed=1))["unseen"]
-    trained = embed(load_model(run(short.replace(seed=1), progress=False)), unseen)[0].numpy()
+    stored = run(short.replace(seed=1), tmp_path / "results" / "explorers", progress=False)  # the run it made
+    trained = embed(load_model(stored), unseen)[0].numpy()
     for q in [v for _, v in explorer.controls[0].options]:
         assert explorer.set(query=q).data["neighbours"]["trained"] == _cosine_loo(trained, q, 3)
     assert "Seed 1" in explorer.note

@@ -490,8 +490,9 @@ def retrieval_of_runs(configs: Mapping[str, object], *, seed: int = 0, fallback:
     pretrained features, a baseline and a method of the real profile (Flowers-102 photographs).
 
     A result keeps metrics, not weights, so each configuration (with ``seed``) is trained again by
-    :func:`zslib.experiment.run` (a run of the real profile trains a head on the cached features: seconds;
-    a stored result with its checkpoint in ``results/`` is loaded instead). Where the configurations' data
+    :func:`zslib.experiment.run` into ``results/explorers/`` (a run of the real profile trains a head on the
+    cached features: seconds; a result with its checkpoint there is loaded instead; a recorded result in
+    ``results/recorded/`` is left alone). Where the configurations' data
     is absent (no Flowers-102 under ``$ZS_DATA``) and ``fallback`` names a profile, the same methods and
     losses run on that profile instead (SynthParts for ``"quick"``), and the explorer says so. The
     photographs shown come from the dataset itself, or, where a run reads cached features, from the image
@@ -501,6 +502,7 @@ def retrieval_of_runs(configs: Mapping[str, object], *, seed: int = 0, fallback:
     from zslib.engine.data.errors import MissingDataError
     from zslib.engine.models import normalization
     from zslib.engine.runner import build_data, build_model, load_model, run
+    from zslib.engine.store import results_dir
     from zslib.engine.train import set_seed
     from zslib.methods.registry import get_method
 
@@ -524,8 +526,8 @@ def retrieval_of_runs(configs: Mapping[str, object], *, seed: int = 0, fallback:
     for name, c in configs.items():
         if (c.dataset, c.backbone, c.image_size) != (first.dataset, first.backbone, first.image_size):
             raise ValueError(f"{name!r} reads other data than {next(iter(configs))!r}; give runs of one dataset")
-        if get_method(c.method).trains:
-            models[name] = load_model(run(c, progress=False), device="cpu")
+        if get_method(c.method).trains:  # its own folder: a recorded result (metrics only) is never overwritten
+            models[name] = load_model(run(c, results_dir() / "explorers", progress=False), device="cpu")
         else:  # nothing to train (the pretrained features): the network as run() would build it
             set_seed(c.seed)
             models[name] = build_model(c).eval()
