@@ -15,7 +15,12 @@ Chromium and these problems are reported (the exit status is 1 when there is any
   macro (MathJax shows those in red), or raw TeX (``$...$``, ``\\(...\\)``) is left in the text;
 * ``colab``: a chapter made from a notebook (``<root>/<page>.ipynb``) whose Colab launch link is missing
   or does not open ``<repository.url>/blob/<branch>/<path_to_book>/<page>.ipynb`` (``_config.yml``);
-* ``link``: a link inside the book to a missing file, or to an anchor the target page does not have.
+* ``link``: a link inside the book to a missing file, or to an anchor the target page does not have;
+* ``explorer``: an interactive explorer (``zslib.analysis.explorers``, a ``div.zs-explorer``) that does
+  not respond: each of its controls is operated as a reader would (a menu choice, arrow keys on a
+  slider) and what it shows (the HTML of its view, the images visible in it) must change, every image
+  in it must load; where its view has dots to point at (``.zs-pt``), pointing at one must show a photo.
+  A console error or a network request that the operation causes is reported as above.
 
 A full-page screenshot of each page is saved under ``_build/screenshots/`` for a person to look at.
 
@@ -58,7 +63,7 @@ VIEWPORT = {"width": 1280, "height": 900}
 @dataclass(frozen=True)
 class Problem:
     page: str  # the table-of-contents entry, e.g. "book/metrics"
-    kind: str  # load, console, network, image, math, colab, link
+    kind: str  # load, console, network, image, math, colab, link, explorer
     detail: str
 
     def __str__(self):
@@ -200,6 +205,36 @@ _MATH_JS = """async () => {
   return {loaded, formulas: report, text: texts.join(' ')};
 }"""
 
+# What an explorer shows: its view's HTML and the images in it that are displayed, and whether they loaded.
+_EXPLORER_VIEW_JS = """async (id) => {
+  const view = document.getElementById(id).querySelector('.zs-view');
+  const pics = Array.from(view.querySelectorAll('img, image'))
+    .filter(e => getComputedStyle(e).display !== 'none' && getComputedStyle(e).visibility !== 'hidden');
+  const imgs = pics.filter(e => e.tagName === 'IMG');
+  await Promise.all(imgs.map(i => i.complete ? null : new Promise(done => {
+    i.addEventListener('load', done); i.addEventListener('error', done); setTimeout(done, 5000); })));
+  return {html: view.innerHTML, shown: pics.map(e => e.getAttribute('src') || e.getAttribute('href') || ''),
+          broken: imgs.filter(i => !(i.complete && i.naturalWidth > 0)).length};
+}"""
+
+_EXPLORERS_JS = """() => Array.from(document.querySelectorAll('.zs-explorer')).map(e => ({
+  id: e.id, title: (e.firstElementChild || e).textContent.trim().slice(0, 60),
+  controls: Array.from(e.querySelectorAll('[data-zs-control]')).map(c => ({
+    tag: c.tagName.toLowerCase(), label: c.getAttribute('aria-label') || '',
+    options: c.tagName === 'SELECT' ? c.options.length : (+c.max - +c.min + 1)})),
+  dots: e.querySelectorAll('.zs-view .zs-pt').length}))"""
+
+# The centre of a dot of an explorer's view that is not covered by another one (in view), or null.
+_FREE_DOT_JS = """(id) => {
+  for (const c of document.getElementById(id).querySelectorAll('.zs-view .zs-pt circle')) {
+    c.scrollIntoView({block: 'center'});
+    const r = c.getBoundingClientRect();
+    const x = r.left + r.width / 2, y = r.top + r.height / 2;
+    if (document.elementFromPoint(x, y) === c) return {x, y};
+  }
+  return null;
+}"""
+
 _LINKS_JS = """() => Array.from(document.querySelectorAll('a[href]'))
   .map(a => ({href: a.getAttribute('href'), url: a.href}))"""
 
@@ -295,6 +330,9 @@ def check_page(context, root: Path, html_dir: Path, page: str, screenshot: Path 
     for link in links:
         _check_link(link, html_dir, anchor_cache, add)
 
+    for explorer in tab.evaluate(_EXPLORERS_JS):
+        _operate_explorer(tab, explorer, add)
+
     for m in messages:
         where = (m.location or {}).get("url", "")
         if where.startswith(("file:", "http:", "https:")) and "Failed to load resource" in m.text:
@@ -305,6 +343,51 @@ def check_page(context, root: Path, html_dir: Path, page: str, screenshot: Path 
         tab.screenshot(path=str(screenshot), full_page=True)
     tab.close()
     return problems
+
+
+def _operate_explorer(tab, explorer: dict, add) -> None:
+    """Operate every control of one explorer (and point at one of its dots) and check that the view changes."""
+    uid, title = explorer["id"], explorer["title"]
+    view = lambda: tab.evaluate(_EXPLORER_VIEW_JS, uid)  # noqa: E731
+    before = view()
+    if before["broken"]:
+        add("explorer", f"explorer '{title}': {before['broken']} image(s) in its view did not load")
+    if not explorer["controls"]:
+        add("explorer", f"explorer '{title}' has no control")
+    for k, control in enumerate(explorer["controls"]):
+        if control["options"] < 2:
+            continue  # nothing to move
+        handle = tab.locator(f"#{uid} [data-zs-control='{k}']")
+        try:
+            if control["tag"] == "select":
+                current = handle.evaluate("c => c.selectedIndex")
+                handle.select_option(index=(current + 1) % control["options"])
+            else:
+                handle.focus()
+                current = int(handle.input_value())
+                tab.keyboard.press("ArrowLeft" if current == control["options"] - 1 else "ArrowRight")
+        except Exception as e:
+            add("explorer", f"explorer '{title}': could not operate '{control['label']}': {str(e).splitlines()[0]}")
+            continue
+        after = view()
+        if after["html"] == before["html"] and after["shown"] == before["shown"]:
+            add("explorer", f"explorer '{title}': moving '{control['label']}' did not change what it shows")
+        if after["broken"]:
+            add("explorer", f"explorer '{title}': after moving '{control['label']}', {after['broken']} image(s) "
+                            "did not load")
+        before = after
+    if explorer["dots"]:
+        tab.mouse.move(0, 0)
+        resting = view()["shown"]
+        spot = tab.evaluate(_FREE_DOT_JS, uid)
+        if spot is None:
+            add("explorer", f"explorer '{title}': no dot can be pointed at (every one is covered)")
+            return
+        tab.mouse.move(spot["x"], spot["y"])
+        pointed = view()["shown"]
+        if len(pointed) <= len(resting):
+            add("explorer", f"explorer '{title}': pointing at a dot showed no photo")
+        tab.mouse.move(0, 0)
 
 
 def _show(url: str, html_dir: Path) -> str:

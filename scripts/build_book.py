@@ -310,6 +310,8 @@ def main(argv=None) -> int:
     os.environ.setdefault("ZS_PROFILE", "quick")
     # Training progress as plain text lines (a notebook widget would not render in the static book).
     os.environ.setdefault("ZS_PROGRESS", "text")
+    # The interactive explorers as their static view only: no live widget whose state the page would carry.
+    os.environ.setdefault("ZS_EXPLORERS", "static")
     (root / "_build").mkdir(exist_ok=True)
 
     if invalidate_if_stale(root):

@@ -31,6 +31,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     root = Path(__file__).resolve().parents[1]
     os.environ.setdefault("ZS_PROGRESS", "text")
+    os.environ.setdefault("ZS_EXPLORERS", "static")  # as the book build: the explorers' page view only
     failed = 0
     for name in args.notebooks:
         path = Path(name).resolve()

@@ -66,6 +66,8 @@ def test_chapter_follows_the_template(path):
     assert 'ZS_PROFILE = "quick"  # @param ["quick", "real", "full"]' in setup
     assert 'os.environ.setdefault("ZS_DOWNLOAD", "1")' in setup
     assert "zslib.get_profile()" in setup
+    assert "output.enable_custom_widget_manager()" in setup, \
+        f"{path.name}: on Colab the setup cell must enable the custom widget manager (the explorers' live controls)"
     text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
     assert "## Learning goals" in text, f"{path.name}: no '## Learning goals' section"
     assert "## Exercises" in text, f"{path.name}: no '## Exercises' section"

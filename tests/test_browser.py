@@ -3,7 +3,8 @@
 The check runs on the real ``_build/html`` after the book build (``built_book``), and on a tiny book
 built here with the book's own ``_config.yml``: it must pass on the tiny book as built, and fail on a copy
 of it in which one page is broken (a missing image, raw TeX, a wrong Colab link, a dead link or anchor, a
-script error, a TeX error, an undefined macro).
+script error, a TeX error, an undefined macro, an interactive explorer that does not respond). The tiny
+book's second page carries two explorers (a slider; a menu over dots to point at), which the check operates.
 
 Needs Chromium, the Python package playwright and a local copy of MathJax 3 (``make mathjax``); without
 them the tests skip with one line saying what to install (``.ci/run`` installs them when it can, and sets
@@ -86,6 +87,11 @@ SECOND = [
     ("markdown", "# Second chapter"),
     ("markdown", "(sec-details)=\n## Details\n\nA sum $\\sum_i a_i^2$ and back to the [first](first.ipynb)."),
     ("code", "print('a printed $5 is not math')"),
+    # two interactive explorers (zslib.analysis.explorers): a slider, and a menu over dots to point at
+    ("code", "from zslib.analysis import explorers\nexplorers.zsml_labels(alphas=(0.1, 0.3, 0.5), pairs=60)"),
+    ("code", "import numpy as np\nrng = np.random.default_rng(0)\n"
+             "explorers.embedding({'A': rng.normal(size=(12, 4)), 'B': rng.normal(size=(12, 4))},\n"
+             "                    labels=np.repeat(np.arange(3), 4), images=rng.random((12, 8, 8, 3)), max_iter=250)"),
 ]
 
 
@@ -124,6 +130,15 @@ def tiny_book(chromium, tmp_path_factory):
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     assert proc.returncode == 0, proc.stdout[-5000:]
     return root
+
+
+def test_the_tiny_book_carries_its_explorers_static_view_only(tiny_book):
+    """myst-nb shows the explorers' static view and loads no widget JavaScript (``_config.yml``)."""
+    page = (tiny_book / "_build" / "html" / "book" / "second.html").read_text()
+    assert page.count('class="zs-explorer"') == 2
+    assert "html-manager" not in page and "require.min.js" not in page
+    assert "Error displaying widget" not in page
+    assert "widget-state+json" not in page  # the build asks for the static view only (ZS_EXPLORERS=static)
 
 
 def test_the_tiny_book_as_built_has_no_problem(chromium, tiny_book):
@@ -180,6 +195,14 @@ BREAKAGES = {  # name: (how to break the copy, the page, the kind of problem, a 
                      "book/second", "console", "notDefinedAnywhere"),
     "missing stylesheet": (lambda h: (h / "_static" / "pygments.css").unlink(), "book/intro", "console",
                            "_static/pygments.css"),
+    "an explorer that does not respond": (lambda h: _edit(h / "book/second.html", "view.innerHTML = spec.states[key];",
+                                                          "void key;", count=-1),
+                                          "book/second", "explorer", "did not change what it shows"),
+    "an explorer whose dots show no photo": (lambda h: _edit(h / "book/second.html", ":hover .zs-photo,#zs-explorer", ":hover .zs-none,#zs-explorer"),
+                                             "book/second", "explorer", "pointing at a dot showed no photo"),
+    "an explorer whose view asks the network": (lambda h: _edit(h / "book/second.html", "view.innerHTML = spec.states[key];",
+                                                                "view.innerHTML = spec.states[key] + '<img src=\"https://example.org/e.png\">';"),
+                                                "book/second", "network", "https://example.org/e.png"),
     "a request to the network": (lambda h: _edit(h / "book/intro.html", "</body>",
                                                  '<img src="https://example.org/x.png"></body>'),
                                  "book/intro", "network", "https://example.org/x.png"),
