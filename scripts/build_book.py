@@ -308,8 +308,8 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     root = Path(args.root).resolve()
     os.environ.setdefault("ZS_PROFILE", "quick")
-    # Training progress as plain text lines (a notebook widget would not render in the static book).
-    os.environ.setdefault("ZS_PROGRESS", "text")
+    # No training progress on the pages: a reader of the static book sees results, not progress bars.
+    os.environ.setdefault("ZS_PROGRESS", "none")
     (root / "_build").mkdir(exist_ok=True)
 
     if invalidate_if_stale(root):
