@@ -32,7 +32,7 @@ from zslib.engine.train.history import History
 __all__ = ["Result", "ResultFileError", "ResultsNotWritableError", "results_dir", "result_path", "load_result",
            "load_results", "check_writable", "code_fingerprint", "stale_code_warning",
            "record_runs", "recorded_runs", "provenance_summary", "utc_minute", "short_commit", "git_commit", "device_name", "cpu_model", "provenance",
-           "json_default", "file_slug", "write_json"]
+           "json_default", "file_slug", "write_json", "recorded_dir", "installed_recorded_dir"]
 
 
 class ResultFileError(ValueError):
@@ -97,11 +97,30 @@ def file_slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_") or "run"
 
 
+def installed_recorded_dir() -> Path:
+    """Where a pip install of zslib keeps the recorded runs: ``<prefix>/share/zslib/recorded`` (the
+    ``data-files`` of pyproject.toml, copied from ``results/recorded/`` when the wheel is built)."""
+    import sysconfig
+
+    return Path(sysconfig.get_path("data")) / "share" / "zslib" / "recorded"
+
+
+def recorded_dir(directory: str | os.PathLike | None = None) -> Path:
+    """The folder of the recorded runs: ``<results>/recorded`` when it exists (a checkout, or a results folder
+    given), else the copy installed with zslib (:func:`installed_recorded_dir`; e.g. on Colab), else
+    ``<results>/recorded`` (empty)."""
+    own = results_dir(directory) / "recorded"
+    if own.is_dir():
+        return own
+    installed = installed_recorded_dir()
+    return installed if installed.is_dir() else own
+
+
 def result_path(config: Config, directory: Path) -> Path:
     """Where the result of ``config`` is stored: in ``directory``, else among its recorded runs
-    (``directory/recorded``), else where it will be written (in ``directory``)."""
+    (:func:`recorded_dir`), else where it will be written (in ``directory``)."""
     h = config_hash(config)
-    found = sorted(directory.glob(f"*-{h}.json")) or sorted(directory.glob(f"recorded/*-{h}.json"))
+    found = sorted(directory.glob(f"*-{h}.json")) or sorted(recorded_dir(directory).glob(f"*-{h}.json"))
     return found[0] if found else directory / f"{file_slug(config.name)}-{h}.json"
 
 
@@ -283,7 +302,7 @@ def load_results(directory: str | os.PathLike | None = None, **match) -> list[Re
     (e.g. ``loss="triplet"``). A file that cannot be read is an error, not a silently missing run."""
     out = []
     root = results_dir(directory)
-    for p in sorted(root.glob("*.json")) + sorted(root.glob("recorded/*.json")):
+    for p in sorted(root.glob("*.json")) + sorted(recorded_dir(root).glob("*.json")):
         r = load_result(p)
         if all(getattr(r.config, k) == v for k, v in match.items()):
             out.append(r)
@@ -318,7 +337,7 @@ def record_runs(profile: str, directory: str | os.PathLike | None = None, dry_ru
 def recorded_runs(directory: str | os.PathLike | None = None) -> list[Result]:
     """The runs committed under ``<results>/recorded/`` (only those: not the runs this checkout made), in
     file-name order; each file is checked by :func:`load_result`."""
-    return [load_result(p) for p in sorted((results_dir(directory) / "recorded").glob("*.json"))]
+    return [load_result(p) for p in sorted(recorded_dir(directory).glob("*.json"))]
 
 
 def utc_minute(timestamp) -> str | None:
