@@ -211,7 +211,9 @@ _LINKS_JS = """() => Array.from(document.querySelectorAll('a[href]'))
 
 # Output boxes of code cells whose content is wider than the box, and the text of the page's main part.
 _OUTPUT_JS = """() => {
-  const boxes = Array.from(document.querySelectorAll('.cell_output pre, .cell_output .output'));
+  const boxes = Array.from(document.querySelectorAll(
+    '.cell_output .output.stream, .cell_output .output.text_plain, .cell_output .output.stream pre, ' +
+    '.cell_output .output.text_plain pre'));
   const wide = boxes.filter(b => b.scrollWidth > b.clientWidth + 1)
     .map(b => ({width: b.scrollWidth, box: b.clientWidth,
                 line: (b.textContent.split('\\n').sort((x, y) => y.length - x.length)[0] || '').slice(0, 100)}));

@@ -32,7 +32,7 @@ from zslib.engine.train.history import History
 __all__ = ["Result", "ResultFileError", "ResultsNotWritableError", "results_dir", "result_path", "load_result",
            "load_results", "check_writable", "code_fingerprint", "stale_code_warning",
            "record_runs", "recorded_runs", "provenance_summary", "utc_minute", "short_commit", "git_commit", "device_name", "cpu_model", "provenance",
-           "json_default", "file_slug", "write_json", "recorded_dir", "installed_recorded_dir"]
+           "json_default", "file_slug", "write_json", "recorded_dir", "installed_recorded_dir", "recorded_runs_table"]
 
 
 class ResultFileError(ValueError):
@@ -369,3 +369,31 @@ def provenance_summary(result: Result) -> dict:
             "commit": short_commit(commit), "date": utc_minute(p.get("timestamp")),
             "wall seconds": round(float(wall), 1) if isinstance(wall, (int, float)) else None,
             "zslib": p.get("zslib_version"), "torch": p.get("torch_version")}
+
+
+#: The metrics of the unseen classes that the table of every recorded run shows beside its provenance.
+TABLE_METRICS = ("R@1", "MAP@R", "NMI")
+
+
+def recorded_runs_table(runs: list[Result] | None = None):
+    """One row per recorded run (``runs``, default :func:`recorded_runs`): its :func:`provenance_summary`, the
+    method's parameters as text, whether it held out validation classes, and its unseen-class metrics
+    :data:`TABLE_METRICS` in %. A ``pandas.DataFrame`` for a searchable table (the "Recorded runs" page)."""
+    import json as _json
+
+    import pandas as pd
+
+    runs = recorded_runs() if runs is None else runs
+    rows = []
+    for r in runs:
+        row = provenance_summary(r)
+        params = ", ".join(f"{k}={_json.dumps(v, default=str)}" for k, v in sorted(r.config.method_params.items()))
+        row["params"] = params if len(params) <= 70 else params[:69] + "\u2026"  # the file holds them all
+        row["val. split"] = r.config.validation_fraction or 0.0
+        for m in TABLE_METRICS:
+            value = r.metrics.get("unseen", {}).get(m)
+            row[f"unseen {m} %"] = round(100 * value, 2) if value is not None else None
+        rows.append(row)
+    order = ["run", "profile", "method", "loss", "seed", *[f"unseen {m} %" for m in TABLE_METRICS], "params",
+             "val. split", "dataset", "backbone", "device", "commit", "date", "wall seconds", "zslib", "torch", "file"]
+    return pd.DataFrame(rows, columns=order)
