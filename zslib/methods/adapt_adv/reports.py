@@ -8,7 +8,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-__all__ = ["photo_figures", "gradcam_on_photos"]
+__all__ = ["photo_figures", "gradcam_on_photos", "real_configs", "key_findings"]
 
 FLOOR, BASE, METHOD = "pretrained features, no training", "triplet base", "triplet Adapt-Adv"
 
@@ -58,3 +58,35 @@ def gradcam_on_photos(records: Mapping, config):
     show(fig, caption + " Here the base and Adapt-Adv re-weight the same frozen 7x7 map A, so their maps can "
          "differ only in which of A's channels they weight.")
     return None
+
+
+def real_configs():
+    """The recorded real-profile rows of the Adapt-Adv chapter: the untrained features, the triplet base head,
+    +GDFL (attention without the adversary) and Adapt-Adv."""
+    from zslib.engine.config import Config
+    from zslib.methods.cml.method import cml_method
+
+    real = Config.from_profile("real")
+    base = real.replace(**cml_method("cub200", "triplet", "baseline"))
+    adapt = {"classifier_lr": 1e-3, "epoch_steps": 20}
+    return (real.replace(method="pretrained"), base,
+            base.replace(method="adapt_adv", method_params={**adapt, "use_adversary": False}),
+            base.replace(method="adapt_adv", method_params=adapt))
+
+
+def key_findings():
+    """The "Key findings" box the Adapt-Adv chapter opens with, generated from the recorded real-profile runs."""
+    from zslib.analysis.findings import findings_box, not_recorded_box, real_comparison, recorded, verdict_words
+    from zslib.engine.stats import format_interval, paired
+
+    floor_c, base_c, gdfl_c, aa_c = real_configs()
+    floor, runs = recorded({"f": floor_c}, (0,)), recorded({"b": base_c, "g": gdfl_c, "a": aa_c})
+    if floor is None or runs is None:
+        return not_recorded_box()
+    pg, pa = paired(runs["b"], runs["g"]), paired(runs["g"], runs["a"])
+    return findings_box(real_comparison(floor["f"][0], runs["b"], runs["a"], "Adapt-Adv", "the triplet base") + [
+        f"The attention alone (+GDFL) {verdict_words(pg.verdict)} unseen Recall@1 against the base "
+        f"({format_interval(pg.diff, signed=True)} points); adding the class adversary to it "
+        f"{verdict_words(pa.verdict)} it ({format_interval(pa.diff, signed=True)} points).",
+        "With the backbone frozen, Grad-CAM of the base and of Adapt-Adv re-weights the same 7x7 map: the maps "
+        "over the photographs below can differ only in which channels they weight."])

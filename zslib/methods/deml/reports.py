@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-__all__ = ["photo_figures"]
+__all__ = ["photo_figures", "real_configs", "key_findings"]
 
 
 def photo_figures(floor: Mapping | None, runs: Mapping | None):
@@ -30,3 +30,30 @@ def photo_figures(floor: Mapping | None, runs: Mapping | None):
             "this page may spend." if seconds else "")
     results = {"untrained features": floor["pretrained"][0], "baseline head": runs["baseline"][0]}
     retrieval_section(results, tsne_of="baseline head", note=note)
+
+
+def real_configs():
+    """The recorded real-profile rows of the DeML chapter: the untrained features, the baseline head with Eq. 5's
+    loss, DeML(1, 4) with the paper's weights (lambda0 = 1) and DeML(1, 8)."""
+    from zslib.engine.config import Config
+
+    real = Config.from_profile("real")
+    base = real.replace(loss="binomial_deml", method="baseline", method_params={})
+    deml = {j: real.replace(loss="binomial_deml", method="deml", method_params={"learners": j, "lambda0": 1.0})
+            for j in (4, 8)}
+    return real.replace(method="pretrained"), base, deml[4], deml[8]
+
+
+def key_findings():
+    """The "Key findings" box the DeML chapter opens with, generated from the recorded real-profile runs."""
+    from zslib.analysis.findings import findings_box, not_recorded_box, real_comparison, recorded, verdict_words
+    from zslib.engine.stats import format_interval, paired
+
+    floor_c, base_c, deml4_c, deml8_c = real_configs()
+    floor, runs = recorded({"f": floor_c}, (0,)), recorded({"b": base_c, "4": deml4_c, "8": deml8_c})
+    if floor is None or runs is None:
+        return not_recorded_box()
+    p8 = paired(runs["4"], runs["8"])
+    return findings_box(real_comparison(floor["f"][0], runs["b"], runs["4"], "DeML(1, 4)") + [
+        f"Eight learners instead of four {verdict_words(p8.verdict)} it ({format_interval(p8.diff, signed=True)} "
+        "points, paired): with a frozen backbone the CAMs can only re-weight the channels of one fixed map."])
