@@ -315,6 +315,9 @@ def main(argv=None) -> int:
     if invalidate_if_stale(root):
         print("zslib, the pinned environment or the recorded runs changed since the last build: every chapter "
               "is executed again (stored runs in results/ are reused).", flush=True)
+    findings = root / "book" / "_findings.md"
+    if findings.is_file():  # the index's main findings, generated from the recorded runs of this checkout
+        subprocess.run([sys.executable, "-m", "zslib.methods.book_findings", str(findings)], cwd=root, check=True)
     timeout = cell_timeout(root)
     config_path = effective_config(root, timeout)
     calibration = {"before": None if args.no_calibration else calibrate()}
