@@ -186,7 +186,7 @@ BREAKAGES = {  # name: (how to break the copy, the page, the kind of problem, a 
                                                  '<img src="https://example.org/x.png"></body>'),
                                  "book/intro", "network", "https://example.org/x.png"),
     "an output line wider than its box": (lambda h: _edit(h / "book/second.html", OUTPUT_LINE,
-                                                           "</span>a printed line " + "that goes on " * 40 + "and on"),
+                                                           "</span>a_printed_token_" + "that_does_not_break_" * 30),
                                           "book/second", "output", "wider than its box"),
     "a progress bar": (lambda h: _edit(h / "book/second.html", OUTPUT_LINE,
                                        "</span>train:  45%|\u2588\u2588\u2588\u2588      | 9/20 [00:01<00:02, 4.1it/s]"),
