@@ -287,12 +287,13 @@ def show(fig, caption: str) -> None:
 
 
 def retrieval_section(results: Mapping, *, scorers: Mapping | None = None, tsne_of: str | None = None,
-                      note: str = "") -> dict | None:
+                      note: str = "", tolerance: Mapping | None = None) -> dict | None:
     """The photo figures of a chapter in one call: :func:`retrieval_grid` of the recorded runs ``results``
     (name -> :class:`~zslib.engine.store.Result`, e.g. the untrained features, the baseline, the method; each
     embedded by :func:`unseen_embeddings`), ranked by cosine similarity or, for a name in ``scorers``, by
     ``scorers[name](model)`` (a pair scorer), then, with ``tsne_of``, :func:`tsne_photos` of that model.
-    ``note`` is added to the retrieval caption. Returns ``{name: (embeddings, labels)}``, or ``None`` after a
+    ``note`` is added to the retrieval caption; ``tolerance`` (name -> float) widens the reproduction check of a
+    run whose recorded metrics are measured on a small sample (see :func:`unseen_embeddings`). Returns ``{name: (embeddings, labels)}``, or ``None`` after a
     note when the photographs are missing (an error under ``ZS_REQUIRE_DATA=1``)."""
     from IPython.display import display
 
@@ -307,7 +308,7 @@ def retrieval_section(results: Mapping, *, scorers: Mapping | None = None, tsne_
     scorers = scorers or {}
     embedded, neighbours, rows = {}, {}, None
     for name, result in results.items():
-        emb, labels, model = unseen_embeddings(result, with_model=True)
+        emb, labels, model = unseen_embeddings(result, with_model=True, tolerance=(tolerance or {}).get(name, 0.01))
         if not np.array_equal(labels, photos.labels):
             raise RuntimeError(f"the unseen split of {name!r} is not the photographs' test split (order or labels)")
         rows = query_rows(labels) if rows is None else rows

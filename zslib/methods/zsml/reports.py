@@ -25,7 +25,11 @@ def photo_figures(floor, runs: Mapping | None, head: str = "trained head (binomi
     results = {"untrained features": floor, "baseline head": runs[head][0], "ZSML": runs["ZSML"][0]}
     note = ("ZSML ranks by its relation network's score of each (query, image) pair, not by a distance, over all "
             "unseen photographs (the recorded metrics score a sample of four images per class).")
-    retrieval_section(results, scorers={"ZSML": lambda model: model.pair}, tsne_of="baseline head", note=note)
+    # ZSML's recorded metrics score a sample of 4 images per unseen class (204 queries, 0.5 points each); trained
+    # again on another CPU the last bits differ and a few sampled queries change their answer (measured: R@4 off by
+    # 2.0 points, 4 queries), so its check allows 3 points; every other run is held to 1 point.
+    retrieval_section(results, scorers={"ZSML": lambda model: model.pair}, tsne_of="baseline head", note=note,
+                      tolerance={"ZSML": 0.03})
 
 
 def real_configs():
