@@ -106,11 +106,13 @@ def installed_recorded_dir() -> Path:
 
 
 def recorded_dir(directory: str | os.PathLike | None = None) -> Path:
-    """The folder of the recorded runs: ``<results>/recorded`` when it exists (a checkout, or a results folder
-    given), else the copy installed with zslib (:func:`installed_recorded_dir`; e.g. on Colab), else
-    ``<results>/recorded`` (empty)."""
+    """The folder of the recorded runs: ``<results>/recorded`` when it exists or zslib runs from a checkout (whose
+    own ``results/recorded/`` is the truth), else the copy installed with zslib (:func:`installed_recorded_dir`;
+    e.g. on Colab), else ``<results>/recorded`` (empty)."""
+    from zslib.engine.profile import repository_root
+
     own = results_dir(directory) / "recorded"
-    if own.is_dir():
+    if own.is_dir() or repository_root() is not None:
         return own
     installed = installed_recorded_dir()
     return installed if installed.is_dir() else own
