@@ -20,8 +20,8 @@ Chromium and these problems are reported (the exit status is 1 when there is any
   to read a sentence, or it is cut), a progress bar, or a local path of the build machine
   (``/work/``, ``/home/``, ``/tmp/``) anywhere on the page;
 * ``data``: only when the build declared Flowers-102 present (``ZS_REQUIRE_DATA=1``, or ``require_data``):
-  the text "not available here" or "skipped" on a page, or a section about the photographs (a heading with
-  "photograph" or "real flowers") that holds no image.
+  the text "not available here" or "skipped" on a page, or a section whose heading promises a figure on the
+  photographs ("on the photographs", "on photographs", "on real flowers") that holds no image.
 
 A full-page screenshot of each page is saved under ``_build/screenshots/`` for a person to look at.
 
@@ -238,8 +238,10 @@ PROGRESS = re.compile(r"\d+%\|[^|\n]{0,80}\||[\u2588\u2589\u258a\u258b\u258c\u25
 LOCAL_PATH = re.compile(r"(?<![\w.:/])/(?:work|home|tmp)/[^\s'\")]*")
 #: The words of a section that was skipped for want of data.
 SKIPPED = re.compile(r"not available here|skipped", re.I)
-#: A section that shows the photographs (its heading).
-PHOTO_SECTION = re.compile(r"photograph|real flowers", re.I)
+#: A section whose heading promises a figure on the photographs ("On the photographs: ...", "Fig. 4 on
+#: photographs", "Grad-CAM on real flowers"); a section about real-data results in general ("Real photographs:
+#: Flowers-102 ...") may hold tables only.
+PHOTO_SECTION = re.compile(r"\bon (?:the )?photographs\b|\bon real flowers\b", re.I)
 
 
 def data_declared() -> bool:
