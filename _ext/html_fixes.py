@@ -6,6 +6,10 @@ extension, listed under ``sphinx.local_extensions`` in ``_config.yml``.
   twice (once as it is registered, with no file name, and again when writing starts, with an empty file
   name, which its duplicate check treats as different), and the second copy throws "Identifier
   'THEBE_JS_URL' has already been declared" on every page. Each page keeps the first of identical scripts.
+* **Printed lines cut at the box's edge.** A text output (``print``) is a ``<pre>`` that keeps every line on
+  one line, so a sentence longer than the column (about 90 characters) ran out of its box. Text outputs wrap
+  at spaces (:data:`WRAP_OUTPUT_CSS`); a token longer than the column still overflows, and the browser check
+  reports it.
 """
 from __future__ import annotations
 
@@ -28,6 +32,15 @@ def drop_duplicate_scripts(app, pagename, templatename, context, doctree) -> Non
     context["script_files"] = kept
 
 
+WRAP_OUTPUT_CSS = ("<style>.cell_output .output.stream pre, .cell_output .output.text_plain pre "
+                   "{white-space: pre-wrap;}</style>")
+
+
+def wrap_text_outputs(app, pagename, templatename, context, doctree) -> None:
+    context["metatags"] = context.get("metatags", "") + WRAP_OUTPUT_CSS
+
+
 def setup(app):
     app.connect("html-page-context", drop_duplicate_scripts)
+    app.connect("html-page-context", wrap_text_outputs)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -21,6 +21,12 @@ Chromium and these problems are reported (the exit status is 1 when there is any
   slider) and what it shows (the HTML of its view, the images visible in it) must change, every image
   in it must load; where its view has dots to point at (``.zs-pt``), pointing at one must show a photo.
   A console error or a network request that the operation causes is reported as above.
+* ``output``: a line of a code cell's output wider than its box (the reader would have to scroll sideways
+  to read a sentence, or it is cut), a progress bar, or a local path of the build machine
+  (``/work/``, ``/home/``, ``/tmp/``) anywhere on the page;
+* ``data``: only when the build declared Flowers-102 present (``ZS_REQUIRE_DATA=1``, or ``require_data``):
+  the text "not available here" or "skipped" on a page, or a section whose heading promises a figure on the
+  photographs ("on the photographs", "on photographs", "on real flowers") that holds no image.
 
 A full-page screenshot of each page is saved under ``_build/screenshots/`` for a person to look at.
 
@@ -238,6 +244,65 @@ _FREE_DOT_JS = """(id) => {
 _LINKS_JS = """() => Array.from(document.querySelectorAll('a[href]'))
   .map(a => ({href: a.getAttribute('href'), url: a.href}))"""
 
+# Output boxes of code cells whose content is wider than the box, and the text of the page's main part.
+_OUTPUT_JS = """() => {
+  const boxes = Array.from(document.querySelectorAll(
+    '.cell_output .output.stream, .cell_output .output.text_plain, .cell_output .output.stream pre, ' +
+    '.cell_output .output.text_plain pre'));
+  const wide = boxes.filter(b => b.scrollWidth > b.clientWidth + 1)
+    .map(b => ({width: b.scrollWidth, box: b.clientWidth,
+                line: (b.textContent.split('\\n').sort((x, y) => y.length - x.length)[0] || '').slice(0, 100)}));
+  const main = document.querySelector('main') || document.body;
+  // the text a reader sees, without the source of code cells (code may name a path or the word "skipped")
+  const walker = document.createTreeWalker(main, NodeFilter.SHOW_TEXT);
+  const texts = [];
+  for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+    const el = n.parentElement;
+    if (!el.closest('.cell_input, script, style') && el.checkVisibility()) texts.push(n.textContent);
+  }
+  const sections = Array.from(main.querySelectorAll('section')).map(sec => {
+    const h = sec.querySelector(':scope > h1, :scope > h2, :scope > h3, :scope > h4');
+    return {title: h ? h.textContent.replace(/#$/, '').trim() : '', images: sec.querySelectorAll('img').length};
+  });
+  return {wide, text: texts.join(' '), sections};
+}"""
+
+#: A progress bar as tqdm draws it (``45%|####      | 9/20 [00:01<00:02, 4.1it/s]``) or its block characters.
+PROGRESS = re.compile(r"\d+%\|[^|\n]{0,80}\||[\u2588\u2589\u258a\u258b\u258c\u258d\u258e\u258f]{3,}|\d+(?:\.\d+)?it/s\]")
+#: A local path of the machine that built the book.
+LOCAL_PATH = re.compile(r"(?<![\w.:/])/(?:work|home|tmp)/[^\s'\")]*")
+#: The words of a section that was skipped for want of data.
+SKIPPED = re.compile(r"not available here|skipped", re.I)
+#: A section whose heading promises a figure on the photographs ("On the photographs: ...", "Fig. 4 on
+#: photographs", "Grad-CAM on real flowers"); a section about real-data results in general ("Real photographs:
+#: Flowers-102 ...") may hold tables only.
+PHOTO_SECTION = re.compile(r"\bon (?:the )?photographs\b|\bon real flowers\b", re.I)
+
+
+def data_declared() -> bool:
+    """Whether this build declared Flowers-102 present (``ZS_REQUIRE_DATA=1``)."""
+    return os.environ.get("ZS_REQUIRE_DATA", "").strip().lower() in ("1", "true", "yes")
+
+
+def _check_output(found: dict, add, require_data: bool) -> None:
+    for box in found["wide"]:
+        add("output", f"an output line is wider than its box ({box['width']} px in {box['box']} px): "
+                      f"'{box['line']}'")
+    text = found["text"]
+    for m in PROGRESS.finditer(text):
+        add("output", f"a progress bar on the page: '{text[max(0, m.start() - 20):m.end() + 20].strip()}'")
+        break
+    for path in dict.fromkeys(LOCAL_PATH.findall(text)):
+        add("output", f"a local path of the build machine on the page: '{path[:100]}'")
+    if require_data:
+        for m in SKIPPED.finditer(text):
+            add("data", f"'{m.group(0)}' although the data was declared present: "
+                        f"'{text[max(0, m.start() - 60):m.end() + 40].strip()}'")
+        for sec in found["sections"]:
+            if PHOTO_SECTION.search(sec["title"]) and not sec["images"]:
+                add("data", f"the section '{sec['title'][:80]}' shows no image although the data was declared present")
+
+
 RAW_TEX = re.compile(r"\$\$[^$]+?\$\$|\$[^$\s][^$\n]*?\$|\\\(.+?\\\)|\\\[.+?\\\]", re.S)
 
 
@@ -276,7 +341,7 @@ def _serve(route, mathjax: Path, outside: list[str]):
 
 
 def check_page(context, root: Path, html_dir: Path, page: str, screenshot: Path | None,
-               anchor_cache: dict) -> list[Problem]:
+               anchor_cache: dict, require_data: bool = False) -> list[Problem]:
     """Every check of the module docstring on one page."""
     problems: list[Problem] = []
 
@@ -329,6 +394,7 @@ def check_page(context, root: Path, html_dir: Path, page: str, screenshot: Path 
 
     for link in links:
         _check_link(link, html_dir, anchor_cache, add)
+    _check_output(tab.evaluate(_OUTPUT_JS), add, require_data)
 
     for explorer in tab.evaluate(_EXPLORERS_JS):
         _operate_explorer(tab, explorer, add)
@@ -422,20 +488,22 @@ def _check_link(link: dict, html_dir: Path, cache: dict, add) -> None:
 
 def check_book(root: Path, html_dir: Path | None = None, screenshots: Path | None = None, *,
                browser=None, pages: list[str] | None = None, mathjax: Path | None = None,
-               timings: dict | None = None) -> list[Problem]:
+               timings: dict | None = None, require_data: bool | None = None) -> list[Problem]:
     """Load every page of the book at ``root`` (``_toc.yml``, ``_config.yml``) from ``html_dir`` (default
     ``root/_build/html``) and return the problems found; screenshots go to ``screenshots`` (default
     ``root/_build/screenshots``). ``browser``: a Playwright browser to reuse (one is started otherwise);
     each call gets a fresh browser context, so no state carries over between calls. ``timings``, if given,
-    receives the seconds each page took."""
+    receives the seconds each page took. ``require_data`` (default: ``ZS_REQUIRE_DATA=1``): the data was
+    declared present, so skipped photo sections are problems."""
     root = Path(root).resolve()
+    require_data = data_declared() if require_data is None else require_data
     html_dir = Path(html_dir or root / "_build" / "html").resolve()
     screenshots = Path(screenshots or root / "_build" / "screenshots")
     mathjax = Path(mathjax or mathjax_dir())
     if browser is None:
         with open_chromium() as b:
             return check_book(root, html_dir, screenshots, browser=b, pages=pages, mathjax=mathjax,
-                              timings=timings)
+                              timings=timings, require_data=require_data)
     outside: list[str] = []
     context = browser.new_context(viewport=VIEWPORT, service_workers="block")
     context.route(lambda url: url.startswith(("http:", "https:")), lambda route: _serve(route, mathjax, outside))
@@ -445,7 +513,7 @@ def check_book(root: Path, html_dir: Path | None = None, screenshots: Path | Non
         for page in pages or toc_pages(root):
             start = time.perf_counter()
             outside.clear()
-            found = check_page(context, root, html_dir, page, screenshots / f"{page}.png", cache)
+            found = check_page(context, root, html_dir, page, screenshots / f"{page}.png", cache, require_data)
             found += [Problem(page, "network", f"asks the network for {u}") for u in dict.fromkeys(outside)]
             problems += found
             if timings is not None:

@@ -308,8 +308,8 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     root = Path(args.root).resolve()
     os.environ.setdefault("ZS_PROFILE", "quick")
-    # Training progress as plain text lines (a notebook widget would not render in the static book).
-    os.environ.setdefault("ZS_PROGRESS", "text")
+    # No training progress on the pages: a reader of the static book sees results, not progress bars.
+    os.environ.setdefault("ZS_PROGRESS", "none")
     # The interactive explorers as their static view only: no live widget whose state the page would carry.
     os.environ.setdefault("ZS_EXPLORERS", "static")
     (root / "_build").mkdir(exist_ok=True)
@@ -317,6 +317,9 @@ def main(argv=None) -> int:
     if invalidate_if_stale(root):
         print("zslib, the pinned environment or the recorded runs changed since the last build: every chapter "
               "is executed again (stored runs in results/ are reused).", flush=True)
+    findings = root / "book" / "_findings.md"
+    if findings.is_file():  # the index's main findings, generated from the recorded runs of this checkout
+        subprocess.run([sys.executable, "-m", "zslib.methods.book_findings", str(findings)], cwd=root, check=True)
     timeout = cell_timeout(root)
     config_path = effective_config(root, timeout)
     calibration = {"before": None if args.no_calibration else calibrate()}

@@ -3,7 +3,7 @@
     .venv/bin/python scripts/run_chapter.py book/cml.ipynb [book/jrd.ipynb ...] [--save out/] [--slowest 5]
 
 Each notebook runs in a fresh kernel from the repository root with the book build's settings (the active
-``ZS_PROFILE``, text progress bars). The source notebook is never modified; ``--save`` writes the executed
+``ZS_PROFILE``, no progress bars). The source notebook is never modified; ``--save`` writes the executed
 copies to a folder for reading. A failing cell is reported with its number and the error, and the exit
 status is non-zero. Stored runs in ``results/`` are reused as in the book build, so a second execution is
 faster than the first: delete them (or set ``ZS_RESULTS`` to an empty folder) to time a cold chapter.
@@ -30,7 +30,7 @@ def main(argv=None) -> int:
                         help="also list the N slowest code cells of each chapter, with their times")
     args = parser.parse_args(argv)
     root = Path(__file__).resolve().parents[1]
-    os.environ.setdefault("ZS_PROGRESS", "text")
+    os.environ.setdefault("ZS_PROGRESS", "none")
     os.environ.setdefault("ZS_EXPLORERS", "static")  # as the book build: the explorers' page view only
     failed = 0
     for name in args.notebooks:

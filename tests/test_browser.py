@@ -168,6 +168,8 @@ def _first_formula(page: Path) -> str:
     return re.search(r'<span class="math notranslate nohighlight">(.*?)</span>', page.read_text()).group(1)
 
 
+OUTPUT_LINE = "</span>a printed $5 is not math"  # the output of the second chapter's code cell (not its source)
+
 BREAKAGES = {  # name: (how to break the copy, the page, the kind of problem, a piece of its message)
     "missing image": (_remove_first_image, "book/first", "image", "_images/"),
     "raw dollar math": (lambda h: _edit(h / "book/first.html", "<h1>First chapter",
@@ -206,15 +208,32 @@ BREAKAGES = {  # name: (how to break the copy, the page, the kind of problem, a 
     "a request to the network": (lambda h: _edit(h / "book/intro.html", "</body>",
                                                  '<img src="https://example.org/x.png"></body>'),
                                  "book/intro", "network", "https://example.org/x.png"),
+    "an output line wider than its box": (lambda h: _edit(h / "book/second.html", OUTPUT_LINE,
+                                                           "</span>a_printed_token_" + "that_does_not_break_" * 30),
+                                          "book/second", "output", "wider than its box"),
+    "a progress bar": (lambda h: _edit(h / "book/second.html", OUTPUT_LINE,
+                                       "</span>train:  45%|\u2588\u2588\u2588\u2588      | 9/20 [00:01<00:02, 4.1it/s]"),
+                       "book/second", "output", "progress bar"),
+    "a local path": (lambda h: _edit(h / "book/second.html", OUTPUT_LINE,
+                                     "</span>results in /work/main/results/run.json"),
+                     "book/second", "output", "/work/main/results/run.json"),
+    "a skipped section with the data declared": (
+        lambda h: _edit(h / "book/first.html", "<h1>First chapter<a", "<p>The figure is skipped here.</p><h1>First chapter<a"),
+        "book/first", "data", "skipped", {"require_data": True}),
+    "a photo section without an image": (
+        lambda h: _edit(h / "book/second.html", "<h2>Details",
+                        '<section id="photos"><h2>On the photographs</h2><p>no figure</p></section><h2>Details'),
+        "book/second", "data", "On the photographs", {"require_data": True}),
 }
 
 
 @pytest.mark.parametrize("name", list(BREAKAGES))
 def test_a_broken_page_in_a_copy_of_the_tiny_book_is_caught(chromium, tiny_book, tmp_path, name):
-    breakage, page, kind, words = BREAKAGES[name]
+    breakage, page, kind, words, *options = BREAKAGES[name]
     copy = tmp_path / "book"
     shutil.copytree(tiny_book, copy, ignore=shutil.ignore_patterns(".jupyter_cache", "screenshots"))
     breakage(copy / "_build" / "html")
-    problems = browse.check_book(copy, browser=chromium, pages=[page])  # the sound pages: the test above
+    problems = browse.check_book(copy, browser=chromium, pages=[page],  # the sound pages: the test above
+                                 **(options[0] if options else {}))
     hits = [p for p in problems if p.page == page and p.kind == kind and words in p.detail]
     assert hits, f"{name}: expected a {kind} problem on {page} mentioning {words!r}; found:\n" + _report(problems)

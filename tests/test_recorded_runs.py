@@ -65,7 +65,13 @@ def test_provenance_summary_says_none_where_the_file_is_silent(tmp_path):
 def _run_page(monkeypatch, results: Path, capsys) -> str:
     """Run the page's code cells in this process, with ``results`` as the results folder; return what
     they print (``display`` prints a DataFrame outside a notebook)."""
+    import IPython.display
+
     monkeypatch.setenv("ZS_RESULTS", str(results))
+    # what a reader would see, as text: Markdown as its source, tables in full
+    shown = lambda obj, *a, **k: print(obj.data if isinstance(obj, IPython.display.Markdown) else obj)  # noqa: E731
+    monkeypatch.setattr(IPython.display, "display", shown)
+    monkeypatch.setattr("zslib.analysis.tables.searchable", lambda frame, caption=None, **k: print(frame.to_string()))
     namespace: dict = {}
     for cell in nbformat.read(PAGE, as_version=4).cells:
         if cell.cell_type == "code":
@@ -84,11 +90,11 @@ def test_the_page_lists_every_recorded_run_with_its_provenance_and_metrics(tmp_p
     paths = [_save(tmp_path / "recorded", "cml-cub", seed=s, r1=r1) for s, r1 in ((0, 0.5125), (1, 0.4875))]
     with pd.option_context("display.width", 1000, "display.max_columns", 100):
         out = _run_page(monkeypatch, tmp_path, capsys)
-    assert "2 run(s) recorded" in out and "No run" not in out
+    assert "**2 runs** are recorded" in out and "No run" not in out
     for p in paths:
-        assert out.count(p.name) == 3  # one row in each of the three tables
+        assert out.count(p.name) == 1  # one row of the searchable table
     for text in ("cuda (NVIDIA H100)", "0123456789ab", "2026-11-20 10:15 UTC", "3600.0", "cub200",
-                 "0.5125", "0.4875", "0.93"):
+                 "51.25", "48.75", "0.5125", "0.93"):  # the table in %, the first run's metrics as stored
         assert text in out, text
 
 
@@ -144,7 +150,7 @@ def test_the_page_lists_the_analysis_records(tmp_path, monkeypatch, capsys):
                             reproduced_max_metric_diff=d) for s, d in ((0, 0.0), (1, 0.0025))]
     with pd.option_context("display.width", 1000, "display.max_columns", 100, "display.max_colwidth", 100):
         out = _run_page(monkeypatch, tmp_path, capsys)
-    assert "2 analysis record(s)" in out and "of 2 recorded run(s)" in out
+    assert "**2 analysis records**" in out and "of 2 recorded runs" in out
     for p in paths:
         assert p.name in out
     for text in ("bound_terms", "fedcba987654", "1d09565586d0", "2026-11-24 16:10 UTC", "retrained", "0.0025"):
@@ -154,3 +160,14 @@ def test_the_page_lists_the_analysis_records(tmp_path, monkeypatch, capsys):
 def test_the_page_says_that_no_analysis_is_recorded_yet(tmp_path, monkeypatch, capsys):
     _save(tmp_path / "recorded", "cml-cub")
     assert "No analysis is recorded yet" in _run_page(monkeypatch, tmp_path, capsys)
+
+
+def test_the_table_of_recorded_runs_has_every_run_and_its_own_numbers():
+    from zslib.engine import store
+
+    runs = store.recorded_runs()
+    table = store.recorded_runs_table(runs)
+    assert len(table) == len(runs) == len(list((store.recorded_dir()).glob("*.json")))
+    row = table.set_index("file").loc[runs[-1].path.name]
+    assert row["seed"] == runs[-1].config.seed
+    assert row["unseen R@1 %"] == round(100 * runs[-1].metrics["unseen"]["R@1"], 2)

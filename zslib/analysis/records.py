@@ -36,7 +36,7 @@ import torch
 
 from zslib.engine.config import Config, config_hash
 from zslib.engine.grid import grid_jobs
-from zslib.engine.store import (ResultFileError, check_key, hash_in_name, load_result, provenance, result_path, results_dir, file_slug,
+from zslib.engine.store import (ResultFileError, check_key, hash_in_name, load_result, recorded_dir, provenance, result_path, results_dir, file_slug,
                                 short_commit, utc_minute, write_json)
 
 __all__ = ["Analysis", "ANALYSES", "register_analysis", "get_analysis", "AnalysisRecord", "analyze", "analysis_path",
@@ -174,7 +174,7 @@ def analysis_path(config: Config, analysis: str, directory: str | os.PathLike | 
     directory = results_dir(directory)
     h = config_hash(config)
     pattern = f"*-{h}-{analysis}.json"
-    found = sorted((directory / "analyses").glob(pattern)) or sorted((directory / "recorded" / "analyses").glob(pattern))
+    found = sorted((directory / "analyses").glob(pattern)) or sorted((recorded_dir(directory) / "analyses").glob(pattern))
     return found[0] if found else directory / "analyses" / f"{file_slug(config.name)}-{h}-{analysis}.json"
 
 
@@ -312,7 +312,7 @@ def record_analyses(profile: str, directory: str | os.PathLike | None = None, dr
 def recorded_analysis_records(directory: str | os.PathLike | None = None) -> list[AnalysisRecord]:
     """The analysis records committed under ``<results>/recorded/analyses/`` (only those), in file-name order;
     each is checked by :func:`load_analysis` (a damaged one raises :class:`~zslib.engine.store.ResultFileError`)."""
-    return [load_analysis(p) for p in sorted((_results(directory) / "recorded" / "analyses").glob("*.json"))]
+    return [load_analysis(p) for p in sorted((recorded_dir(_results(directory)) / "analyses").glob("*.json"))]
 
 
 def analysis_summary(record: AnalysisRecord) -> dict:

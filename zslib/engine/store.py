@@ -37,7 +37,7 @@ __all__ = ["Result", "ResultFileError", "check_key", "hash_in_name",
            "ResultsNotWritableError", "results_dir", "result_path", "load_result",
            "load_results", "check_writable", "code_fingerprint", "stale_code_warning",
            "record_runs", "recorded_runs", "provenance_summary", "utc_minute", "short_commit", "git_commit", "device_name", "cpu_model", "provenance",
-           "json_default", "file_slug", "write_json"]
+           "json_default", "file_slug", "write_json", "recorded_dir", "installed_recorded_dir", "recorded_runs_table"]
 
 
 class ResultFileError(ValueError):
@@ -129,11 +129,32 @@ def check_key(path: str | os.PathLike, config: Config, stored_hash, what_to_do: 
     return h
 
 
+def installed_recorded_dir() -> Path:
+    """Where a pip install of zslib keeps the recorded runs: ``<prefix>/share/zslib/recorded`` (the
+    ``data-files`` of pyproject.toml, copied from ``results/recorded/`` when the wheel is built)."""
+    import sysconfig
+
+    return Path(sysconfig.get_path("data")) / "share" / "zslib" / "recorded"
+
+
+def recorded_dir(directory: str | os.PathLike | None = None) -> Path:
+    """The folder of the recorded runs: ``<results>/recorded`` when it exists or zslib runs from a checkout (whose
+    own ``results/recorded/`` is the truth), else the copy installed with zslib (:func:`installed_recorded_dir`;
+    e.g. on Colab), else ``<results>/recorded`` (empty)."""
+    from zslib.engine.profile import repository_root
+
+    own = results_dir(directory) / "recorded"
+    if own.is_dir() or repository_root() is not None:
+        return own
+    installed = installed_recorded_dir()
+    return installed if installed.is_dir() else own
+
+
 def result_path(config: Config, directory: Path) -> Path:
     """Where the result of ``config`` is stored: in ``directory``, else among its recorded runs
-    (``directory/recorded``), else where it will be written (in ``directory``)."""
+    (:func:`recorded_dir`), else where it will be written (in ``directory``)."""
     h = config_hash(config)
-    found = sorted(directory.glob(f"*-{h}.json")) or sorted(directory.glob(f"recorded/*-{h}.json"))
+    found = sorted(directory.glob(f"*-{h}.json")) or sorted(recorded_dir(directory).glob(f"*-{h}.json"))
     return found[0] if found else directory / f"{file_slug(config.name)}-{h}.json"
 
 
@@ -346,7 +367,7 @@ def load_results(directory: str | os.PathLike | None = None, **match) -> list[Re
     (e.g. ``loss="triplet"``). A file that cannot be read is an error, not a silently missing run."""
     out = []
     root = results_dir(directory)
-    for p in sorted(root.glob("*.json")) + sorted(root.glob("recorded/*.json")):
+    for p in sorted(root.glob("*.json")) + sorted(recorded_dir(root).glob("*.json")):
         r = load_result(p)
         if all(getattr(r.config, k) == v for k, v in match.items()):
             out.append(r)
@@ -386,7 +407,7 @@ def record_runs(profile: str, directory: str | os.PathLike | None = None, dry_ru
 def recorded_runs(directory: str | os.PathLike | None = None) -> list[Result]:
     """The runs committed under ``<results>/recorded/`` (only those: not the runs this checkout made), in
     file-name order; each file is checked by :func:`load_result`."""
-    return [load_result(p) for p in sorted((results_dir(directory) / "recorded").glob("*.json"))]
+    return [load_result(p) for p in sorted(recorded_dir(directory).glob("*.json"))]
 
 
 def utc_minute(timestamp) -> str | None:
@@ -418,3 +439,31 @@ def provenance_summary(result: Result) -> dict:
             "commit": short_commit(commit), "date": utc_minute(p.get("timestamp")),
             "wall seconds": round(float(wall), 1) if isinstance(wall, (int, float)) else None,
             "zslib": p.get("zslib_version"), "torch": p.get("torch_version")}
+
+
+#: The metrics of the unseen classes that the table of every recorded run shows beside its provenance.
+TABLE_METRICS = ("R@1", "MAP@R", "NMI")
+
+
+def recorded_runs_table(runs: list[Result] | None = None):
+    """One row per recorded run (``runs``, default :func:`recorded_runs`): its :func:`provenance_summary`, the
+    method's parameters as text, whether it held out validation classes, and its unseen-class metrics
+    :data:`TABLE_METRICS` in %. A ``pandas.DataFrame`` for a searchable table (the "Recorded runs" page)."""
+    import json as _json
+
+    import pandas as pd
+
+    runs = recorded_runs() if runs is None else runs
+    rows = []
+    for r in runs:
+        row = provenance_summary(r)
+        params = ", ".join(f"{k}={_json.dumps(v, default=str)}" for k, v in sorted(r.config.method_params.items()))
+        row["params"] = params if len(params) <= 70 else params[:69] + "\u2026"  # the file holds them all
+        row["val. split"] = r.config.validation_fraction or 0.0
+        for m in TABLE_METRICS:
+            value = r.metrics.get("unseen", {}).get(m)
+            row[f"unseen {m} %"] = round(100 * value, 2) if value is not None else None
+        rows.append(row)
+    order = ["run", "profile", "method", "loss", "seed", *[f"unseen {m} %" for m in TABLE_METRICS], "params",
+             "val. split", "dataset", "backbone", "device", "commit", "date", "wall seconds", "zslib", "torch", "file"]
+    return pd.DataFrame(rows, columns=order)

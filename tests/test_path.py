@@ -1,0 +1,48 @@
+"""zslib.teaching.path: the chapter card's numbers are counted and measured, not typed."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import nbformat
+
+from zslib.engine.config import Config
+from zslib.engine.store import Result
+from zslib.engine.train.history import History
+from zslib.teaching import path as P
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_reading_time_counts_words_and_visible_code(tmp_path):
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(" ".join(["word"] * 1000)),
+                                         nbformat.v4.new_code_cell("\n".join(["x = 1"] * 100)),
+                                         nbformat.v4.new_code_cell("\n".join(["y = 1"] * 400))])
+    nb.cells[2].metadata["tags"] = ["hide-input"]  # collapsed code is not read
+    nbformat.write(nb, tmp_path / "c.ipynb")
+    assert P.reading_minutes(tmp_path / "c.ipynb") == round(1000 / 200 + 100 / 20)
+
+
+def test_quick_seconds_come_from_the_build_report(tmp_path):
+    report = tmp_path / "build_report.json"
+    report.write_text(json.dumps({"chapters": {"book/deml.ipynb": {"seconds": 93.5}}}))
+    assert P.quick_seconds("deml", report) == 93.5
+    assert P.quick_seconds("zsml", report) is None
+    assert P.quick_seconds("deml", tmp_path / "absent.json") is None
+
+
+def test_real_seconds_sum_the_provenance_of_the_chapter_methods():
+    runs = [Result(Config.from_profile("real", method=m, seed=s), {"unseen": {"R@1": 0.5}}, History(),
+                   {"train_seconds": t}) for m, s, t in (("deml", 0, 100.0), ("deml", 1, 50.5), ("zsml", 0, 7.0))]
+    assert P.real_seconds("deml", runs) == (150.5, 2)
+    assert P.real_seconds("zsml", runs) == (7.0, 1)
+    assert P.real_seconds("metrics", runs) is None
+
+
+def test_every_chapter_has_a_card_and_known_prerequisites():
+    chapters = {p.stem for p in (REPO / "book").glob("*.ipynb")}
+    assert set(P.PREREQUISITES) == chapters
+    for chapter, needs in P.PREREQUISITES.items():
+        assert set(needs) <= chapters, chapter
+        sources = [c.source for c in nbformat.read(REPO / "book" / f"{chapter}.ipynb", as_version=4).cells]
+        assert any(f'chapter_card("{chapter}")' in s for s in sources), chapter

@@ -1,0 +1,322 @@
+"""Figures on real photographs (Oxford Flowers-102, the ``real`` profile): what a trained model finds.
+
+* :func:`flower_photos` -- the unseen (test) photographs as the real profile reads them (224-px centre crop
+  of the image resized to 256 px), in [0, 1] for display; :func:`photos_unavailable` says what to do when
+  they are missing, and fails instead when the build declared the data present (``ZS_REQUIRE_DATA=1``).
+* :func:`unseen_embeddings` -- the embeddings of the unseen photographs under a recorded run. A recorded
+  run keeps metrics, not weights, so a run that trains is trained again in a scratch folder (a head-only
+  run of the real profile takes 5 to 10 s on one core) and must reproduce its recorded metrics
+  (:func:`zslib.analysis.reproduce.check_reproduced`) before its embedding is shown.
+* :func:`retrieval_grid` -- six unseen queries and their five nearest neighbours under each model, framed
+  green (same class) or red (another class), models side by side (OML's retrieval-result style).
+* :func:`overlay_maps` -- saliency or attention maps (Grad-CAM, DeML's OAM) drawn over the photograph.
+* :func:`tsne_photos` -- a t-SNE of the unseen classes with thumbnails of the photographs.
+
+Every figure function returns ``(figure, caption)``: the caption is Markdown that says what to look at,
+with the counts the figure shows, so a chapter displays both in one line.
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import torch
+
+from zslib.analysis.viz import CORRECT, WRONG, _frame, embedding_scatter, to_display
+
+__all__ = ["REQUIRE_DATA_ENV", "PhotosRequiredError", "data_required", "photos_unavailable", "flower_photos",
+           "query_rows", "unseen_embeddings", "nearest", "retrieval_grid", "overlay_maps", "tsne_photos",
+           "SOURCE_NOTE", "show", "retrieval_section"]
+
+REQUIRE_DATA_ENV = "ZS_REQUIRE_DATA"
+
+#: What the shared copy of Flowers-102 is, said once for every chapter that shows it.
+SOURCE_NOTE = ("The photographs are Oxford Flowers-102 as this book's build reads them: a copy stored at 160 px on "
+               "the short side, upsampled to 256 px and centre-cropped to 224 px, so they look softer than the "
+               "originals, and the untrained features score lower on them (an estimated 1.5 points of unseen "
+               "Recall@1 against full-size photographs).")
+
+
+class PhotosRequiredError(RuntimeError):
+    """The build declared the real data present (``ZS_REQUIRE_DATA=1``) and a photo figure cannot be drawn."""
+
+
+def data_required() -> bool:
+    """Whether this build declared Flowers-102 present (``ZS_REQUIRE_DATA=1``, set by ``.ci/run`` when it
+    finds the shared copy): then a photo section that would be skipped fails instead."""
+    return os.environ.get(REQUIRE_DATA_ENV, "").strip().lower() in ("1", "true", "yes")
+
+
+def photos_unavailable(what: str, err: BaseException | str | None = None):
+    """A short Markdown note that ``what`` cannot be drawn on this machine, and what gives it the photographs;
+    with ``ZS_REQUIRE_DATA=1`` a :class:`PhotosRequiredError` instead (a build that promised the data must
+    not publish a page without its photographs)."""
+    from IPython.display import Markdown
+
+    reason = type(err).__name__ if isinstance(err, BaseException) else (err or "missing data")
+    if data_required():
+        raise PhotosRequiredError(
+            f"{what} needs the Flowers-102 photographs, but they could not be read ({reason}: {err}). "
+            f"{REQUIRE_DATA_ENV}=1 declares them present: set ZS_DATA to the folder that holds flowers102/, "
+            f"or unset {REQUIRE_DATA_ENV}.")
+    return Markdown(f"*{what} is drawn on the Flowers-102 photographs, which this build could not read "
+                    f"({reason}). Set `ZS_DATA` to the folder that holds `flowers102/`, or `ZS_DOWNLOAD=1` to "
+                    "download them (about 330 MB), and run the chapter again.*")
+
+
+def flower_photos(config, split: str = "test"):
+    """The Flowers-102 photographs of ``split`` with the test-time transform of ``config`` (resize to
+    ``config.resize_size``, centre crop ``config.image_size``) and no normalization: items ``(image in
+    [0, 1], label)``, in the dataset's order, the order of the real profile's feature cache. Raises
+    :class:`zslib.engine.data.errors.MissingDataError` when the files are not found; never downloads
+    unless ``ZS_DOWNLOAD=1``."""
+    from zslib.engine.data import get_dataset_class, test_transform
+    from zslib.engine.data.datasets import open_dataset
+
+    cls = get_dataset_class(config.dataset)
+    return open_dataset(cls, split=split, transform=test_transform(config.image_size, config.resize_size,
+                                                                   (0.0, 0.0, 0.0), (1.0, 1.0, 1.0)))
+
+
+def query_rows(labels, n: int = 6) -> np.ndarray:
+    """The fixed queries of the photo figures: the first image (in the dataset's order) of ``n`` classes
+    evenly spaced over the sorted class ids. A rule, not a pick."""
+    labels = np.asarray(labels)
+    classes = np.unique(labels)
+    chosen = classes[np.linspace(0, classes.size - 1, n).round().astype(int)]
+    return np.array([int(np.flatnonzero(labels == c)[0]) for c in chosen])
+
+
+def unseen_embeddings(result, device="cpu", tolerance: float = 0.01, *, with_model: bool = False):
+    """``(embeddings, labels)`` of the unseen split under the model of ``result`` (a stored
+    :class:`~zslib.engine.store.Result`); with ``with_model`` also the model, ``(embeddings, labels, model)``.
+
+    A method that trains nothing is rebuilt as the run built it; a run with a checkpoint is loaded; otherwise
+    the run is trained again in a scratch folder with the thread count of its provenance and must reproduce
+    its stored retrieval metrics within ``tolerance`` (the clustering metrics, which one k-means start can
+    move, are checked by :func:`zslib.analysis.reproduce.check_reproduced` in ``tests/test_recorded.py``; a
+    figure needs only the neighbours)."""
+    import tempfile
+
+    from zslib.engine.runner import build_data, load_model, run
+    from zslib.methods import get_method
+
+    config, device = result.config, torch.device(device)
+    if not get_method(config.method).trains or (result.checkpoint is not None and result.checkpoint.is_file()):
+        model = load_model(result, device)
+    else:
+        threads = torch.get_num_threads()
+        torch.set_num_threads(int(result.provenance.get("torch_threads", 1)))
+        try:
+            with tempfile.TemporaryDirectory(prefix="zslib-photos-") as scratch:
+                again = run(config, results_dir=scratch, force=True, progress=False, device=device)
+                _check_retrieval(result, again, tolerance)
+                model = load_model(again, device)
+        finally:
+            torch.set_num_threads(threads)
+    emb, labels = _embed_unseen(model, build_data(config), config, device)
+    return (emb, labels, model) if with_model else (emb, labels)
+
+
+def _check_retrieval(stored, again, tolerance: float) -> None:
+    from zslib.analysis.reproduce import CLUSTER_METRICS
+
+    gaps = {(s, m): abs(again.metrics.get(s, {}).get(m, np.inf) - v) for s, row in stored.metrics.items()
+            for m, v in row.items() if m not in CLUSTER_METRICS}
+    (split, metric), worst = max(gaps.items(), key=lambda kv: kv[1])
+    if worst > tolerance:
+        raise RuntimeError(f"run {stored.config.name!r} trained again gives {split} {metric} "
+                           f"{again.metrics.get(split, {}).get(metric)} against the recorded {stored.metrics[split][metric]}"
+                           f" (tolerance {tolerance}): its model is not the recorded one, so it is not shown")
+
+
+def _embed_unseen(model, data, config, device):
+    from zslib.engine.train import embed
+
+    with torch.no_grad():
+        emb, labels = embed(model.eval(), data["unseen"], batch_size=config.eval_batch_size, device=device,
+                            num_workers=0)
+    return emb, np.asarray(labels)
+
+
+def nearest(embeddings, rows, k: int = 5, metric: str = "cosine", scorer=None) -> np.ndarray:
+    """``(len(rows), k)`` gallery indices of the ``k`` nearest neighbours of ``embeddings[rows]`` among all
+    rows of ``embeddings``, the query itself excluded: by ``metric`` (:func:`zslib.engine.evaluate.knn`,
+    exact), or the ``k`` highest scores of a pair ``scorer(a, b)`` (e.g. ZSML's learned metric;
+    :func:`zslib.methods.zsml.pairwise.score_topk`)."""
+    x = torch.as_tensor(np.asarray(embeddings), dtype=torch.float32)
+    rows = np.asarray(rows, dtype=int)
+    if scorer is None:
+        from zslib.engine.evaluate import knn
+
+        idx = knn(x[rows], x, k=k + 1, metric=metric, exclude_self=False).indices.numpy()
+    else:
+        from zslib.methods.zsml.pairwise import score_topk
+
+        with torch.no_grad():
+            idx = score_topk(scorer, x[rows], x, k=k + 1, exclude_self=False).indices.numpy()
+    return np.array([[j for j in line if j != r][:k] for line, r in zip(idx, rows)])
+
+
+def retrieval_grid(photos, labels, rows, neighbours: Mapping[str, np.ndarray], *, size: float = 0.95,
+                   class_names: Sequence[str] | None = None):
+    """The retrieval figure: one row per query photograph (left), then, for each model of ``neighbours``
+    (name -> ``(len(rows), k)`` gallery indices, best first), its ``k`` nearest photographs, framed green when
+    they share the query's class and red when not. Returns ``(figure, caption)``; the caption counts the
+    green frames of each model."""
+    import matplotlib.pyplot as plt
+
+    labels, rows = np.asarray(labels), np.asarray(rows, dtype=int)
+    names = list(neighbours)
+    k = int(np.asarray(neighbours[names[0]]).shape[1])
+    cols = 1 + len(names) * (k + 1) - 1  # a blank column between models
+    fig, axes = plt.subplots(len(rows), cols, figsize=(size * cols, size * len(rows) + 0.5), squeeze=False)
+    hits = {}
+    for m, name in enumerate(names):
+        nb = np.asarray(neighbours[name])
+        if nb.shape != (len(rows), k):
+            raise ValueError(f"neighbours[{name!r}] must have shape ({len(rows)}, {k}), got {nb.shape}")
+        hits[name] = int(sum(labels[nb[i, j]] == labels[r] for i, r in enumerate(rows) for j in range(k)))
+    for i, r in enumerate(rows):
+        ax = axes[i, 0]
+        ax.imshow(to_display(photos[int(r)][0]))
+        _frame(ax, "black", 2.0)
+        if class_names is not None:
+            ax.set_ylabel(str(class_names[int(labels[r])]), fontsize=7)
+        for m, name in enumerate(names):
+            start = 1 + m * (k + 1)
+            if m > 0:
+                axes[i, start - 1].axis("off")
+            for j in range(k):
+                g = int(neighbours[name][i][j])
+                ax = axes[i, start + j]
+                ax.imshow(to_display(photos[g][0]))
+                _frame(ax, CORRECT if labels[g] == labels[r] else WRONG, 3.0)
+                if i == 0 and j == k // 2:
+                    ax.set_title(f"{name}: {hits[name]}/{len(rows) * k} correct", fontsize=8)
+    axes[0, 0].set_title("query", fontsize=8)
+    fig.subplots_adjust(wspace=0.05, hspace=0.08, left=0.02, right=0.99, top=0.9, bottom=0.02)
+    total = len(rows) * k
+    caption = (f"**What to see.** Each row is one photograph of an unseen class (left, black frame) and its {k} "
+               "nearest photographs in the unseen test set under each model, nearest first; a green frame is the "
+               "query's class, a red one another class. Correct neighbours out of "
+               f"{total}: " + ", ".join(f"{n} {h}" for n, h in hits.items()) + ". The queries are fixed by a rule "
+               f"(the first photograph of {len(rows)} classes spread evenly over the unseen class ids), not picked.")
+    return fig, caption
+
+
+def overlay_maps(photos, rows, maps: Mapping[str, np.ndarray], *, size: float = 1.7, alpha: float = 0.5,
+                 titles: Sequence[str] | None = None, cmap: str = "jet", what: str = "map"):
+    """The photographs ``photos[rows]`` (top row) and, for each entry of ``maps`` (name -> ``(len(rows), h, w)``),
+    the map upsampled (bilinear) to the photograph and drawn over it with opacity ``alpha``, each map scaled to
+    its own maximum. Returns ``(figure, caption)``."""
+    import matplotlib.pyplot as plt
+
+    rows = np.asarray(rows, dtype=int)
+    images = [to_display(photos[int(r)][0]) for r in rows]
+    fig, axes = plt.subplots(1 + len(maps), len(rows), figsize=(size * len(rows), size * (1 + len(maps))),
+                             squeeze=False)
+    for j, img in enumerate(images):
+        axes[0, j].imshow(img)
+        if titles is not None:
+            axes[0, j].set_title(str(titles[j]), fontsize=8)
+    for m, (name, stack) in enumerate(maps.items(), start=1):
+        stack = torch.as_tensor(np.asarray(stack, dtype=np.float32))
+        if stack.shape[0] != len(rows):
+            raise ValueError(f"maps[{name!r}] has {stack.shape[0]} maps for {len(rows)} photographs")
+        for j, img in enumerate(images):
+            up = torch.nn.functional.interpolate(stack[j][None, None], size=img.shape[:2], mode="bilinear",
+                                                 align_corners=False)[0, 0].numpy()
+            top = up.max()
+            axes[m, j].imshow(img)
+            axes[m, j].imshow(up / top if top > 0 else up, cmap=cmap, alpha=alpha, vmin=0, vmax=1)
+        axes[m, 0].set_ylabel(name, fontsize=8)
+    for ax in axes.ravel():
+        ax.set_xticks([])
+        ax.set_yticks([])
+    fig.tight_layout()
+    caption = (f"**What to see.** Top row: the photographs. Below, each {what} drawn over its photograph (red: "
+               "the largest values, blue: the smallest, each map scaled to its own maximum); a map on the flower "
+               "rather than on leaves or background is what the method should give.")
+    return fig, caption
+
+
+class _LazyPhotos:
+    """The photographs of ``rows`` of a dataset, read only when a thumbnail needs one."""
+
+    def __init__(self, photos, rows):
+        self.photos, self.rows = photos, np.asarray(rows, dtype=int)
+
+    def __len__(self):
+        return len(self.rows)
+
+    def __getitem__(self, i):
+        return self.photos[int(self.rows[i])][0]
+
+
+def tsne_photos(embeddings, labels, photos, *, n_classes: int = 12, thumbnails: int = 36, seed: int = 0,
+                title: str | None = None):
+    """A t-SNE of the unseen photographs of ``n_classes`` classes (evenly spaced over the class ids) with
+    ``thumbnails`` photographs drawn at well-spread points, framed in their class's colour. Returns
+    ``(figure, caption)``."""
+    labels = np.asarray(labels)
+    classes = np.unique(labels)
+    keep_classes = classes[np.linspace(0, classes.size - 1, min(n_classes, classes.size)).round().astype(int)]
+    rows = np.flatnonzero(np.isin(labels, keep_classes))
+    x = np.asarray(embeddings)[rows]
+    fig = embedding_scatter(x, labels[rows], images=_LazyPhotos(photos, rows), n_thumbnails=thumbnails,
+                            thumbnail_zoom=0.16, seed=seed, title=title, point_size=14)
+    fig.set_size_inches(8.5, 7.5)
+    caption = (f"**What to see.** {len(rows)} photographs of {len(keep_classes)} unseen classes, placed by t-SNE "
+               "so that photographs with close embeddings sit close; colour is the class, and a thumbnail is framed "
+               "in its class's colour. Tight single-colour islands are classes the embedding separates without "
+               "having seen them; mixed regions are classes it confuses (look at the thumbnails there: similar "
+               "colour and shape).")
+    return fig, caption
+
+
+def show(fig, caption: str) -> None:
+    """Display a figure and its Markdown caption below it (in a notebook), then close the figure."""
+    import matplotlib.pyplot as plt
+    from IPython.display import Markdown, display
+
+    display(fig)
+    plt.close(fig)
+    display(Markdown(caption))
+
+
+def retrieval_section(results: Mapping, *, scorers: Mapping | None = None, tsne_of: str | None = None,
+                      note: str = "", tolerance: Mapping | None = None) -> dict | None:
+    """The photo figures of a chapter in one call: :func:`retrieval_grid` of the recorded runs ``results``
+    (name -> :class:`~zslib.engine.store.Result`, e.g. the untrained features, the baseline, the method; each
+    embedded by :func:`unseen_embeddings`), ranked by cosine similarity or, for a name in ``scorers``, by
+    ``scorers[name](model)`` (a pair scorer), then, with ``tsne_of``, :func:`tsne_photos` of that model.
+    ``note`` is added to the retrieval caption; ``tolerance`` (name -> float) widens the reproduction check of a
+    run whose recorded metrics are measured on a small sample (see :func:`unseen_embeddings`). Returns ``{name: (embeddings, labels)}``, or ``None`` after a
+    note when the photographs are missing (an error under ``ZS_REQUIRE_DATA=1``)."""
+    from IPython.display import display
+
+    from zslib.engine.data import DataError
+
+    first = next(iter(results.values()))
+    try:
+        photos = flower_photos(first.config)
+    except (DataError, OSError) as err:
+        display(photos_unavailable("The retrieval figure", err))
+        return None
+    scorers = scorers or {}
+    embedded, neighbours, rows = {}, {}, None
+    for name, result in results.items():
+        emb, labels, model = unseen_embeddings(result, with_model=True, tolerance=(tolerance or {}).get(name, 0.01))
+        if not np.array_equal(labels, photos.labels):
+            raise RuntimeError(f"the unseen split of {name!r} is not the photographs' test split (order or labels)")
+        rows = query_rows(labels) if rows is None else rows
+        embedded[name] = (emb, labels)
+        neighbours[name] = nearest(emb, rows, scorer=scorers[name](model) if name in scorers else None)
+    fig, caption = retrieval_grid(photos, photos.labels, rows, neighbours)
+    show(fig, caption + (" " + note if note else "") + " " + SOURCE_NOTE)
+    if tsne_of is not None:
+        fig, caption = tsne_photos(*embedded[tsne_of], photos, title=f"unseen classes, {tsne_of}")
+        show(fig, caption)
+    return embedded

@@ -1,0 +1,109 @@
+"""A path through the book: what each chapter needs first, how long it reads, how long it computes.
+
+:func:`chapter_card` is the line under each chapter's title. The prerequisites are the book's structure
+(:data:`PREREQUISITES`); the numbers are measured, never typed: the reading time is counted from the chapter's own
+notebook (words of its text at 200 a minute, lines of its visible code at 20 a minute), the quick profile's compute
+time is the chapter's execution time in the last book build (``_build/build_report.json``), and the real profile's
+compute time is the training time the recorded runs of the chapter's methods took (their provenance).
+"""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+__all__ = ["PREREQUISITES", "CHAPTER_METHODS", "reading_minutes", "quick_seconds", "real_seconds", "title", "chapter_card"]
+
+#: chapter -> the chapters a reader should have read first (their titles are read from the notebooks)
+PREREQUISITES: dict[str, tuple[str, ...]] = {
+    "how_to_use": (), "zero_shot_problem": ("how_to_use",), "datasets": ("zero_shot_problem",),
+    "metrics": ("zero_shot_problem",), "deep_metric_learning": ("metrics",),
+    "deep_metric_learning_compare": ("deep_metric_learning",),
+    "deep_metric_learning_compare_proxies": ("deep_metric_learning_compare",),
+    "generalization_gap": ("deep_metric_learning",), "cml": ("deep_metric_learning", "generalization_gap"),
+    "cml_experiments": ("cml",), "cml_ablations": ("cml",), "deml": ("deep_metric_learning", "cml"),
+    "jrd": ("generalization_gap", "cml"), "adapt_adv": ("deep_metric_learning", "cml"), "zsml": ("metrics", "cml"),
+    "recorded_runs": (),
+}
+
+#: chapter -> the methods whose recorded real-profile runs it shows
+CHAPTER_METHODS = {"cml": ("cml", "baseline", "pretrained"), "cml_experiments": ("cml",), "deml": ("deml",),
+                   "jrd": ("jrd",), "adapt_adv": ("adapt_adv",), "zsml": ("zsml",)}
+
+
+def _root() -> Path | None:
+    from zslib.engine.profile import repository_root
+
+    return repository_root()
+
+
+def reading_minutes(notebook: str | Path) -> int:
+    """Minutes to read a notebook: its Markdown words at 200 a minute plus its visible code lines at 20 a minute."""
+    nb = json.loads(Path(notebook).read_text())
+    words, code = 0, 0
+    for cell in nb["cells"]:
+        text = "".join(cell["source"])
+        tags = set(cell.get("metadata", {}).get("tags", []))
+        if cell["cell_type"] == "markdown":
+            words += len(re.findall(r"\w+", text))
+        elif cell["cell_type"] == "code" and not tags & {"hide-input", "remove-input", "hide-cell", "remove-cell"}:
+            code += len(text.splitlines())
+    return max(1, round(words / 200 + code / 20))
+
+
+def quick_seconds(chapter: str, report: str | Path | None = None) -> float | None:
+    """The chapter's execution time in the last book build (``_build/build_report.json``), if there was one."""
+    root = _root()
+    path = Path(report) if report else (root / "_build" / "build_report.json" if root else None)
+    if path is None or not path.is_file():
+        return None
+    entry = json.loads(path.read_text()).get("chapters", {}).get(f"book/{chapter}.ipynb", {})
+    return entry.get("seconds")
+
+
+def real_seconds(chapter: str, runs=None) -> tuple[float, int] | None:
+    """(seconds of training, number of runs) of the recorded real-profile runs of the chapter's methods."""
+    from zslib.engine.store import recorded_runs
+
+    methods = CHAPTER_METHODS.get(chapter)
+    if not methods:
+        return None
+    chosen = [r for r in (recorded_runs() if runs is None else runs)
+              if r.config.profile == "real" and r.config.method in methods]
+    if not chosen:
+        return None
+    return sum(float(r.provenance.get("train_seconds") or 0.0) for r in chosen), len(chosen)
+
+
+def title(chapter: str) -> str:
+    """The first heading of a chapter's notebook (its name when the notebook is not here)."""
+    root = _root()
+    path = root / "book" / f"{chapter}.ipynb" if root is not None else None
+    if path is not None and path.is_file():
+        for cell in json.loads(path.read_text())["cells"]:
+            m = re.match(r"#\s+(.+)", "".join(cell["source"]).strip()) if cell["cell_type"] == "markdown" else None
+            if m:
+                return m.group(1).strip()
+    return chapter
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min" if seconds < 7200 else f"{seconds / 3600:.1f} h"
+
+
+def chapter_card(chapter: str):
+    """The line under a chapter's title: prerequisites, reading time, compute time (quick and real profiles)."""
+    from IPython.display import Markdown
+
+    root = _root()
+    pre = PREREQUISITES.get(chapter, ())
+    parts = ["**Before this chapter:** " + ("; ".join(f"*{title(c)}*" for c in pre) if pre else "nothing")]
+    if root is not None and (root / "book" / f"{chapter}.ipynb").is_file():
+        parts.append(f"**Reading:** about {reading_minutes(root / 'book' / f'{chapter}.ipynb')} min")
+    quick = quick_seconds(chapter)
+    parts.append("**Compute, quick profile:** " + (f"{_duration(quick)} in the last book build" if quick is not None
+                                                   else "measured by each book build"))
+    real = real_seconds(chapter)
+    if real is not None:
+        parts.append(f"**real profile:** {_duration(real[0])} of training in its {real[1]} recorded runs (one core each)")
+    return Markdown(" · ".join(parts))
