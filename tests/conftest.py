@@ -7,6 +7,7 @@
 """
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +15,9 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+#: The caller's cache folder, before the tests point ZS_CACHE at their own: the book build uses it (the real
+#: profile's feature cache of Flowers-102 takes minutes to build, .ci/run builds it once before the tests).
+_CALLER_CACHE = os.environ.get("ZS_CACHE")
 
 
 @pytest.fixture(scope="session")
@@ -50,7 +54,11 @@ def one_thread():
 def built_book():
     """The executed book in ``_build/html``, built once per test session by scripts/build_book.py (the
     checks of tests/test_book.py and the browser tests of tests/test_browser.py read the same build)."""
-    proc = subprocess.run([sys.executable, str(REPO / "scripts" / "build_book.py")], cwd=REPO,
+    env = dict(os.environ)
+    env.pop("ZS_CACHE", None)  # not the test session's empty folder: the caller's cache, as `make book` uses
+    if _CALLER_CACHE is not None:
+        env["ZS_CACHE"] = _CALLER_CACHE
+    proc = subprocess.run([sys.executable, str(REPO / "scripts" / "build_book.py")], cwd=REPO, env=env,
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     if proc.returncode != 0:
         pytest.fail("the book build failed:\n" + proc.stdout[-8000:], pytrace=False)
