@@ -167,10 +167,14 @@ class DeML(Method):
         """:class:`~zslib.methods.deml.network.DeMLNet` over ``model``'s backbone, with ``model.embedding_dim`` dimensions
         split among the ``I J`` learners (the standard embedding head is not used)."""
         from zslib.engine.models import CachedBackbone
+        from zslib.engine.models.adapted import AdaptedBackbone
 
         p = cls.validate(params)
         backbone = model.backbone
         stages = [s for s in backbone.stage_names if s != "pool"]
+        if isinstance(backbone, AdaptedBackbone) and p["scales"] > 1:
+            raise ValueError(f"DeML with I = {p['scales']} scales needs the backbone's maps of zoomed crops, but "
+                             f"{backbone.name} starts from cached maps of the whole images; use scales=1")
         if isinstance(backbone, CachedBackbone):
             if p["scales"] > 1:
                 raise ValueError(
