@@ -160,3 +160,70 @@ def test_maps_reach_the_methods_that_read_them():
             assert cam.grad is not None and cam.grad.abs().sum() > 0
         else:
             assert set(model.layers) == {"block5", "head"}
+
+
+# ----- the papers' forms as switches (defaults: today's forms, so recorded hashes stay) -------------------
+
+def test_cml_energy_confusion_on_unit_features_cannot_be_lowered_by_shrinking_norms():
+    from zslib.methods.cml.confusion import energy_confusion
+    from zslib.methods.registry import METHODS
+
+    cml = METHODS["cml"]
+    assert "ec_features" not in cml.validate({"lambda1": 0.2})  # the default is left out of the hash
+    config = Config.from_profile("quick", method="cml", normalize=False,
+                                 method_params={"lambda1": 1.0, "scale": "mean", "ec_pairs": "all",
+                                                "ec_features": "unit"})
+    g = torch.Generator().manual_seed(0)
+    emb, labels = torch.randn(8, 16, generator=g), torch.arange(4).repeat_interleave(2)
+
+    class Net(torch.nn.Module):
+        def __init__(self, scale):
+            super().__init__()
+            self.scale = scale
+
+        def forward(self, x):
+            return x * self.scale
+
+    method = cml(config, Net(1.0), 4)
+    big, small = (method.terms("embedding", Net(s), emb, labels)["ec"] for s in (1.0, 0.01))
+    torch.testing.assert_close(big, small)
+    torch.testing.assert_close(big, energy_confusion(torch.nn.functional.normalize(emb, dim=1), labels, pairs="all"))
+    raw = cml(config.replace(method_params={**config.method_params, "ec_features": "raw"}), Net(1.0), 4)
+    raw_big, raw_small = (raw.terms("embedding", Net(s), emb, labels)["ec"] for s in (1.0, 0.01))
+    assert raw_small < 0.01 * raw_big  # the raw form falls with the norms
+
+
+def test_deml_learners_train_at_the_asked_multiple_of_their_groups_rate():
+    from zslib.engine.runner import build_method
+    from zslib.engine.train.optim import OptimSettings
+
+    settings = OptimSettings(lr=1e-4, new_layer_mult=10.0)
+    groups = {}
+    for mult in (1.0, 10.0):
+        config = _config(method="deml", loss="binomial_deml", method_params={"learners": 2, "learner_lr_mult": mult})
+        assert ("learner_lr_mult" in config.method_params) == (mult != 1.0)
+        model = _model(method="deml", **config.method_params)
+        m = build_method(config, model, np.arange(4))
+        groups[mult] = {g.get("name"): g for g in m.param_groups(m.phases[0], model, settings)}
+    heads = {id(p) for p in model.heads.parameters()}
+    assert "learners" not in groups[1.0]
+    learners = groups[10.0]["learners"]
+    assert {id(p) for p in learners["params"]} == heads
+    assert learners["lr"] == pytest.approx(10 * groups[10.0]["new"]["lr"]) == pytest.approx(10 * 1e-3)
+    assert groups[10.0]["backbone"]["lr"] == pytest.approx(1e-4)  # block6 and head at the base rate
+    assert not heads & {id(p) for p in groups[10.0]["new"]["params"]}
+
+
+def test_jrd_proxies_train_at_objective_lr():
+    """JRD Sec. 5.1 trains the AM-Softmax proxies at 1e-2: Config.objective_lr."""
+    from zslib.engine.runner import build_method, build_model
+    from zslib.engine.train.optim import OptimSettings
+
+    config = Config.from_profile("real", method="jrd", loss="am_softmax", objective_lr=1e-2)
+    model = build_model(config)
+    m = build_method(config, model, np.arange(51))
+    settings = OptimSettings(lr=config.lr, new_layer_mult=config.new_layer_mult, method_lr_override=config.objective_lr)
+    proxies = m._proxies()
+    group = next(g for g in m.param_groups(m.phases[0], model, settings)
+                 if any(p is proxies for p in g["params"]))
+    assert group["lr"] == 1e-2 and config.lr == 1e-4
