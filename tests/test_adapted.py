@@ -227,3 +227,31 @@ def test_jrd_proxies_train_at_objective_lr():
     group = next(g for g in m.param_groups(m.phases[0], model, settings)
                  if any(p is proxies for p in g["params"]))
     assert group["lr"] == 1e-2 and config.lr == 1e-4
+
+
+def test_gradcam_on_cached_rows_reads_the_trained_maps():
+    """Adapt-Adv's cached-map Grad-CAM in the adapted regime: the map of block6 comes from the trained stage,
+    the network continues from it, and the similarity is the cosine of the model's own embeddings."""
+    from zslib.methods.adapt_adv.analyses import cached_map_gradcam
+
+    g = torch.Generator().manual_seed(3)
+    rows = torch.randn(8, 192 * 7 * 7, generator=g).abs()
+    labels = np.repeat(np.arange(4), 2)
+
+    class Unseen:
+        def __init__(self):
+            self.labels = labels
+
+        def __getitem__(self, i):
+            return rows[i], int(labels[i])
+
+    config = _config()
+    model = _model().eval()
+    out = cached_map_gradcam(model, {"unseen": Unseen()}, config, classes=4, stage="block6")
+    assert out["gradcam"].shape == (4, 7, 7) and out["gradcam"].max() == 1.0  # a gradient came back through head
+    with torch.no_grad():
+        emb = model(rows)
+        expected = torch.nn.functional.cosine_similarity(emb[0::2], emb[1::2], dim=1).numpy()
+        act = model.backbone.run(rows[0::2], None, "block6").mean(1).numpy()
+    np.testing.assert_allclose(out["similarity"], expected, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(out["activation"], act, rtol=1e-5, atol=1e-6)
