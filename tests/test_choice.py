@@ -43,3 +43,28 @@ def test_off_is_required_and_seeds_must_match():
         choose({0.1: _runs([0.5, 0.6]), 0.2: _runs([0.5, 0.6])})
     with pytest.raises(ValueError, match="same seeds"):
         choose({"off": _runs([0.5, 0.6, 0.7]), 0.1: _runs([0.5, 0.6])})
+
+
+def test_choose_on_validation_reads_a_recorded_grid_with_off_first_and_applies_the_rule():
+    """The real profile's recorded CML-triplet validation grid (3 seeds, 30% of the seen classes held out): the
+    grid adds "off" (the triplet loss alone) and its choice is the rule applied by hand to the records' numbers."""
+    from zslib.engine.config import Config
+    from zslib.engine.grid import choose_on_validation
+    from zslib.engine.stats import paired
+
+    base = Config.from_profile("real", method="cml", loss="triplet", normalize=False)
+    lambdas = (0.2, 2.0, 20.0)
+    grid = {lam: base.replace(method_params={"lambda1": lam, "lambda2": 0.0, "scale": "paper"}) for lam in lambdas}
+    choice, runs = choose_on_validation(grid, seeds=(0, 1, 2), train=False)
+    assert list(runs) == ["off", *lambdas]
+    assert all(r.config.method == "baseline" and r.config.validation_fraction == 0.3 for r in runs["off"])
+    means = {k: np.mean([r.metric("R@1", "val") for r in rs]) for k, rs in runs.items()}
+    leader = max(means, key=means.get)
+    assert choice.leader == leader
+    if leader == "off":
+        assert choice.chosen == "off"
+    else:
+        verdict = paired(runs["off"], runs[leader], "R@1", "val").verdict
+        assert choice.chosen == (leader if verdict == "up" else "off")
+    with pytest.raises(ValueError, match="not both"):
+        choose_on_validation({"off": base, 1: base}, off=base, train=False)

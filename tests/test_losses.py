@@ -95,17 +95,18 @@ def _pml_with_miner(loss, miner):
     return lambda e, l: loss(e, l, miner(e, l))
 
 
-@pytest.mark.parametrize("squared", [True, False])
-def test_triplet_semihard_matches_pml_miner(squared):
-    """PML: TripletMarginMiner('semihard') keeps 0 < d_an - d_ap <= margin; MeanReducer."""
-    x, y = batch(seed=2)
+@pytest.mark.parametrize("squared,margin", [(True, 0.2), (False, 0.2), (False, 0.01)])
+def test_triplet_semihard_matches_pml_miner(squared, margin):
+    """PML: TripletMarginMiner('semihard') keeps 0 < d_an - d_ap <= margin; MeanReducer. Margin 0.01 on
+    distances: Adapt-Adv's loss (Sec. 5.3, ``zslib.methods.adapt_adv.PAPER_TRIPLET``)."""
+    x, y = batch(seed=2) if margin >= 0.1 else batch(n_classes=8, per_class=8, seed=2)  # some gaps <= 0.01
     dist = pml_dist.LpDistance(power=2 if squared else 1)
-    miner = pml_miners.TripletMarginMiner(margin=0.2, type_of_triplets="semihard", distance=dist)
+    miner = pml_miners.TripletMarginMiner(margin=margin, type_of_triplets="semihard", distance=dist)
     n_mined = len(miner(x, y)[0])
     n_all = len(L.triplet_mask(y).nonzero())
     assert 0 < n_mined < n_all  # the mining really selects a proper subset
-    pml = pml_losses.TripletMarginLoss(margin=0.2, distance=dist, reducer=pml_red.MeanReducer())
-    ours = lambda e, l: L.triplet_margin_loss(e, l, margin=0.2, mining="semihard", squared=squared)  # noqa: E731
+    pml = pml_losses.TripletMarginLoss(margin=margin, distance=dist, reducer=pml_red.MeanReducer())
+    ours = lambda e, l: L.triplet_margin_loss(e, l, margin=margin, mining="semihard", squared=squared)  # noqa: E731
     assert_same(ours, _pml_with_miner(pml, miner), x, y)
 
 

@@ -42,8 +42,10 @@ def _recorded_real_runs():
     return out
 
 
-def _choose(runs):
-    """A trained run of the plainest kind: the triplet baseline of seed 0, on the full seen split."""
+def _choose(runs, adapted: bool = False):
+    """A trained run of the plainest kind: the triplet baseline of seed 0, on the full seen split, in the frozen
+    regime (or, with ``adapted``, the regime whose last stages train: ``Config.train_stages``)."""
+    runs = [r for r in runs if bool(r.config.train_stages) == adapted]
     for r in runs:
         c = r.config
         if (c.method, c.loss, c.seed, c.validation_fraction) == ("baseline", "triplet", 0, 0.0):
@@ -52,14 +54,18 @@ def _choose(runs):
     return trained[0] if trained else None
 
 
-def test_a_recorded_real_run_is_reproduced(tmp_path, monkeypatch):
+@pytest.mark.parametrize("adapted", [False, True], ids=["frozen", "adapted"])
+def test_a_recorded_real_run_is_reproduced(tmp_path, monkeypatch, adapted):
+    """The frozen regime, and the adapted regime (block6 and head of EfficientNet-Lite0 trained on the two-view
+    cache of block5, which the first run builds: about half a feature-cache build)."""
     from zslib.analysis.reproduce import check_reproduced
     from zslib.engine.runner import run
 
     runs = _recorded_real_runs()
     assert runs, "results/recorded/ holds no run of the real profile; record some (python -m zslib record)"
-    recorded = _choose(runs)
-    assert recorded is not None, "no recorded real-profile run with a training history to reproduce"
+    recorded = _choose(runs, adapted)
+    assert recorded is not None, f"no recorded real-profile run ({'adapted' if adapted else 'frozen'} regime) " \
+                                 "with a training history to reproduce"
     monkeypatch.setenv("ZS_DATA", str(FLOWERS.parent))
     monkeypatch.delenv("ZS_CACHE", raising=False)  # the checkout's data/cache: built once, reused by later runs
     threads = torch.get_num_threads()

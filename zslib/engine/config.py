@@ -7,7 +7,8 @@ a method of :data:`zslib.methods.METHODS` and ``method_params`` its hyperparamet
 method's defaults and checked when the config is made (an unknown key lists the accepted ones).
 
 :func:`config_hash` names a run: 12 hex digits of the SHA-256 of every field but those of :data:`NOT_HASHED`
-(``name``, a label, and ``image_cache``, which changes how fast images are read but never their values).
+(``name``, a label, and ``image_cache``, which changes how fast images are read but never their values), and
+those of :data:`HASHED_UNLESS_DEFAULT` while they hold their defaults (fields added later: old runs keep their hash).
 Two configs with the same hash are the same experiment; a stored result is found by it.
 """
 from __future__ import annotations
@@ -24,7 +25,7 @@ import numpy as np
 from zslib.engine.checks import finite_number
 from zslib.engine.profile import PROFILES, Profile, get_profile
 
-__all__ = ["Config", "config_hash", "PROFILE_FIELDS", "NOT_HASHED"]
+__all__ = ["Config", "config_hash", "PROFILE_FIELDS", "NOT_HASHED", "HASHED_UNLESS_DEFAULT", "TRAIN_BN"]
 
 #: Config fields whose default is the value of the profile of the same name.
 PROFILE_FIELDS = ("dataset", "image_size", "resize_size", "backbone", "backbone_params", "pretrained",
@@ -35,6 +36,16 @@ PROFILE_FIELDS = ("dataset", "image_size", "resize_size", "backbone", "backbone_
 #: Config fields that change how fast a run goes, never its numbers: left out of :func:`config_hash`.
 #: ``image_cache`` gives bitwise the same images as decoding the files (see :mod:`zslib.engine.data.cache`).
 NOT_HASHED = ("name", "image_cache")
+
+#: Config fields left out of :func:`config_hash` while they hold these defaults: fields added after runs were
+#: recorded, whose default is what those runs did, so that every recorded run keeps its hash.
+#: ``train_stages`` () is the frozen regime; ``train_bn`` only matters when stages train.
+HASHED_UNLESS_DEFAULT = {"train_stages": [], "train_bn": "frozen"}
+
+#: How the BatchNorm layers of the trained stages (``Config.train_stages``) behave in training:
+#: ``"frozen"``: normalized with the ImageNet running statistics (eval mode, never updated), scale and shift
+#: trained; ``"batch"``: normalized with each batch's statistics, running statistics updated (PyTorch's default).
+TRAIN_BN = ("frozen", "batch")
 
 
 def _json_default(obj):
@@ -67,6 +78,10 @@ class Config:
     alone). ``validation_fraction`` > 0 holds out that share of the *training classes* as a class-disjoint
     validation set on which hyperparameters should be chosen (Musgrave et al. 2020). ``objective_lr``: the
     learning rate of the method's own parameters (class proxies, adversaries); default ``new_layer_mult * lr``.
+    ``train_stages``: on a cached-feature profile (``real``), the last stages of the pretrained backbone that
+    train from their ImageNet weights (e.g. ``("block6", "head")``, the adapted regime); the cache then holds
+    the map entering the first of them in two views (:func:`zslib.engine.data.features.view_cache`) instead of
+    ``feature_stages``. Empty (default): the frozen regime. ``train_bn``: their BatchNorm (:data:`TRAIN_BN`).
     ``image_cache``: read real datasets through the pre-resized image cache (:func:`zslib.engine.data.cached`; default
     from the profile: on in ``full``). ``name`` is a label only. Neither is part of :func:`config_hash`.
     """
@@ -102,6 +117,8 @@ class Config:
     num_workers: int | None = None
     synth_images_per_class: int | None = None
     feature_stages: list | None = None
+    train_stages: tuple = ()
+    train_bn: str = "frozen"
     image_cache: bool | None = None
     eval_batch_size: int = 256
     name: str = ""
@@ -128,6 +145,16 @@ class Config:
         finite_number(self.weight_decay, "Config.weight_decay", low=0.0)
         if self.objective_lr is not None:
             finite_number(self.objective_lr, "Config.objective_lr", low=0.0, low_open=True)
+        object.__setattr__(self, "train_stages", tuple(str(s) for s in (self.train_stages or ())))
+        if self.train_bn not in TRAIN_BN:
+            raise ValueError(f"Config.train_bn must be one of {TRAIN_BN}, got {self.train_bn!r}")
+        if self.train_stages:
+            from zslib.engine.models.adapted import check_train_stages
+
+            if not self.feature_stages:
+                raise ValueError("Config.train_stages needs a cached-feature profile (profile='real'): the "
+                                 "stages before them are read from a cache")
+            check_train_stages(self.backbone, self.train_stages)
         if not isinstance(self.image_cache, bool):
             raise TypeError(f"Config.image_cache must be true or false, got {self.image_cache!r}")
         if not 0.0 <= self.dropout < 1.0:
@@ -202,5 +229,8 @@ def config_hash(config: Config) -> str:
     d = config.as_dict()
     for key in NOT_HASHED:
         d.pop(key)
+    for key, default in HASHED_UNLESS_DEFAULT.items():
+        if json.loads(json.dumps(d[key])) == default:
+            d.pop(key)
     text = json.dumps(d, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:12]

@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping
 
 import torch
 
+from zslib.engine.choice import OFF, Choice, choose
 from zslib.engine.config import Config, config_hash
 from zslib.engine.profile import PROFILES
 from zslib.engine.progress import progress_bar
@@ -99,6 +100,34 @@ def diverged(results: Mapping) -> dict:
         if reasons:
             out[key] = reasons
     return out
+
+
+def choose_on_validation(candidates: Mapping, off: Config | None = None, *, seeds: Iterable[int] | None = None,
+                         validation_fraction: float = 0.3, metric: str = "R@1", train: bool = True,
+                         **run_kwargs) -> tuple[Choice, dict]:
+    """A method's validation grid with "off" among the candidates, judged by the one rule of
+    :func:`zslib.engine.choice.choose`: returns ``(choice, runs)`` with ``runs`` = ``{key: [Result per seed]}``.
+
+    ``candidates``: ``{key: Config}`` (the settings to compare); ``off``: the switched-off config (default: the
+    first candidate with ``method="baseline"``, its loss alone; pass ``method="pretrained"`` for "no training").
+    A ``candidates`` key :data:`~zslib.engine.choice.OFF` is used as "off" instead. Every config is trained
+    (``train``; else only read, :func:`run_grid` with ``stored_only``) with ``validation_fraction`` of the seen
+    classes held out, on ``seeds``; "off" is listed first, so it wins ties."""
+    grid = dict(candidates)
+    if not grid:
+        raise ValueError("choose_on_validation() needs at least one candidate setting besides 'off'")
+    if OFF in grid and off is not None:
+        raise ValueError(f"give 'off' either as the {OFF!r} candidate or as off=, not both")
+    off = grid.pop(OFF, off)
+    if off is None:
+        off = next(iter(grid.values())).replace(method="baseline")
+    grid = {OFF: off, **grid}
+    for key, config in grid.items():
+        if not isinstance(config, Config):
+            raise TypeError(f"choose_on_validation() needs Config values, got {type(config).__name__} for {key!r}")
+    grid = {key: config.replace(validation_fraction=validation_fraction) for key, config in grid.items()}
+    runs = run_grid(grid, seeds, stored_only=not train, **run_kwargs)
+    return choose(runs, off=OFF, metric=metric, split="val"), runs
 
 
 def recorded_grid(grid: Mapping, what: str, seeds: Iterable[int] | None = None, *, train: bool = False,

@@ -47,6 +47,8 @@ def build_data(config: Config, method_cls: type[Method] | None = None) -> dict:
     profile = config.to_profile()
     mean, std = normalization(config.backbone)
     pooled_only = _pooled_only(config, method_cls or get_method(config.method))
+    if config.train_stages:
+        return _adapted_data(config)
 
     def build(split, train):
         return build_dataset(profile, split, train=train, mean=mean, std=std, pooled_only=pooled_only)
@@ -67,8 +69,33 @@ def build_data(config: Config, method_cls: type[Method] | None = None) -> dict:
 
 
 def _pooled_only(config: Config, method_cls: type[Method]) -> bool:
-    """On a cached-feature profile, whether the run reads only the pooled feature (its method reads no maps)."""
-    return bool(config.feature_stages) and not method_cls.reads_maps(config.method_params)
+    """On a cached-feature profile, whether the run reads only the pooled feature (its method reads no maps).
+    Never in the adapted regime: its pooled feature comes from the trained stages."""
+    return (bool(config.feature_stages) and not config.train_stages
+            and not method_cls.reads_maps(config.method_params))
+
+
+def _adapted_data(config: Config) -> dict:
+    """The datasets of the adapted regime (``config.train_stages``): the two-view cache of the map that enters
+    the trained stages; ``train`` draws a view per image and step, the others read the centre crop."""
+    from zslib.engine.data import LabeledSubset, split_classes
+    from zslib.engine.data.features import ViewDataset, view_cache
+    from zslib.engine.models.adapted import entry_stage
+    from zslib.engine.models.registry import layout
+
+    if config.dataset == "inshop":
+        raise NotImplementedError("the adapted regime caches datasets with a train and a test split, not In-Shop")
+    stage = entry_stage(config.backbone, config.train_stages)
+    arrays, info = view_cache(config.dataset, config.backbone, stage, config.image_size, config.resize_size)
+    shapes = layout(config.backbone, [stage], config.image_size)
+    train_set = ViewDataset(arrays, "train", shapes, info, augment=True)
+    seen_set = ViewDataset(arrays, "train", shapes, info)
+    out = {"train": train_set, "seen": seen_set, "unseen": ViewDataset(arrays, "test", shapes, info)}
+    if config.validation_fraction > 0:
+        tr, va = split_classes(train_set.labels, config.validation_fraction, seed=config.seed)
+        out["train"], out["seen"] = LabeledSubset(train_set, tr), LabeledSubset(seen_set, tr)
+        out["val"] = LabeledSubset(seen_set, va)
+    return out
 
 
 def build_model(config: Config, method_cls: type[Method] | None = None) -> nn.Module:
@@ -79,7 +106,8 @@ def build_model(config: Config, method_cls: type[Method] | None = None) -> nn.Mo
     net = build_net(config.backbone, config.embedding_dim, pretrained=config.pretrained,
                     weights_path=config.weights_path, normalize=config.normalize, freeze_bn=config.freeze_bn,
                     dropout=config.dropout, feature_stages=config.feature_stages, image_size=config.image_size,
-                    pooled_only=_pooled_only(config, method_cls), **config.backbone_params)
+                    pooled_only=_pooled_only(config, method_cls), train_stages=config.train_stages,
+                    train_bn=config.train_bn, **config.backbone_params)
     return method_cls.attach(net, config.method_params)
 
 

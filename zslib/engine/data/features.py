@@ -75,7 +75,7 @@ def _synthparts_splits(image_size: int, images_per_class: int | None, mean, std)
 
 def feature_cache(dataset: str, backbone: str, stages, image_size: int, resize_size: int, *, root=None,
                   batch_size: int = 64, num_workers: int = 1, progress="auto",
-                  images_per_class: int | None = None) -> tuple[dict, CacheInfo]:
+                  images_per_class: int | None = None, only_if_cached: bool = False) -> tuple[dict, CacheInfo]:
     """The cached maps of every image of ``dataset`` (its train split, then its test split), built if needed.
 
     ``dataset`` may also be ``"synthparts"``: its seen and unseen classes rendered at ``image_size`` with
@@ -118,6 +118,8 @@ def feature_cache(dataset: str, backbone: str, stages, image_size: int, resize_s
         return arrays, CacheInfo(folder=str(entry.path), built=False, seconds=round(time.perf_counter() - started, 2),
                                  images=n, megabytes=round(arrays["features"].nbytes / 2**20, 1))
 
+    if only_if_cached:
+        raise LookupError(f"no feature cache of {name} {stages} at {entry.path}")
     net = _inference_network(build_model(backbone, 8, pretrained=True).backbone.eval(), stages, image_size)
     width = sum(c * h * w for _, c, h, w in shapes)
     loader = torch.utils.data.DataLoader(torch.utils.data.ConcatDataset([train, test]), batch_size=batch_size,
@@ -255,3 +257,136 @@ def describe(info: CacheInfo) -> str:
     what = f"built in {info['seconds']:.0f} s" if info["built"] else "found"
     return f"feature cache {what}: {info['images']} images, {info['megabytes']:.0f} MB, in {info['folder']}"
 
+
+
+# ----------------------------------------------------------------------------------------------------
+# Two views of the maps that enter the trained stages (the adapted regime, Config.train_stages)
+
+#: The cached views of every image in the adapted regime: the 224-px centre crop and its horizontal flip.
+VIEWS = ("centre", "flip")
+
+
+class _Flipped(torch.utils.data.Dataset):
+    """A dataset of normalized images, mirrored left-right (a per-channel normalization commutes with the
+    flip, so this equals normalizing the flipped photograph)."""
+
+    def __init__(self, dataset):
+        self.dataset = dataset
+
+    def __len__(self):
+        return len(self.dataset)
+
+    def __getitem__(self, i):
+        image, label = self.dataset[i]
+        return torch.flip(image, dims=[-1]), label
+
+
+def view_cache(dataset: str, backbone: str, stage: str, image_size: int, resize_size: int, *, root=None,
+               batch_size: int = 64, num_workers: int = 1, progress="auto") -> tuple[dict, CacheInfo]:
+    """The frozen map of ``stage`` for every image of ``dataset`` in the two :data:`VIEWS`, built if needed.
+
+    The adapted regime (``Config.train_stages``) trains the stages after ``stage`` and reads ``stage``'s map
+    from here: ``arrays["features"]`` is ``(N, 2 F)`` float16 (a read-only memory map), one row per image
+    holding the centre crop's map (first ``F`` columns) and the flipped crop's map (last ``F``); ``labels``
+    and ``split`` as in :func:`feature_cache`. The key holds what :func:`feature_cache`'s holds, the views and
+    the source of the flip. The centre view is copied from the frozen regime's cache when it exists (the same
+    network and code computed it); the flipped view is computed (about half of one cache build)."""
+    from zslib.engine.data.datasets import get_dataset_class, open_dataset
+    from zslib.engine.data.transforms import test_transform
+    from zslib.engine.models import build_model, normalization
+    from zslib.engine.progress import progress_bar
+
+    shapes = layout(backbone, [stage], image_size)
+    mean, std = normalization(backbone)
+    cls = get_dataset_class(dataset)
+    transform = test_transform(image_size, resize_size, mean, std)
+    train = open_dataset(cls, root=root, split="train", transform=transform)
+    test = open_dataset(cls, root=root, split="test", transform=transform)
+    key = {"dataset": cls.name, "images": _identity(train, test), "backbone": backbone,
+           "weights_sha256": _weights_digest(backbone), "image_size": int(image_size),
+           "resize_size": int(resize_size), "stages": [stage], "views": list(VIEWS),
+           "code": _code_fingerprint(backbone) + source_fingerprint(_Flipped, _centre_from_feature_cache)}
+    entry = ArrayCache("views", key)
+    started = time.perf_counter()
+    arrays = entry.load(mmap=True)
+    n = len(train) + len(test)
+    if arrays is None:
+        width = shapes[0][1] * shapes[0][2] * shapes[0][3]
+        both = torch.utils.data.ConcatDataset([train, test])
+        parts = [_centre_from_feature_cache(dataset, backbone, stage, image_size, resize_size, root, width)]
+        net = None
+        for view in VIEWS:
+            if view == "centre" and parts[0] is not None:
+                continue
+            net = net or _inference_network(build_model(backbone, 8, pretrained=True).backbone.eval(), [stage],
+                                            image_size)
+            source = both if view == "centre" else _Flipped(both)
+            loader = torch.utils.data.DataLoader(source, batch_size=batch_size, shuffle=False,
+                                                 num_workers=num_workers)
+            parts.append(_extract(net, loader, n, width, progress_bar(progress, n, 0, desc=f"caching {view}")))
+        features = np.concatenate([p for p in parts if p is not None], axis=1)
+        if not np.isfinite(features).all():
+            raise FloatingPointError(f"the frozen {backbone} produced values that do not fit in float16")
+        labels = np.concatenate([train.labels, test.labels]).astype(np.int64)
+        split = np.concatenate([np.zeros(len(train), np.int8), np.ones(len(test), np.int8)])
+        entry.save({"features": features, "labels": labels, "split": split})
+        arrays = entry.load(mmap=True) if entry.enabled else {"features": features, "labels": labels, "split": split}
+        built, seconds = True, round(time.perf_counter() - started, 1)
+    else:
+        built, seconds = False, round(time.perf_counter() - started, 2)
+    return arrays, CacheInfo(folder=str(entry.path), built=built, seconds=seconds, images=n,
+                             megabytes=round(arrays["features"].nbytes / 2**20, 1))
+
+
+def _centre_from_feature_cache(dataset, backbone, stage, image_size, resize_size, root, width):
+    """The centre view of ``stage`` copied from the frozen regime's feature cache when that cache exists and
+    holds ``stage`` (the same network, transforms and extraction code computed it), else ``None``."""
+    from zslib.engine.profile import PROFILES
+
+    stages = list(PROFILES["real"].feature_stages)
+    if stage not in stages or not ArrayCache("features", {}).enabled:
+        return None
+    try:
+        arrays, info = feature_cache(dataset, backbone, stages, image_size, resize_size, root=root, progress=False,
+                                     only_if_cached=True)
+    except LookupError:
+        return None
+    shapes = layout(backbone, stages, image_size)
+    start = sum(c * h * w for s, c, h, w in shapes[:stages.index(stage)])
+    out = np.empty((arrays["features"].shape[0], width), dtype=np.float16)
+    for i in range(0, len(out), 512):
+        out[i:i + 512] = arrays["features"][i:i + 512, start:start + width]
+    return out
+
+
+class RandomView:
+    """The augmentation of the adapted regime: each training image is read in one of the cached
+    :data:`VIEWS`, drawn uniformly from torch's generator (which the trainer seeds per step)."""
+
+    def __call__(self, row: np.ndarray, views: int) -> np.ndarray:
+        view = int(torch.randint(views, ()).item())
+        width = row.shape[-1] // views
+        return row[view * width:(view + 1) * width]
+
+    def __repr__(self):
+        return "RandomView()"
+
+
+class ViewDataset(FeatureDataset):
+    """One split of a :func:`view_cache`: ``ds[i] -> (map, label)``. With ``augment`` (training) each
+    read draws a view (:class:`RandomView`); without it every read, and ``tensors()``, give the centre crop."""
+
+    def __init__(self, arrays: dict, split: str, shapes, info: CacheInfo | None = None, augment: bool = False):
+        super().__init__(arrays, split, shapes, info)
+        self.views = len(VIEWS)
+        self.width = arrays["features"].shape[1] // self.views
+        self.transform = RandomView() if augment else None
+
+    def __getitem__(self, i):
+        row = self._all[self.rows[int(i)]]
+        row = self.transform(row, self.views) if self.transform is not None else row[:self.width]
+        return torch.from_numpy(np.array(row)), int(self.labels[i])
+
+    def tensors(self) -> tuple[torch.Tensor, torch.Tensor]:
+        block, labels = super().tensors()
+        return block[:, :self.width], labels

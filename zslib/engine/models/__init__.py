@@ -25,6 +25,7 @@ from zslib.engine.models.backbones import (IMAGENET_MEAN, IMAGENET_STD, Backbone
                                            GoogLeNetBackbone, ResNet50Backbone, SmallCNN, SmallCNNBackbone)
 from zslib.engine.models.bninception import BNInception, BNInceptionBackbone
 from zslib.engine.models.cached import CachedBackbone
+from zslib.engine.models.adapted import AdaptedBackbone
 from zslib.engine.models.embedding import (BACKBONES, EmbeddingHead, EmbeddingNet, build_backbone, build_model,
                                            canonical_backbone, default_weights_path, normalization)
 from zslib.engine.models.weights import (KNOWN_WEIGHTS, ChecksumError, download_weights, downloads_allowed,
@@ -33,7 +34,7 @@ from zslib.engine.models.weights import (KNOWN_WEIGHTS, ChecksumError, download_
 
 __all__ = [
     "IMAGENET_MEAN", "IMAGENET_STD", "Backbone", "SmallCNN", "SmallCNNBackbone", "GoogLeNetBackbone",
-    "ResNet50Backbone", "EfficientNetLite0Backbone", "BNInception", "BNInceptionBackbone", "CachedBackbone", "BACKBONES",
+    "ResNet50Backbone", "EfficientNetLite0Backbone", "BNInception", "BNInceptionBackbone", "CachedBackbone", "AdaptedBackbone", "BACKBONES",
     "EmbeddingHead", "EmbeddingNet", "build_backbone", "build_model", "canonical_backbone",
     "default_weights_path", "normalization", "KNOWN_WEIGHTS", "ChecksumError", "expected_hash_from_filename",
     "load_weights", "read_state_dict", "sha256_of", "verify_checksum", "weights_dir", "download_weights",

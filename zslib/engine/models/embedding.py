@@ -260,6 +260,8 @@ def build_model(
     feature_stages=(),
     image_size: int = 224,
     pooled_only: bool = False,
+    train_stages=(),
+    train_bn: str = "frozen",
     **backbone_kwargs,
 ) -> EmbeddingNet:
     """Build an :class:`EmbeddingNet`.
@@ -287,9 +289,22 @@ def build_model(
             (:class:`~zslib.engine.models.CachedBackbone`, no backbone weights), and ``pretrained`` only says that
             the cache was computed by the pretrained network; ``pooled_only``: it reads only the cached
             pooled feature.
+        train_stages: the adapted regime (with ``feature_stages``): these last stages train from their ImageNet
+            weights on the cached map that enters them (:class:`~zslib.engine.models.adapted.AdaptedBackbone`,
+            BatchNorm ``train_bn``).
         backbone_kwargs: passed to the backbone constructor (e.g. ``widths`` for smallcnn).
     """
     key = canonical_backbone(backbone)
+    if feature_stages and train_stages:
+        from zslib.engine.models.adapted import AdaptedBackbone
+
+        if not pretrained or pooled_only:
+            raise ValueError("the adapted regime starts from the published ImageNet weights (pretrained=True) and "
+                             "its maps are computed, never only pooled (pooled_only=False)")
+        path = Path(weights_path).expanduser() if weights_path is not None else default_weights_path(key)
+        return EmbeddingNet(AdaptedBackbone(key, train_stages, image_size, pooling=pooling, train_bn=train_bn,
+                                            weights_path=path),
+                            embedding_dim, normalize=normalize, freeze_bn=freeze_bn, dropout=dropout)
     if feature_stages:
         from zslib.engine.models.cached import CachedBackbone
 

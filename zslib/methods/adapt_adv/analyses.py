@@ -26,6 +26,9 @@ def cached_map_gradcam(model, data: dict, config, *, classes: int = 6, stage: st
     split; a :class:`~zslib.methods.adapt_adv.gdfl.GDFLNet` reads it through ``forward_tapped`` (its attention and ``u``
     both see the substituted map).
 
+    In the adapted regime (``Config.train_stages``) the maps of ``stage`` (default ``head``) are those the trained
+    stages compute, and the network continues from the substituted map through the stages after it.
+
     What it can show with a frozen backbone: :math:`A` is the same for every model (computed once, when the
     cache was built), so two trained heads can differ only in the channel weights :math:`\alpha`; every map
     is a non-negative part of a combination of the same fixed channels. ``activation`` (the channel mean of
@@ -42,17 +45,29 @@ def cached_map_gradcam(model, data: dict, config, *, classes: int = 6, stage: st
 
     from zslib.engine.data import build_dataset
     from zslib.analysis.localization import central_mask, central_mass
+    from zslib.engine.models.adapted import AdaptedBackbone
     from zslib.engine.models.cached import CachedBackbone
 
     backbone = getattr(model, "backbone", None)
-    if not isinstance(backbone, CachedBackbone):
+    if not isinstance(backbone, (CachedBackbone, AdaptedBackbone)):
         raise TypeError("cached_map_gradcam explains a network on cached maps (the real profile); for images use "
                         "zslib.analysis.saliency.similarity_gradcam")
-    test = build_dataset(config.to_profile(), "test", train=False, pooled_only=False)
-    maps_net = CachedBackbone(config.backbone, config.feature_stages, config.image_size)
-    stage = stage or maps_net.layout[-1][0]
+    adapted = isinstance(backbone, AdaptedBackbone)
+    if adapted:  # the trained stages compute the maps: Grad-CAM reads the trained map of ``stage``
+        if data and "unseen" in data:
+            test = data["unseen"]
+        else:
+            from zslib.engine.runner import build_data
+
+            test = build_data(config)["unseen"]
+        maps_net = backbone
+        stage = stage or list(backbone.stage_channels)[-1]
+    else:
+        test = build_dataset(config.to_profile(), "test", train=False, pooled_only=False)
+        maps_net = CachedBackbone(config.backbone, config.feature_stages, config.image_size)
+        stage = stage or maps_net.layout[-1][0]
     if stage not in maps_net.stage_channels:
-        raise ValueError(f"unknown stage {stage!r}; the cache holds {list(maps_net.stage_channels)}")
+        raise ValueError(f"unknown stage {stage!r}; the network holds {list(maps_net.stage_channels)}")
     labels = np.asarray(test.labels)
     ids = np.unique(labels)
     if not 1 <= int(classes) <= len(ids):
@@ -64,13 +79,19 @@ def cached_map_gradcam(model, data: dict, config, *, classes: int = 6, stage: st
     x = torch.stack([test[int(i)][0] for i in rows]).to(device)
     x_ref = torch.stack([test[int(i)][0] for i in refs]).to(device)
     gdfl = hasattr(model, "forward_tapped")
-    last = maps_net.layout[-1][0]
-    if not gdfl and stage != last:
+    last = list(maps_net.stage_channels)[-1]
+    if not gdfl and not adapted and stage != last:
         raise ValueError(f"a base network reads only the pooled last map ({last!r}); Grad-CAM of {stage!r} is zero")
+
+    def maps_of(rows_x):
+        return maps_net.run(rows_x, None, stage) if adapted else maps_net.maps(rows_x, [stage])[stage]
 
     def embed(rows_x, fmap=None):
         if gdfl:
             return model(rows_x) if fmap is None else model.forward_tapped(rows_x, {stage: lambda _: fmap})
+        if adapted:
+            return model(rows_x) if fmap is None else model.embed_pooled(
+                maps_net.pool(maps_net.run(fmap, start_after=stage)))
         a = maps_net.maps(rows_x, [last])[last] if fmap is None else fmap
         return model.embed_pooled(a.mean((2, 3)))
 
@@ -80,7 +101,7 @@ def cached_map_gradcam(model, data: dict, config, *, classes: int = 6, stage: st
         with torch.enable_grad():
             with torch.no_grad():
                 ref = embed(x_ref)
-            a = maps_net.maps(x, [stage])[stage].detach().clone().requires_grad_(True)
+            a = maps_of(x).detach().clone().requires_grad_(True)
             sim = F.cosine_similarity(embed(x, a), ref, dim=1)
             (grad,) = torch.autograd.grad(sim.sum(), a)
         cam = torch.relu((grad.mean((2, 3), keepdim=True) * a.detach()).sum(1))

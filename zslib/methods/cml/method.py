@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import warnings
 
+import torch.nn.functional as F
+
 from zslib.methods.cml.confusion import diversity_confusion, energy_confusion
 from zslib.methods.registry import register
 from zslib.methods.base import Method, Param, number, one_of
@@ -58,6 +60,11 @@ class CML(Method):
         "scale": Param("paper", "'paper': lambdas divided by the batch size for the losses zslib averages "
                                 "(triplet, n_pair), the paper's weighting; 'mean': lambdas as given",
                        one_of("paper", "mean")),
+        "ec_features": Param("raw", "what the energy confusion (Eq. 3) reads: 'raw', the embedding as the network "
+                                    "outputs it (with normalize=False its norm is free, so the term can also "
+                                    "fall by shrinking norms); 'unit', the L2-normalized embedding that the "
+                                    "cosine losses and the evaluation see", one_of("raw", "unit"),
+                             omit_default=True),
     }
 
     def __init__(self, config, model, num_classes):
@@ -75,7 +82,8 @@ class CML(Method):
         if self.per_sample:
             lam1, lam2 = lam1 / len(labels), lam2 / len(labels)
         if lam1 > 0:
-            terms["ec"] = lam1 * energy_confusion(emb, labels, pairs=self.p["ec_pairs"])
+            ec_in = F.normalize(emb, dim=1) if self.p["ec_features"] == "unit" else emb
+            terms["ec"] = lam1 * energy_confusion(ec_in, labels, pairs=self.p["ec_pairs"])
         if lam2 > 0:
             if not self._checked_norms:
                 self._checked_norms = True

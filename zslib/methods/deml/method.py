@@ -136,6 +136,10 @@ class DeML(Method):
         "adversary_input": Param("unit", "what F compares: 'unit', the learners' L2-normalized outputs (what the metric "
                                          "and the evaluation see); 'raw', their raw outputs as Eq. 4 is printed",
                                  one_of("unit", "raw")),
+        "learner_lr_mult": Param(1.0, "the learners' (embedding heads') learning rate as a multiple of the rate of "
+                                      "the other parameters of their group (CAMs; the new layers); DeML Sec. 4 "
+                                      "trains the learners at 10 times the rate", number(low=0.0, low_open=True),
+                                 omit_default=True),
         "lambda0": Param(1.0, "weight of the adversary (or hinge) term; the paper's lambda0 = 1", number(low=0.0)),
         "lambda1": Param(0.014, "weight of the activation decay (Eq. 6); the paper's 0.014", number(low=0.0)),
         "lambda2": Param(0.25, "weight of the non-trivial-solution term (Eq. 6); the paper's 0.25", number(low=0.0)),
@@ -167,10 +171,14 @@ class DeML(Method):
         """:class:`~zslib.methods.deml.network.DeMLNet` over ``model``'s backbone, with ``model.embedding_dim`` dimensions
         split among the ``I J`` learners (the standard embedding head is not used)."""
         from zslib.engine.models import CachedBackbone
+        from zslib.engine.models.adapted import AdaptedBackbone
 
         p = cls.validate(params)
         backbone = model.backbone
         stages = [s for s in backbone.stage_names if s != "pool"]
+        if isinstance(backbone, AdaptedBackbone) and p["scales"] > 1:
+            raise ValueError(f"DeML with I = {p['scales']} scales needs the backbone's maps of zoomed crops, but "
+                             f"{backbone.name} starts from cached maps of the whole images; use scales=1")
         if isinstance(backbone, CachedBackbone):
             if p["scales"] > 1:
                 raise ValueError(
@@ -183,6 +191,24 @@ class DeML(Method):
         oam_stages = p["oam_stages"] if p["oam_stages"] is not None else backbone.roles.get("object_attention", ())
         return DeMLNet(backbone, model.embedding_dim, p["scales"], p["learners"], cam_stage=cam_stage,
                        oam_stages=oam_stages, spatial_sigma=p["spatial_sigma"], cam=p["cam"], oam=p["oam"])
+
+    def param_groups(self, phase, model, settings):
+        """The default groups, with the learners (``model.heads``) split off at ``learner_lr_mult`` times
+        their group's rate when that is not 1."""
+        groups = super().param_groups(phase, model, settings)
+        mult = self.p["learner_lr_mult"]
+        if mult == 1.0:
+            return groups
+        heads = {id(p) for p in model.heads.parameters()}
+        out = []
+        for g in groups:
+            rest = [p for p in g["params"] if id(p) not in heads]
+            learners = [p for p in g["params"] if id(p) in heads]
+            if rest:
+                out.append({**g, "params": rest})
+            if learners:
+                out.append({**g, "params": learners, "lr": g["lr"] * mult, "name": "learners"})
+        return out
 
     def terms(self, phase, model, images, labels):
         out = model.forward_train(images)
