@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 import torch
 
-from zslib.engine.config import Config, NOT_HASHED
+from zslib.engine.config import HASHED_UNLESS_DEFAULT, NOT_HASHED, Config
 from zslib.engine.store import ResultFileError, load_result, load_results, record_runs
 
 TINY = dict(iterations=4, eval_every=4, batch_classes=4, batch_per_class=2, synth_images_per_class=8,
@@ -26,6 +26,8 @@ TINY = dict(iterations=4, eval_every=4, batch_classes=4, batch_per_class=2, synt
 
 def _hash(config_dict: dict) -> str:  # the oracle: the definition of the key, written out again
     d = {k: v for k, v in config_dict.items() if k not in NOT_HASHED}
+    d = {k: v for k, v in d.items()
+         if not (k in HASHED_UNLESS_DEFAULT and json.loads(json.dumps(v)) == HASHED_UNLESS_DEFAULT[k])}
     return hashlib.sha256(json.dumps(d, sort_keys=True, separators=(",", ":"), default=str).encode()).hexdigest()[:12]
 
 
