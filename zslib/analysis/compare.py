@@ -237,6 +237,19 @@ def _seconds_per_step(runs) -> float:
     return float(np.median(vals)) if vals else float("nan")
 
 
+def _one_session(runs, hours: float = 3.0) -> bool:
+    """Whether ``runs`` were all made on one CPU within ``hours`` of each other (so that their training times, taken
+    on a machine that others share, can be compared)."""
+    import datetime as dt
+
+    try:
+        times = [dt.datetime.fromisoformat(r.provenance["timestamp"]) for r in runs]
+    except (KeyError, TypeError, ValueError):
+        return False
+    same_cpu = len({r.provenance.get("cpu") for r in runs}) == 1
+    return same_cpu and (max(times) - min(times)).total_seconds() <= hours * 3600
+
+
 def _differences(a: Sequence, b: Sequence, metrics=("R@1", "NMI")) -> dict:
     out = {}
     for m in metrics:
@@ -295,7 +308,8 @@ def compare(regime: str, *, train: bool = False, entries: Sequence[Entry] = ENTR
                 row.missing = "baseline runs"
                 continue
             row.baseline = baseline["baseline"]
-            row.seconds_per_step_ratio = _seconds_per_step(row.runs) / _seconds_per_step(row.baseline)
+            if _one_session(row.runs + row.baseline):  # timings of a shared machine compare only within a session
+                row.seconds_per_step_ratio = _seconds_per_step(row.runs) / _seconds_per_step(row.baseline)
         row.vs_baseline = _differences(row.baseline, row.runs)
         if entry.off_metrics_prefix:  # ZSML: its input features on the same images are its floor too
             row.vs_floor = dict(row.vs_baseline)
@@ -367,8 +381,10 @@ def comparison_table(comparisons: Sequence[Comparison]):
                 line["verdict"] = verdict(r.vs_baseline["R@1"]) if "R@1" in r.vs_baseline else ""
                 line["vs baseline NMI (pts)"] = _pts(r.vs_baseline.get("NMI"))
                 line["vs untrained R@1 (pts)"] = _pts(r.vs_floor.get("R@1"))
-                line["time per step vs baseline"] = ("" if not r.seconds_per_step_ratio == r.seconds_per_step_ratio
-                                                     else f"{r.seconds_per_step_ratio:.1f}x")
+                ratio = r.seconds_per_step_ratio
+                line["time per step vs baseline"] = (f"{ratio:.1f}x" if ratio == ratio else "no baseline run"
+                                                     if not r.baseline or isinstance(r.baseline[0], _Prefixed)
+                                                     else "recorded apart")
                 line["parameters added"] = "" if r.extra_parameters is None else f"{r.extra_parameters:,}"
             line["paper's claimed R@1 gain (pts)"] = ("no same-loss row" if r.reported_gain is None else
                                                       f"{r.reported_gain:+.1f} ({r.reported_where})")
