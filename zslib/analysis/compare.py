@@ -33,7 +33,7 @@ import numpy as np
 
 from zslib.engine.choice import OFF, Choice, choose
 from zslib.engine.config import Config
-from zslib.engine.grid import MissingRunsError, run_grid
+from zslib.engine.grid import MissingRunsError, choose_on_validation, run_grid
 from zslib.engine.profile import PROFILES
 from zslib.engine.stats import Interval, interval, paired, verdict
 
@@ -208,6 +208,19 @@ class Comparison:
     floor: object = None
 
 
+def _choose(entry: Entry, base: Config, regime: str, seeds, train: bool) -> tuple[Choice, dict]:
+    """``entry``'s validation choice and its runs: the one rule through :func:`zslib.engine.grid.choose_on_validation`,
+    except for a method whose "off" is read from its own runs (ZSML's input features on the same images)."""
+    if not entry.off_metrics_prefix:
+        candidates = {label: entry.build(base, value) for label, value in entry.candidates_for(regime).items()}
+        return choose_on_validation(candidates, off=entry.build(base, None), seeds=seeds,
+                                    validation_fraction=VAL_FRACTION, train=train)
+    val = run_grid(validation_grid(entry, base, regime), seeds=seeds, stored_only=not train)
+    leader = max(val, key=lambda k: np.mean([r.metric("R@1", "val") for r in val[k]]))
+    val = {OFF: [_Prefixed(r, entry.off_metrics_prefix) for r in val[leader]], **val}
+    return choose(val), val
+
+
 def _floor(base: Config, train: bool):
     try:
         return run_grid({"floor": base.replace(method="pretrained")}, seeds=(0,), stored_only=not train)["floor"][0]
@@ -281,14 +294,11 @@ def compare(regime: str, *, train: bool = False, entries: Sequence[Entry] = ENTR
         row = Row(entry.name, regime, reported_gain=_reported_gain(entry),
                   reported_where="" if entry.reported is None else f"{entry.reported[5]}, {entry.paper}")
         rows.append(row)
-        val = _runs(validation_grid(entry, base, regime), val_seeds, train)
-        if val is None:
+        try:
+            row.choice, val = _choose(entry, base, regime, val_seeds, train)
+        except MissingRunsError:
             row.missing = "validation runs"
             continue
-        if entry.off_metrics_prefix:  # "off": the input features of the leader's own runs, on the same images
-            leader = max(val, key=lambda k: np.mean([r.metric("R@1", "val") for r in val[k]]))
-            val = {OFF: [_Prefixed(r, entry.off_metrics_prefix) for r in val[leader]], **val}
-        row.choice = choose(val)
         row.chosen = row.choice.chosen
         # what is tested: the chosen setting; when "off" was chosen, the method's best candidate as an ablation
         label = row.choice.chosen
