@@ -15,9 +15,10 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-#: The caller's cache folder, before the tests point ZS_CACHE at their own: the book build uses it (the real
-#: profile's feature cache of Flowers-102 takes minutes to build, .ci/run builds it once before the tests).
-_CALLER_CACHE = os.environ.get("ZS_CACHE")
+#: The caller's environment as pytest found it: the book build gets it back, with the caller's cache folder (the
+#: real profile's feature cache takes minutes to build; .ci/run builds it once before the tests) and without what a
+#: test changed and did not restore (the in-process `finetune --smoke` points ZS_DATA at a fabricated Flowers tree).
+_CALLER_ENV = dict(os.environ)
 
 
 @pytest.fixture(scope="session")
@@ -54,10 +55,8 @@ def one_thread():
 def built_book():
     """The executed book in ``_build/html``, built once per test session by scripts/build_book.py (the
     checks of tests/test_book.py and the browser tests of tests/test_browser.py read the same build)."""
-    env = dict(os.environ)
-    env.pop("ZS_CACHE", None)  # not the test session's empty folder: the caller's cache, as `make book` uses
-    if _CALLER_CACHE is not None:
-        env["ZS_CACHE"] = _CALLER_CACHE
+    env = dict(_CALLER_ENV)  # not the test session's cache folder nor a test's leftovers: the caller's, as `make book`
+    env["ZS_PROFILE"] = "quick"
     proc = subprocess.run([sys.executable, str(REPO / "scripts" / "build_book.py")], cwd=REPO, env=env,
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     if proc.returncode != 0:
