@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -42,7 +43,7 @@ def _t_interval(x):
     return x.mean(), x.mean() - half, x.mean() + half
 
 
-def test_smoke_runs_every_configuration_then_resumes(tmp_path, capsys):
+def test_smoke_runs_every_configuration_then_resumes(tmp_path, capsys, monkeypatch):
     from zslib.__main__ import main
     from zslib.campaign.run import campaign_configs, load_manifest
     from zslib.engine.runner import run
@@ -50,7 +51,9 @@ def test_smoke_runs_every_configuration_then_resumes(tmp_path, capsys):
 
     data, results = _flowers(tmp_path / "data"), tmp_path / "results"
     argv = ["finetune", "--smoke", "--data-root", str(data), "--results-dir", str(results)]
+    before = os.environ.get("ZS_DATA")
     assert main(argv) == 0
+    assert os.environ.get("ZS_DATA") == before  # the campaign's data folder does not outlive the command
     first = capsys.readouterr().out
     for stage in ("stage 1/4 floor", "stage 2/4 validation", "stage 3/4 test", "stage 4/4 table"):
         assert stage in first
@@ -108,6 +111,7 @@ def test_smoke_runs_every_configuration_then_resumes(tmp_path, capsys):
     path.unlink()
     checkpoint = folder / "checkpoints" / f"{path.stem}.pt"
     checkpoint.unlink()
+    monkeypatch.setenv("ZS_DATA", str(data))  # the command sets its data folder only while it runs
     partial = run(lost, folder, device="cpu", progress=False, max_steps=1, checkpoint_every=1)
     assert partial.provenance == {"complete": False} and checkpoint.is_file() and not path.exists()
     assert main(argv) == 0

@@ -23,7 +23,9 @@ from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import json
+import os
 import sys
 import time
 
@@ -231,7 +233,6 @@ def _seed_list(text, option):
 
 
 def _finetune(args) -> int:
-    import os
     from pathlib import Path
 
     methods = _FINETUNE_METHODS
@@ -265,8 +266,9 @@ def _finetune(args) -> int:
             print(f"  estimated (not measured) on {where}: about "
                   f"{estimate_minutes(args.dataset, rate, methods):.0f} min at an assumed {rate:,.0f} images/s")
         return 0
+    data_root = None
     if args.data_root:
-        os.environ["ZS_DATA"] = str(Path(args.data_root).expanduser())
+        data_root = str(Path(args.data_root).expanduser())
     elif args.smoke:
         if args.dataset != "flowers102":
             raise UsageError("--smoke fabricates only Flowers-102; for another dataset give --data-root with its "
@@ -274,12 +276,32 @@ def _finetune(args) -> int:
         from zslib.campaign.fabricate import fabricate_flowers
         from zslib.engine.store import results_dir
 
-        os.environ["ZS_DATA"] = str(fabricate_flowers(results_dir(args.results_dir) / "smoke-campaign" / "data"))
+        data_root = str(fabricate_flowers(results_dir(args.results_dir) / "smoke-campaign" / "data"))
     device = None if args.smoke else _check_device(args.device)
-    run_campaign(args.dataset, smoke=args.smoke, methods=methods, results_dir=args.results_dir, device=device,
-                 validation_seeds=vseeds, test_seeds=tseeds, progress="text" if args.progress == "text" else False,
-                 out=lambda line: print(line, flush=True))
+    with _data_root(data_root):  # only for this campaign: the caller's process keeps its own ZS_DATA
+        run_campaign(args.dataset, smoke=args.smoke, methods=methods, results_dir=args.results_dir, device=device,
+                     validation_seeds=vseeds, test_seeds=tseeds, progress="text" if args.progress == "text" else False,
+                     out=lambda line: print(line, flush=True))
     return 0
+
+
+@contextlib.contextmanager
+def _data_root(root):
+    """``ZS_DATA`` set to ``root`` (``None``: left as it is) while the block runs, and put back after it, also when
+    the block fails: ``main`` is called in-process by tests and notebooks, whose later work must not read another
+    dataset folder."""
+    if root is None:
+        yield
+        return
+    before = os.environ.get("ZS_DATA")
+    os.environ["ZS_DATA"] = root
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("ZS_DATA", None)
+        else:
+            os.environ["ZS_DATA"] = before
 
 
 def _print_metrics(title, metrics):
