@@ -276,3 +276,26 @@ def test_retrieval_of_runs_falls_back_to_the_quick_profile_without_the_photograp
     assert "the same methods run on the quick profile" in explorer.note
     with pytest.raises(Exception):
         ex.retrieval_of_runs({"untrained": real}, fallback=None)
+
+
+def test_cml_confusion_slides_over_runs_trained_at_each_weight(tmp_path, monkeypatch):
+    """The slider's frames are the runs of CML Eq. 11 at each lambda1 (0: the triplet alone): the caption's Recall@1
+    is the stored run's own evaluation, and a different weight shows a different map."""
+    from zslib.experiment import Config, run
+    from zslib.methods.cml.method import with_confusion
+
+    monkeypatch.setenv("ZS_RESULTS", str(tmp_path / "results"))
+    short = Config.from_profile("quick", loss="triplet", iterations=10, eval_every=10)
+    explorer = ex.cml_confusion(short, lambdas=(0.0, 2.0), seed=1, classes=4, per_class=6, max_iter=250)
+    control = explorer.controls[0]
+    assert control.kind == "slider" and [v for _, v in control.options] == ["0", "2"]
+    frames = {}
+    for lam in (0.0, 2.0):
+        frame = explorer.set(lambda1=f"{lam:g}")
+        stored = run(with_confusion(short, lambda1=lam).replace(seed=1), tmp_path / "results" / "explorers",
+                     progress=False)  # loaded, not trained again
+        assert f"unseen Recall@1 {100 * stored.metric('R@1'):.1f}%" in frame.data["caption"]
+        frames[lam] = frame.data["coords"]
+    assert frames[0.0] != frames[2.0]
+    with pytest.raises(ValueError, match="distinct non-negative"):
+        ex.cml_confusion(short, lambdas=(0.2, 0.2))

@@ -39,11 +39,12 @@ from zslib.engine.stats import Interval, interval, paired, verdict
 
 __all__ = ["PROTOCOL_FIELDS", "VAL_FRACTION", "Entry", "ENTRIES", "Row", "Comparison", "regime_config",
            "validation_grid", "compare", "check_protocol", "comparison_table", "forest_plot", "findings",
-           "REGIMES", "protocol_frame", "choice_sentences", "context_sentence", "mean_r1"]
+           "REGIMES", "protocol_frame", "choice_sentences", "context_sentence", "mean_r1", "adaptation_sentences",
+           "method_table"]
 
 #: The config fields that must be equal for every row of one regime.
 PROTOCOL_FIELDS = ("profile", "dataset", "backbone", "pretrained", "embedding_dim", "image_size", "batch_classes",
-                   "batch_per_class", "iterations", "lr", "feature_stages")
+                   "batch_per_class", "iterations", "lr", "feature_stages", "train_stages", "train_bn")
 
 #: The share of the seen classes held out to choose each method's setting.
 VAL_FRACTION = 0.3
@@ -416,6 +417,17 @@ def comparison_table(comparisons: Sequence[Comparison]):
     return pd.DataFrame(lines).fillna("")
 
 
+def method_table(method: str, regimes: Sequence[str] = ("real frozen", "real adapted"), *, train: bool = False):
+    """One method's lines of :func:`comparison_table` in ``regimes`` (by default the frozen and the adapted real
+    regime side by side): what a method chapter shows of the one-protocol comparison, each row against the
+    method's same-loss baseline and against the untrained network."""
+    entries = [e for e in ENTRIES if e.name == method]
+    if not entries:
+        raise ValueError(f"unknown method {method!r}; choose one of {[e.name for e in ENTRIES]}")
+    table = comparison_table([compare(r, train=train, entries=entries) for r in regimes])
+    return table.drop(columns=["method"]).set_index("regime")
+
+
 def forest_plot(comparisons: Sequence[Comparison], metric: str = "R@1"):
     """The paired change of ``metric`` against the same-loss baseline, per method, one panel per regime: a dot
     for the mean over seeds and a bar for its 95% interval; hollow for a row whose setting "off" won
@@ -505,6 +517,46 @@ def choice_sentences(comparisons: Sequence[Comparison]) -> str:
             tail = f" Its test row ({r.tested}) is an ablation." if r.ablation else ""
             out.append(f"- **{r.method}, {comp.regime}**: {r.choice.sentence()}{tail}")
     return "\n".join(out)
+
+
+def adaptation_sentences(comparisons: Sequence[Comparison], frozen: str = "real frozen",
+                         adapted: str = "real adapted") -> str:
+    """Markdown bullets: what letting the network's last stages train changed, method by method. For each method
+    whose rows exist in both regimes: its baseline's and its own unseen Recall@1 in each regime (means over the
+    same seeds) and the paired change against the baseline in each, so that a reader sees whether adapting the
+    network helped the loss alone, the method, or neither. ``""`` when a regime is not among ``comparisons``."""
+    by = {c.regime: c for c in comparisons}
+    if frozen not in by or adapted not in by:
+        return ""
+    out = []
+    f_floor, a_floor = by[frozen].floor, by[adapted].floor
+    if f_floor is not None and a_floor is not None:
+        out.append(f"- The untrained network scores {100 * f_floor.metric('R@1'):.1f}% in both regimes' evaluation "
+                   f"({100 * a_floor.metric('R@1'):.1f}% read through the adapted code path, whose stages start "
+                   "from the same ImageNet weights).")
+    rows_f = {r.method: r for r in by[frozen].rows}
+    for r in by[adapted].rows:
+        f = rows_f.get(r.method)
+        if f is None or not (r.runs and f.runs):
+            out.append(f"- **{r.method}**: not recorded in both regimes in this copy.")
+            continue
+        parts = []
+        if r.baseline and f.baseline and not isinstance(r.baseline[0], _Prefixed):
+            parts.append(f"its baseline goes from {100 * mean_r1(f.baseline):.1f}% (frozen) to "
+                         f"{100 * mean_r1(r.baseline):.1f}% (adapted)")
+        parts.append(f"the method ({r.tested}) from {100 * mean_r1(f.runs):.1f}% to {100 * mean_r1(r.runs):.1f}%")
+        d_f, d_a = f.vs_baseline.get("R@1"), r.vs_baseline.get("R@1")
+        if d_f is not None and d_a is not None:
+            parts.append(f"against its baseline it is {_said(d_f)} when frozen and {_said(d_a)} when adapted")
+        out.append(f"- **{r.method}**: " + "; ".join(parts) + ".")
+    return "\n".join(out)
+
+
+def _said(d: Interval) -> str:
+    """A paired difference in words and points: "clearly above (+1.2 [+0.4, +2.0])" and so on."""
+    v = verdict(d)
+    word = {"up": "clearly above", "down": "clearly below"}.get(v, "not clearly different")
+    return f"{word} ({_pts(d)})"
 
 
 def context_sentence() -> str:

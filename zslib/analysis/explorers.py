@@ -42,6 +42,8 @@ The explorers (each names the paper and equation it shows):
 * :func:`retrieval_of_runs` -- the same for runs given by their configurations (trained again in seconds
   on the real profile's cached features, with the Flowers-102 photographs);
 * :func:`embedding` -- a 2-D t-SNE map of unseen classes per model; pointing at a dot shows its photo;
+* :func:`cml_confusion` -- CML Eq. 11, the energy-confusion weight lambda1 as a slider over the unseen
+  embedding of runs trained at each weight (0: the loss alone), with their Recall@1;
 * :func:`adapt_adv_lambda` -- Adapt-Adv Eq. 22, lambda against the classifier loss L_c, with the
   L_c trace of a training run;
 * :func:`deml_attention` -- DeML's object attention map after T random-walk steps (Eq. 2-3);
@@ -65,7 +67,8 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
-__all__ = ["Control", "Frame", "Explorer", "show", "retrieval", "retrieval_of_runs", "embedding", "adapt_adv_lambda",
+__all__ = ["Control", "Frame", "Explorer", "show", "retrieval", "retrieval_of_runs", "embedding", "cml_confusion",
+           "adapt_adv_lambda",
            "deml_attention", "zsml_labels", "jrd_bound", "jpeg_uri", "figure_uri"]
 
 CORRECT = "#2ca02c"
@@ -484,23 +487,13 @@ def retrieval(dataset, models: Mapping[str, object], *, labels=None, k: int = 5,
                          f"leave-one-out among {y.size} unseen images, {metric} similarity.")
 
 
-def retrieval_of_runs(configs: Mapping[str, object], *, seed: int = 0, fallback: str | None = "quick",
-                      **kwargs) -> Explorer:
-    """The retrieval explorer (:func:`retrieval`) of runs given by their configurations, e.g. the untrained
-    pretrained features, a baseline and a method of the real profile (Flowers-102 photographs).
-
-    A result keeps metrics, not weights, so each configuration (with ``seed``) is trained again by
-    :func:`zslib.experiment.run` into ``results/explorers/`` (a run of the real profile trains a head on the
-    cached features: seconds; a result with its checkpoint there is loaded instead; a recorded result in
-    ``results/recorded/`` is left alone). Where the configurations' data
-    is absent (no Flowers-102 under ``$ZS_DATA``) and ``fallback`` names a profile, the same methods and
-    losses run on that profile instead (SynthParts for ``"quick"``), and the explorer says so. The
-    photographs shown come from the dataset itself, or, where a run reads cached features, from the image
-    dataset of the same split in the same order (checked). ``kwargs`` go to :func:`retrieval`.
-    """
+def _models_of_runs(configs: Mapping[str, object], seed: int, fallback: str | None):
+    """The trained networks of ``configs`` (each at ``seed``), their unseen split, the first config and a note:
+    what :func:`retrieval_of_runs` and :func:`cml_confusion` show. A run that trains is trained again (or loaded
+    with its checkpoint) in ``results/explorers/``; the pretrained features are built as :func:`run` would. Without
+    the configs' data, and with ``fallback`` a profile, the same methods and losses run on that profile instead."""
     from zslib.engine.config import Config
     from zslib.engine.data.errors import MissingDataError
-    from zslib.engine.models import normalization
     from zslib.engine.runner import build_data, build_model, load_model, run
     from zslib.engine.store import results_dir
     from zslib.engine.train import set_seed
@@ -531,6 +524,26 @@ def retrieval_of_runs(configs: Mapping[str, object], *, seed: int = 0, fallback:
         else:  # nothing to train (the pretrained features): the network as run() would build it
             set_seed(c.seed)
             models[name] = build_model(c).eval()
+    return models, unseen, first, note
+
+
+def retrieval_of_runs(configs: Mapping[str, object], *, seed: int = 0, fallback: str | None = "quick",
+                      **kwargs) -> Explorer:
+    """The retrieval explorer (:func:`retrieval`) of runs given by their configurations, e.g. the untrained
+    pretrained features, a baseline and a method of the real profile (Flowers-102 photographs).
+
+    A result keeps metrics, not weights, so each configuration (with ``seed``) is trained again by
+    :func:`zslib.experiment.run` into ``results/explorers/`` (a run of the real profile trains a head on the
+    cached features: seconds; a result with its checkpoint there is loaded instead; a recorded result in
+    ``results/recorded/`` is left alone). Where the configurations' data
+    is absent (no Flowers-102 under ``$ZS_DATA``) and ``fallback`` names a profile, the same methods and
+    losses run on that profile instead (SynthParts for ``"quick"``), and the explorer says so. The
+    photographs shown come from the dataset itself, or, where a run reads cached features, from the image
+    dataset of the same split in the same order (checked). ``kwargs`` go to :func:`retrieval`.
+    """
+    from zslib.engine.models import normalization
+
+    models, unseen, first, note = _models_of_runs(configs, seed, fallback)
     mean, std = normalization(first.backbone)
     images = unseen
     if unseen[0][0].ndim == 1:  # cached pooled features: the photographs of the same split, in the same order
@@ -549,13 +562,16 @@ def retrieval_of_runs(configs: Mapping[str, object], *, seed: int = 0, fallback:
 
 def embedding(models: Mapping[str, object], dataset=None, *, labels=None, images=None, classes: int = 8,
               per_class: int = 12, mean=None, std=None, seed: int = 0, thumb: int = 48, size: int = 360,
-              max_iter: int = 500) -> Explorer:
+              max_iter: int = 500, knob: str = "model", kind: str = "select",
+              captions: Mapping[str, str] | None = None, title: str | None = None) -> Explorer:
     """Embedding explorer: a 2-D t-SNE map (:func:`zslib.analysis.viz.project_2d`) of ``classes`` unseen
     classes (``per_class`` images each), coloured by class; pointing at (or tapping) a dot shows its
     photograph. A menu switches between ``models`` (``{name: network or (n, d) embeddings}``); each map
     is computed when its model is first chosen (a few seconds) and once per model for the static page.
 
-    ``dataset`` gives images and labels; without it give ``labels`` and ``images`` (a sequence).
+    ``dataset`` gives images and labels; without it give ``labels`` and ``images`` (a sequence). ``knob`` and
+    ``kind`` name the control and make it a menu (``"select"``) or a slider over ordered models (``"slider"``);
+    ``captions`` (``{name: text}``) are shown under each model's map; ``title`` replaces the default title.
     """
     from zslib.analysis.viz import project_2d
 
@@ -588,10 +604,11 @@ def embedding(models: Mapping[str, object], dataset=None, *, labels=None, images
             computed[name] = (xy - lo) / np.where(hi > lo, hi - lo, 1.0)
         return computed[name]
 
-    def render(model):
+    def render(**values):
+        model = values[knob]
         xy = coords(model)
         pad, side = 12, size
-        dots, photos = [], []
+        dots = []
         for j, (p, i) in enumerate(zip(xy, idx)):
             cx, cy = pad + p[0] * (side - 2 * pad), pad + (1 - p[1]) * (side - 2 * pad)
             colour = palette[int(np.flatnonzero(chosen == y[i])[0]) % len(palette)]
@@ -605,14 +622,62 @@ def embedding(models: Mapping[str, object], dataset=None, *, labels=None, images
                f'<rect x="0" y="0" width="{side}" height="{side}" fill="#fafafa" stroke="#ddd"/>'
                f'<text x="{side + 10}" y="{thumb * 2 + 40}" font-size="11" fill="#777">point at a dot</text>'
                + "".join(dots) + "</svg>")
-        return Frame(svg, {"model": model, "coords": xy.tolist(), "images": idx.tolist()})
+        caption = (captions or {}).get(model, "")
+        if caption:
+            svg += f'<div style="font-size:90%;margin-top:4px">{html.escape(caption)}</div>'
+        return Frame(svg, {"model": model, "coords": xy.tolist(), "images": idx.tolist(), "caption": caption})
 
-    control = Control("model", list(models), "select")
+    control = Control(knob, list(models), kind)
     style = ("#__ID__ .zs-pt .zs-photo{display:none} #__ID__ .zs-pt:hover .zs-photo,"
              "#__ID__ .zs-pt:focus .zs-photo{display:inline} #__ID__ .zs-pt:hover circle{stroke:#000;stroke-width:2}")
-    return Explorer(f"t-SNE of {chosen.size} unseen classes ({idx.size} images), coloured by class", [control],
+    return Explorer(title or f"t-SNE of {chosen.size} unseen classes ({idx.size} images), coloured by class", [control],
                     render, note="Point at a dot (or tap it) to see its photograph; the menu switches models. "
                                  "t-SNE keeps neighbourhoods, not distances between clusters.", style=style)
+
+
+def cml_confusion(base, lambdas: Sequence[float] = (0.0, 0.2, 2.0, 20.0), *, lambda2: float = 0.0, seed: int = 0,
+                  fallback: str | None = "quick", **kwargs) -> Explorer:
+    """CML's energy-confusion weight as a slider (Chen et al. 2022, Eq. 11: the loss plus lambda1 times the energy
+    confusion of Eq. 3 and lambda2 times the diversity confusion): for each ``lambdas`` value the run ``base``
+    with that weight (:func:`zslib.methods.cml.method.with_confusion`; 0 is the loss alone) is trained again at
+    ``seed`` and its unseen embedding drawn as a t-SNE map (:func:`embedding`), with the run's unseen Recall@1 and
+    the ratio of the mean distance between class centres to the mean distance of an image to its own class
+    centre (how far apart the unseen classes sit, in units of their own spread) under each map. ``kwargs`` go to
+    :func:`embedding`."""
+    from zslib.engine.evaluate import recall_at_k
+    from zslib.engine.models import normalization
+    from zslib.methods.cml.method import with_confusion
+
+    lambdas = [float(v) for v in lambdas]
+    if len(set(lambdas)) != len(lambdas) or any(not v >= 0 for v in lambdas):
+        raise ValueError(f"lambdas must be distinct non-negative weights, got {lambdas}")
+    configs = {f"{v:g}": with_confusion(base, lambda1=v, lambda2=lambda2) for v in sorted(lambdas)}
+    models, unseen, first, note = _models_of_runs(configs, seed, fallback)
+    y = np.asarray(unseen.labels)
+    embs = {name: _embeddings(m, unseen) for name, m in models.items()}
+    captions = {}
+    for name, e in embs.items():
+        r1 = recall_at_k(e, y, ks=1)[1]
+        captions[name] = (f"lambda1 = {name}: unseen Recall@1 {100 * r1:.1f}% (seed {seed}); class centres sit "
+                          f"{_separation(e, y):.2f} within-class spreads apart on average")
+    mean, std = normalization(first.backbone)
+    explorer = embedding(embs, unseen, mean=mean, std=std, seed=seed, knob="lambda1", kind="slider",
+                         captions=captions, title="CML's energy-confusion weight lambda1 and the unseen embedding",
+                         **kwargs)
+    explorer.note = note + explorer.note + " Each map is its own t-SNE: compare the clusters, not the axes."
+    return explorer
+
+
+def _separation(emb: np.ndarray, y: np.ndarray) -> float:
+    """Mean distance between class centres over the mean distance of an embedding to its class centre (unit
+    vectors)."""
+    z = emb / np.maximum(np.linalg.norm(emb, axis=1, keepdims=True), 1e-12)
+    classes = np.unique(y)
+    centres = np.stack([z[y == c].mean(0) for c in classes])
+    spread = np.mean([np.linalg.norm(z[y == c] - centres[i], axis=1).mean() for i, c in enumerate(classes)])
+    d = np.linalg.norm(centres[:, None] - centres[None], axis=-1)
+    between = d[np.triu_indices(len(classes), 1)].mean()
+    return float(between / max(spread, 1e-12))
 
 
 def adapt_adv_lambda(run, num_classes: int, *, title: str | None = None) -> Explorer:

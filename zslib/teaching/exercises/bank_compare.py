@@ -20,6 +20,10 @@ def _larger_or_smaller(claimed, measured):
     return "larger" if float(measured) > float(claimed) else "smaller"
 
 
+def _adapted_vs_frozen(frozen, adapted):
+    return "above" if float(adapted) > float(frozen) else "below"
+
+
 EXERCISES = [
     ChoiceExercise("compare.cml_vs_floor", "CML's unseen Recall@1 against the untrained network (real frozen regime)",
                    "Compare the CML row's unseen R@1 with the untrained features' R@1 (the 'vs untrained' column is "
@@ -32,4 +36,8 @@ EXERCISES = [
                    "Put the 'vs baseline' mean of the Adapt-Adv row beside the paper's claimed gain in the last "
                    "column (both in points of Recall@1).",
                    options=("larger", "smaller"), context=("claimed", "measured"), decide=_larger_or_smaller),
+    ChoiceExercise("compare.adapted_baseline", "The triplet baseline when the network's last stages train",
+                   "Compare the unseen R@1 of CML's baseline (the triplet loss alone) in the real adapted regime with "
+                   "the same baseline in the real frozen regime.",
+                   options=("above", "below"), context=("frozen", "adapted"), decide=_adapted_vs_frozen),
 ]
