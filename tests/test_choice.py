@@ -38,6 +38,24 @@ def test_off_wins_when_it_leads_and_ties_go_to_the_first_listed():
     assert tie.leader == "off"
 
 
+def test_a_candidate_with_a_diverged_run_never_leads_and_a_diverged_off_is_refused():
+    off = _runs([0.50, 0.52, 0.51])
+    broken = _runs([0.70, 0.72, 0.71])  # the best mean, but one seed collapsed (stored as diverged)
+    broken[1].diverged = "loss flat at 0.1 over the last quarter of training"
+    healthy = _runs([0.56, 0.59, 0.57])
+    c = choose({"off": off, "broken": broken, "healthy": healthy})
+    assert c.leader == "healthy" and c.chosen == "healthy" and c.diverged == ("broken",)
+    assert "broken diverged" in c.sentence() and "broken" in c.means
+    only = choose({"off": off, "broken": broken})  # nothing healthy besides off: off leads
+    assert only.chosen == "off" and only.leader == "off"
+    bad_off = _runs([0.5, 0.5, 0.5])
+    bad_off[0].diverged = "batch-norm statistics above 1e4"
+    for r, s in zip(bad_off, range(3)):
+        r.config.name = f"off-s{s}"
+    with pytest.raises(ValueError, match="'off' has diverged run"):
+        choose({"off": bad_off, "healthy": healthy})
+
+
 def test_off_is_required_and_seeds_must_match():
     with pytest.raises(ValueError, match="'off' is always a candidate"):
         choose({0.1: _runs([0.5, 0.6]), 0.2: _runs([0.5, 0.6])})

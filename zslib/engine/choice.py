@@ -11,6 +11,10 @@ rule, fixed before any test number is read:
 2. the leader is chosen only if it beats "off" **clearly**: the 95% interval of its per-seed paired
    differences from "off" lies above zero (:func:`zslib.engine.stats.paired`). Otherwise "off" is chosen.
 
+A candidate with a run stored as diverged (:mod:`zslib.engine.collapse`) cannot lead: it is listed, with its
+mean, but the leader is the best candidate whose every seed trained normally. When "off" itself diverged, nothing
+can be compared with it and the rule refuses, naming the runs.
+
 So a method that does not help on validation classes is reported as not chosen, and a chapter that trains it
 anyway labels those runs an ablation. :func:`choose` applies the rule to stored runs; :class:`Choice` records
 what was compared, so a chapter can state it in a sentence (:meth:`Choice.sentence`).
@@ -20,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from zslib.engine.stats import Interval, interval, paired
+from zslib.engine.stats import Interval, diverged_runs, interval, paired
 
 __all__ = ["Choice", "choose", "OFF"]
 
@@ -40,6 +44,7 @@ class Choice:
     leader_vs_off: Interval | None
     metric: str
     split: str
+    diverged: tuple = ()  # candidates with a run stored as diverged: listed, never the leader
 
     @property
     def off_won(self) -> bool:
@@ -49,6 +54,8 @@ class Choice:
         """One sentence that says what was chosen and why, from the numbers (``label`` names a key)."""
         m = self.means[self.leader]
         lead = f"{label(self.leader)} had the best mean validation {self.metric} ({m.mean * scale:.2f})"
+        if self.diverged:
+            lead += f" among the candidates that trained normally ({', '.join(map(label, self.diverged))} diverged)"
         if self.leader == self.off:
             return f"{lead}, so the method stays off: no setting beat switching it off."
         d = self.leader_vs_off
@@ -64,7 +71,8 @@ def choose(candidates: Mapping[object, Sequence], off: object = OFF, metric: str
     ``config.seed`` and ``metric(name, split)``, as :class:`zslib.engine.store.Result`). ``off`` must be a key.
 
     Every candidate must hold the same seeds as "off" (the comparison is paired); a candidate with other seeds
-    is refused with the seeds named, as is a missing "off".
+    is refused with the seeds named, as is a missing "off" and an "off" with a diverged run. A candidate with a
+    diverged run is never the leader (:attr:`Choice.diverged` names it).
     """
     if off not in candidates:
         raise ValueError(f"choose() needs the switched-off candidate {off!r} among the candidates "
@@ -80,10 +88,17 @@ def choose(candidates: Mapping[object, Sequence], off: object = OFF, metric: str
         if seeds(runs) != off_seeds:
             raise ValueError(f"candidate {key!r} has seeds {seeds(runs)}, 'off' has {off_seeds}: train every "
                              "candidate on the same seeds")
+    broken = {key: [getattr(r.config, "name", f"seed {r.config.seed}") for r in diverged_runs(runs)]
+              for key, runs in candidates.items()}
+    broken = {key: names for key, names in broken.items() if names}
+    if off in broken:
+        raise ValueError(f"'off' has diverged run(s) {broken[off]}: nothing can be compared with it; fix or retrain "
+                         "the switched-off recipe before choosing")
     means = {key: interval([r.metric(metric, split) for r in runs], confidence) for key, runs in candidates.items()}
-    leader = max(candidates, key=lambda k: means[k].mean)  # max() keeps the first of equal keys
+    healthy = [k for k in candidates if k not in broken]
+    leader = max(healthy, key=lambda k: means[k].mean)  # max() keeps the first of equal keys
     if leader == off:
-        return Choice(off, off, off, means, None, metric, split)
+        return Choice(off, off, off, means, None, metric, split, tuple(broken))
     diff = paired(candidates[off], candidates[leader], metric, split, confidence)
     chosen = leader if diff.verdict == "up" else off
-    return Choice(chosen, leader, off, means, diff.diff, metric, split)
+    return Choice(chosen, leader, off, means, diff.diff, metric, split, tuple(broken))
