@@ -11,8 +11,8 @@ from pathlib import Path
 
 __all__ = ["book_findings", "write"]
 
-CHAPTERS = (("DeML", "deml", "zslib.methods.deml.reports"), ("Adapt-Adv", "adapt_adv", "zslib.methods.adapt_adv.reports"),
-            ("ZSML", "zsml", "zslib.methods.zsml.reports"))
+CHAPTERS = (("CML", "cml", "zslib.methods.cml.reports"), ("DeML", "deml", "zslib.methods.deml.reports"),
+            ("Adapt-Adv", "adapt_adv", "zslib.methods.adapt_adv.reports"), ("ZSML", "zsml", "zslib.methods.zsml.reports"))
 
 
 def book_findings() -> str:

@@ -1,0 +1,118 @@
+"""The CML chapter's generated sentences (zslib.methods.cml.reports) say what the numbers say.
+
+The key findings are checked against a recomputation from the recorded JSON files themselves (plain means, a
+Student-t interval from scipy), the verdict sentences against small hand-made runs whose verdicts are known.
+"""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from zslib.engine.config import Config, config_hash
+from zslib.methods.cml import reports
+from zslib.methods.cml.method import cml_method
+
+REPO = Path(__file__).resolve().parents[1]
+RECORDED = REPO / "results" / "recorded"
+
+
+def _stored(config, seeds):
+    """{seed: the stored metrics} of ``config`` read from the recorded JSON files (no zslib store involved)."""
+    out = {}
+    for seed in seeds:
+        c = config.replace(seed=seed)
+        (path,) = RECORDED.glob(f"*-{config_hash(c)}.json")
+        out[seed] = json.loads(path.read_text())["metrics"]
+    return out
+
+
+def _config(base, loss, **weights):
+    config = base.replace(**cml_method("cub200", loss, "baseline"))
+    return config.replace(method="cml", method_params=weights) if any(weights.values()) else config
+
+
+def _clearly(diffs) -> int:
+    """+1 / -1 when the 95% Student-t interval of ``diffs`` lies above / below 0, else 0."""
+    d = np.asarray(diffs)
+    half = stats.t.ppf(0.975, len(d) - 1) * d.std(ddof=1) / math.sqrt(len(d))
+    return int(d.mean() - half > 0) - int(d.mean() + half < 0)
+
+
+def test_the_key_findings_match_a_recomputation_from_the_recorded_files(monkeypatch):
+    monkeypatch.setenv("ZS_RESULTS", str(REPO / "results"))
+    real = Config.from_profile("real")
+    val = real.replace(validation_fraction=0.3)
+    val_seeds, test_seeds = (0, 1, 2), (0, 1, 2, 3, 4)
+    chosen = {}
+    for loss in ("triplet", "npair", "binomial"):
+        for term, weights in (("lambda1", (0.2, 2.0, 20.0)), ("lambda2", (0.1, 1.0, 10.0))):
+            means = [np.mean([m["val"]["R@1"] for m in _stored(_config(val, loss, **{term: w}), val_seeds).values()])
+                     for w in weights]
+            chosen[loss, term] = weights[int(np.argmax(means))]
+    counts = {"up": 0, "down": 0, "both": 0}
+    diff = {}
+    for loss in ("triplet", "npair", "binomial"):
+        base = _stored(_config(real, loss), test_seeds)
+        l1, l2 = chosen[loss, "lambda1"], chosen[loss, "lambda2"]
+        for name, weights in (("cml-e", {"lambda1": l1}), ("cml-d", {"lambda2": l2}),
+                              ("cml", {"lambda1": l1, "lambda2": l2})):
+            runs = _stored(_config(real, loss, **weights), test_seeds)
+            unseen = [runs[s]["unseen"]["R@1"] - base[s]["unseen"]["R@1"] for s in test_seeds]
+            seen = [runs[s]["seen"]["R@1"] - base[s]["seen"]["R@1"] for s in test_seeds]
+            up, down = _clearly(unseen) == 1, _clearly(seen) == -1
+            counts["up"], counts["down"], counts["both"] = (counts["up"] + up, counts["down"] + down,
+                                                            counts["both"] + (up and down))
+            diff[loss, name] = 100 * np.mean(unseen)
+    floor = _stored(real.replace(method="pretrained"), (0,))[0]["unseen"]["R@1"]
+
+    sentences = reports.key_findings().sentences
+    assert f"{diff['triplet', 'cml']:+.1f} [" in sentences[0] and "over 5 seeds paired" in sentences[0]
+    assert f"with N-pair ({diff['npair', 'cml']:+.1f} [" in sentences[1]
+    assert f"with the binomial deviance ({diff['binomial', 'cml']:+.1f} [" in sentences[1]
+    assert (f"{counts['up']} raised unseen Recall@1 clearly over their baseline and {counts['down']} lowered seen "
+            f"Recall@1 clearly; {counts['both']} did both") in sentences[2]
+    assert f"the untrained features' {100 * floor:.1f} %" in sentences[3]
+
+
+def _runs(unseen, seen):
+    """Hand-made runs: one per seed with the given unseen and seen Recall@1."""
+    return [SimpleNamespace(config=SimpleNamespace(seed=s), diverged=None,
+                            metric=lambda name, split="unseen", u=u, v=v: u if split == "unseen" else v)
+            for s, (u, v) in enumerate(zip(unseen, seen))]
+
+
+def test_the_quick_verdict_counts_the_claim_and_names_a_loss_that_did_not_fit():
+    base = _runs([0.20, 0.21, 0.19], [0.90, 0.91, 0.92])
+    runs = {("triplet", "baseline"): base,
+            ("triplet", "cml"): _runs([0.25, 0.27, 0.24], [0.80, 0.82, 0.81]),  # unseen up, seen down
+            ("triplet", "cml-e"): _runs([0.20, 0.22, 0.18], [0.90, 0.92, 0.91]),  # no clear effect
+            ("npair", "baseline"): _runs([0.02, 0.02, 0.02], [0.05, 0.04, 0.06]),  # never fitted the seen classes
+            ("npair", "cml"): _runs([0.03, 0.02, 0.02], [0.05, 0.05, 0.06])}
+    verdict = pd.DataFrame({"unseen effect": ["up", "no clear effect", "no clear effect"],
+                            "seen effect": ["down", "no clear effect", "no clear effect"]})
+    text = reports.quick_verdict(verdict, runs).data
+    assert "(seen Recall@1 below 10 %): npair." in text
+    assert "Of the 2 CML variants of the losses that fit (triplet), 1 raised unseen Recall@1 clearly" in text
+    assert "1 did both" in text and text.endswith("The paper's claim holds only in part here.")
+
+
+def test_the_lemma_sentences_are_written_from_their_tables():
+    frame = pd.DataFrame({"EC": [2.0, 1.0], "half_GED": [1.0, 1.5], "MMD2": [1.0, 0.5], "spreads": [1.0, 0.5]})
+    text = reports.lemma_bounds_text(frame).data
+    assert "held in all but 1 pairs (Lemma 1)" in text and "EC ≥ MMD² in every pair (Lemma 2)" in text
+    bounds = pd.DataFrame({"b": [8, 64], "bound": [0.4, 0.15], "outside": [0.0, 0.01], "quantile": [0.2, 0.05]})
+    text = reports.hoeffding_text(bounds, 0.1).data
+    assert "stayed within the allowed δ/2 = 0.05" in text and "0.0100 at b = 64" in text
+    assert "2.0 to 3.0 times the observed 95.0% quantile" in text
+    over = reports.hoeffding_text(bounds.assign(outside=[0.2, 0.0]), 0.1).data
+    assert "exceeded the allowed δ/2 = 0.05 at b = 8." in over
+    assert "No batch of any size fell outside" in reports.hoeffding_text(bounds.assign(outside=0.0), 0.1).data
+    with pytest.raises(KeyError):
+        reports.hoeffding_text(bounds.drop(columns="quantile"), 0.1)

@@ -1,0 +1,363 @@
+"""The CML chapters' report plumbing (Chen, Deng, Wang and Zhang, TNNLS 2022): configs, tables and sentences made
+from the numbers.
+
+A chapter calls these in one or two lines; the paper's math stays in :mod:`zslib.methods.cml.confusion` and the
+method in :mod:`zslib.methods.cml.method`. Every sentence is written from the numbers it is given (the statistics
+are :mod:`zslib.engine.stats`): nothing here states a result of its own.
+
+* the real-profile protocol of the CML chapter: :func:`real_cml`, :func:`real_sweep_grid`, :func:`choose_weights`,
+  :func:`sweep_table`, :func:`real_test_grid`, :func:`real_table`;
+* the verdicts: :func:`quick_verdict` (the quick profile's Tables II-V analogue), :func:`real_verdict` (the real
+  photographs), :func:`key_findings` (the box the chapter opens with);
+* the checks of Lemmas 1-5 as sentences: :func:`lemma_bounds_text`, :func:`mixture_text`, :func:`hoeffding_text`;
+* captions: :func:`weights_caption`, :func:`provenance_caption`, :func:`full_runs_text`.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+__all__ = ["REAL_LOSSES", "REAL_WEIGHTS", "VARIANT_TERMS", "LOSS_NAMES", "GREEK", "real_cml", "validation_seeds",
+           "real_sweep_grid", "choose_weights", "sweep_table", "weights_caption", "real_test_grid", "real_table",
+           "provenance_caption", "real_verdict", "quick_verdict", "key_findings", "lemma_bounds_text",
+           "mixture_text", "hoeffding_text", "full_runs_text"]
+
+#: The paper's three metric losses (Eqs. 12-14) in the order of its tables.
+REAL_LOSSES = ("triplet", "npair", "binomial")
+
+#: The weights searched on validation classes for the real profile: lambda1 (CML-e, Eq. 3) and lambda2 (CML-d,
+#: Eq. 10) of Eq. 11, each a decade grid.
+REAL_WEIGHTS = {"lambda1": (0.2, 2.0, 20.0), "lambda2": (0.1, 1.0, 10.0)}
+
+#: Which weights each CML variant uses (Eq. 11): CML-e only lambda1, CML-d only lambda2, CML both.
+VARIANT_TERMS = {"cml-e": ("lambda1",), "cml-d": ("lambda2",), "cml": ("lambda1", "lambda2")}
+
+#: The losses as a sentence names them.
+LOSS_NAMES = {"triplet": "the triplet loss", "npair": "N-pair", "binomial": "the binomial deviance"}
+
+#: The weights as a sentence names them.
+GREEK = {"lambda1": "λ1", "lambda2": "λ2"}
+
+
+def _markdown(text: str):
+    from IPython.display import Markdown
+
+    return Markdown(text)
+
+
+# ----------------------------------------------------------------------------------------------------
+# The real-profile protocol (Flowers-102, frozen ImageNet EfficientNet-Lite0)
+
+
+def real_cml(base, loss: str, lambda1: float = 0.0, lambda2: float = 0.0):
+    """``base`` with the paper's ``loss`` (Eqs. 12-14, ``normalize=False``) and, when a weight is not 0, CML with
+    the energy- and diversity-confusion weights ``lambda1`` and ``lambda2`` of Eq. 11."""
+    from zslib.methods.cml.method import cml_method
+
+    config = base.replace(**cml_method("cub200", loss, "baseline"))
+    if lambda1 == 0 and lambda2 == 0:
+        return config
+    return config.replace(method="cml", method_params={"lambda1": lambda1, "lambda2": lambda2})
+
+
+def validation_seeds() -> tuple[int, ...]:
+    """The seeds the weights are chosen with: the first three of the real profile's."""
+    from zslib.engine.profile import PROFILES
+
+    return tuple(PROFILES["real"].seeds[:3])
+
+
+def real_sweep_grid(base=None) -> dict:
+    """``{(loss, term, weight): config}``: for every loss the loss alone (``term`` ``"none"``, weight 0) and CML-e
+    and CML-d at each weight of :data:`REAL_WEIGHTS`, on ``base`` (default: the real profile) with 30% of the
+    seen classes held out as validation classes."""
+    from zslib.engine.config import Config
+
+    val = (base or Config.from_profile("real")).replace(validation_fraction=0.3)
+    grid = {}
+    for loss in REAL_LOSSES:
+        grid[loss, "none", 0.0] = real_cml(val, loss)
+        for term, weights in REAL_WEIGHTS.items():
+            grid.update({(loss, term, w): real_cml(val, loss, **{term: w}) for w in weights})
+    return grid
+
+
+def choose_weights(sweep: Mapping) -> dict:
+    """``{(loss, term): weight}``: for each loss and confusion term, the weight with the highest mean validation
+    Recall@1 over the seeds (the first listed wins a tie). ``sweep``: the runs of :func:`real_sweep_grid`."""
+    from zslib.engine.stats import summarize
+
+    chosen = {}
+    for loss in REAL_LOSSES:
+        for term in REAL_WEIGHTS:
+            means = {w: summarize(rs, "R@1", "val")[0] for (l, t, w), rs in sweep.items() if l == loss and t == term}
+            chosen[loss, term] = max(means, key=means.get)
+    return chosen
+
+
+def sweep_table(sweep: Mapping):
+    """The validation sweep as a table: each weight (λ1 or λ2 of CML's Eq. 11) with its validation Recall@1 and its
+    paired difference from the loss alone (same seeds), with the verdict."""
+    import pandas as pd
+
+    from zslib.engine.stats import format_interval, paired, summarize
+
+    rows = []
+    for (loss, term, weight), rs in sweep.items():
+        p = paired(sweep[loss, "none", 0.0], rs, "R@1", "val") if term != "none" else None
+        rows.append({"loss": loss, "term": term, "weight": weight,
+                     "val R@1 %": format_interval(summarize(rs, "R@1", "val")),
+                     "vs no confusion (pts)": format_interval(p.diff, signed=True) if p else "",
+                     "verdict": p.verdict if p else ""})
+    return pd.DataFrame(rows).set_index(["loss", "term", "weight"])
+
+
+def weights_caption(sweep: Mapping, chosen: Mapping, seconds: float, trained: bool) -> str:
+    """Markdown: how many validation runs were read or trained, and the weights of CML's Eq. 11 chosen for each
+    loss (``chosen`` from :func:`choose_weights`)."""
+    count = sum(map(len, sweep.values()))
+    seeds = sorted({r.config.seed for rs in sweep.values() for r in rs})
+    picks = "; ".join(f"{loss}: " + ", ".join(f"{GREEK[t]} = {chosen[loss, t]:g}" for t in REAL_WEIGHTS)
+                      for loss in REAL_LOSSES)
+    how = "trained or loaded" if trained else "recorded"
+    return (f"The validation sweep: {count} runs ({how}, read in {seconds:.1f} s). Weights chosen on the validation "
+            f"classes, the highest mean validation Recall@1 over seeds {', '.join(map(str, seeds))}: {picks}.")
+
+
+def real_test_grid(chosen: Mapping, base=None) -> dict:
+    """``{(loss, variant): config}``: the baseline, CML-e, CML-d and CML of every loss on ``base`` (default: the
+    real profile, no validation split), with the weights of :func:`choose_weights`."""
+    from zslib.engine.config import Config
+
+    real = base or Config.from_profile("real")
+    grid = {}
+    for loss in REAL_LOSSES:
+        grid[loss, "baseline"] = real_cml(real, loss)
+        for variant, terms in VARIANT_TERMS.items():
+            grid[loss, variant] = real_cml(real, loss, **{t: chosen[loss, t] for t in terms})
+    return grid
+
+
+def real_table(runs: Mapping, floor):
+    """The real-photograph table: the untrained features (``floor``, one run), then every ``(loss, variant)`` of
+    ``runs`` with unseen and seen Recall@1 over seeds, the gain over the untrained features, and each CML variant's
+    paired difference from its baseline with the verdicts on the unseen and the seen classes."""
+    import pandas as pd
+
+    from zslib.engine.stats import format_interval, paired, summarize
+
+    raw = floor.metric("R@1")
+    rows = [{"loss": "-", "variant": "pretrained features, no training", "unseen R@1 %": f"{100 * raw:.1f}",
+             "seen R@1 %": f"{100 * floor.metric('R@1', 'seen'):.1f}", "vs baseline (pts)": "", "unseen": "",
+             "seen": "", "vs pretrained (pts)": ""}]
+    for (loss, variant), rs in runs.items():
+        row = {"loss": loss, "variant": variant, "unseen R@1 %": format_interval(summarize(rs)),
+               "seen R@1 %": format_interval(summarize(rs, split="seen")),
+               "vs pretrained (pts)": f"{100 * (summarize(rs)[0] - raw):+.1f}",
+               "vs baseline (pts)": "", "unseen": "", "seen": ""}
+        if variant != "baseline":
+            pu, ps = paired(runs[loss, "baseline"], rs), paired(runs[loss, "baseline"], rs, split="seen")
+            row.update({"vs baseline (pts)": format_interval(pu.diff, signed=True), "unseen": pu.verdict,
+                        "seen": ps.verdict})
+        rows.append(row)
+    return pd.DataFrame(rows).set_index(["loss", "variant"])
+
+
+def provenance_caption(runs: Mapping, floor) -> str:
+    """Markdown: seeds per row of the real-photograph table (CML, TNNLS 2022, Tables II-V analogue) and where and when
+    the untrained floor was recorded."""
+    pv = floor.provenance
+    per_row = len(next(iter(runs.values())))
+    return (f"Real profile, {per_row} seeds per row; the runs were made on {pv.get('device')} with zslib "
+            f"{pv.get('zslib_version')}, commit `{str(pv.get('git_commit'))[:12]}`, {pv.get('timestamp')}.")
+
+
+def _claim_counts(runs: Mapping, losses: Sequence[str]) -> tuple[int, int, int, int]:
+    """For the CML variants of ``losses``: how many there are, how many clearly raised unseen Recall@1 over their
+    baseline, how many clearly lowered seen Recall@1, how many did both (the paper's claim, Sec. IV-D1)."""
+    from zslib.engine.stats import paired
+
+    n = ups = downs = both = 0
+    for (loss, variant), rs in runs.items():
+        if variant == "baseline" or loss not in losses:
+            continue
+        up = paired(runs[loss, "baseline"], rs).verdict == "up"
+        down = paired(runs[loss, "baseline"], rs, split="seen").verdict == "down"
+        n, ups, downs, both = n + 1, ups + up, downs + down, both + (up and down)
+    return n, ups, downs, both
+
+
+def _claim_sentence(n: int, ups: int, downs: int, both: int, where: str) -> str:
+    return (f"Of the {n} CML variants {where}, {ups} raised unseen Recall@1 clearly over their baseline and {downs} "
+            f"lowered seen Recall@1 clearly; {both} did both, which is the paper's two-part claim (Sec. IV-D1).")
+
+
+def real_verdict(runs: Mapping, floor):
+    """The real-data verdict as Markdown: how many CML variants on Flowers-102 photographs raised unseen Recall@1 and
+    lowered seen Recall@1 clearly (paired by seed), and which rows lie clearly above or below the untrained features
+    (their 95% interval entirely on one side)."""
+    from zslib.engine.stats import summarize
+
+    raw = floor.metric("R@1")
+    below = [f"{loss} {variant}" for (loss, variant), rs in runs.items() if summarize(rs)[2] < raw]
+    above = [f"{loss} {variant}" for (loss, variant), rs in runs.items() if summarize(rs)[1] > raw]
+    return _markdown(
+        _claim_sentence(*_claim_counts(runs, REAL_LOSSES), "on real photographs") + "\n\n"
+        f"Against the untrained pretrained features ({100 * raw:.1f} % unseen Recall@1), clearly above them: "
+        f"{', '.join(above) or 'none'}; clearly below them: {', '.join(below) or 'none'}.")
+
+
+def quick_verdict(verdict, runs: Mapping, fit_floor: float = 0.1):
+    """The quick profile's verdict on CML's claim (Sec. IV-D1: confusion lowers seen and raises unseen Recall@1) as
+    Markdown, from ``verdict`` (the chapter's table: per CML variant the columns
+    ``"unseen effect"`` and ``"seen effect"``) and ``runs`` (``{(loss, variant): runs}``). A loss whose baseline ends
+    below ``fit_floor`` seen Recall@1 did not learn the training task, and its rows cannot answer the question."""
+    from zslib.engine.stats import summarize
+
+    def counts(split):
+        return ", ".join(f"{v} {'with no clear effect' if k == 'no clear effect' else k}"
+                         for k, v in verdict[f"{split} effect"].value_counts().items())
+
+    losses = list(dict.fromkeys(loss for loss, _ in runs))
+    unfit = [l for l in losses if summarize(runs[l, "baseline"], "R@1", "seen")[0] < fit_floor]
+    fit = [l for l in losses if l not in unfit]
+    n, ups, downs, both = _claim_counts(runs, fit)
+    if not fit:
+        outcome = "No baseline fitted the seen classes, so no row can answer the question at this size."
+    elif ups == n and downs == n:
+        outcome = "The paper's claim is reproduced here."
+    elif ups == 0:
+        outcome = "So the paper's claim is not reproduced at this size."
+    else:
+        outcome = "The paper's claim holds only in part here."
+    claim = _claim_sentence(n, ups, downs, both, f"of the losses that fit ({', '.join(fit)})") + " " if fit else ""
+    return _markdown(
+        f"Unseen Recall@1 against the baseline: {counts('unseen')}; seen Recall@1: {counts('seen')}. Baselines that "
+        f"did not even fit the seen classes (seen Recall@1 below {100 * fit_floor:.0f} %): "
+        f"{', '.join(unfit) or 'none'}.\n\n{claim}{outcome}")
+
+
+# ----------------------------------------------------------------------------------------------------
+# The key findings (the box the chapter opens with)
+
+
+def _recorded_real():
+    """``(floor, runs)`` of the chapter's real section from the stored runs (the untrained features, and the test
+    grid with the weights chosen on the stored validation sweep), or ``None`` when any is missing."""
+    from zslib.analysis.findings import recorded
+    from zslib.engine.config import Config
+
+    sweep = recorded(real_sweep_grid(), validation_seeds())
+    if sweep is None:
+        return None
+    floor = recorded({"f": Config.from_profile("real", method="pretrained")}, (0,))
+    runs = recorded(real_test_grid(choose_weights(sweep)))
+    if floor is None or runs is None:
+        return None
+    return floor["f"][0], runs
+
+
+def key_findings():
+    """The "Key findings" box the CML chapter opens with, generated from the recorded real-profile runs: CML
+    (Eq. 11, weights chosen on validation classes) against the trained baseline head for each of the paper's three
+    losses, paired by seed, and the count of variants that show the paper's claim."""
+    from zslib.analysis.findings import findings_box, not_recorded_box, real_comparison, verdict_words
+    from zslib.engine.stats import format_interval, paired
+
+    got = _recorded_real()
+    if got is None:
+        return not_recorded_box()
+    floor, runs = got
+    first, rest = REAL_LOSSES[0], REAL_LOSSES[1:]
+    head = real_comparison(floor, runs[first, "baseline"], runs[first, "cml"], f"CML with {LOSS_NAMES[first]}",
+                           f"the {first} baseline head")
+    others = [f"{verdict_words(p.verdict)} {'unseen Recall@1' if i == 0 else 'it'} with {LOSS_NAMES[loss]} "
+              f"({format_interval(p.diff, signed=True)} points)"
+              for i, (loss, p) in enumerate((loss, paired(runs[loss, "baseline"], runs[loss, "cml"])) for loss in rest)]
+    return findings_box([
+        head[0],
+        "Against their own baseline heads, CML " + " and ".join(others) + ".",
+        _claim_sentence(*_claim_counts(runs, REAL_LOSSES), "(CML-e, CML-d and CML for three losses)"),
+        head[1]])
+
+
+# ----------------------------------------------------------------------------------------------------
+# Lemmas 1-5 as sentences
+
+
+def _worst(values) -> float:
+    import numpy as np
+
+    return float(np.max(np.abs(np.asarray(values, dtype=float))))
+
+
+def lemma_bounds_text(frame, rel_tol: float = 1e-9):
+    """Lemmas 1 and 2 (Eqs. 4-5) on random class pairs, as Markdown: ``frame`` has one row per pair with the columns
+    ``EC``, ``half_GED``, ``MMD2`` and ``spreads`` (tr Sigma_I + tr Sigma_J)."""
+    tol = rel_tol * (1 + frame.EC.abs())
+
+    def held(lower):
+        broken = int((frame.EC < lower - tol).sum())
+        return "in every pair" if broken == 0 else f"in all but {broken} pairs"
+
+    return _markdown(
+        f"Over {len(frame)} random pairs of classes, EC ≥ GED/2 held {held(frame.half_GED)} (Lemma 1) and EC ≥ MMD² "
+        f"{held(frame.MMD2)} (Lemma 2). The gap EC − MMD² equals tr Σ_I + tr Σ_J to within "
+        f"{_worst(frame.EC - frame.MMD2 - frame.spreads):.1e}, and GED/2 equals MMD² to within "
+        f"{_worst(frame.half_GED - frame.MMD2):.1e}.")
+
+
+def mixture_text(frame):
+    """Lemmas 3-4 (Eq. 7, Eq. 9) on random mixtures, as Markdown: ``frame`` has one row per mixture with the columns
+    ``zero mean`` (bool), ``eigenvalue sum`` (of Sigma*), ``E||x||^2``, ``||mu*||^2`` (closed forms) and
+    ``sampled diversity``, ``sampled DC`` (the same two quantities estimated from samples)."""
+    zero = frame[frame["zero mean"]]
+    gap_zero = _worst(zero["eigenvalue sum"] - zero["E||x||^2"])
+    gap_all = _worst(frame["eigenvalue sum"] + frame["||mu*||^2"] - frame["E||x||^2"])
+    off_div = _worst(frame["sampled diversity"] / frame["eigenvalue sum"] - 1)
+    off_dc = _worst(frame["sampled DC"] / frame["E||x||^2"] - 1)
+    return _markdown(
+        f"For the zero-mean mixtures the sum of the eigenvalues of Σ* equals E‖x‖² to within {gap_zero:.1e}; for "
+        f"every mixture it equals E‖x‖² − ‖μ*‖² to within {gap_all:.1e}. From the samples, the diversity comes within "
+        f"{off_div:.1%} of the sum of the eigenvalues and DC within {off_dc:.1%} of E‖x‖².")
+
+
+def hoeffding_text(table, delta: float):
+    """Lemma 5 (Hoeffding) by sampling, as Markdown: ``table`` has one row per batch size with the columns ``b``,
+    ``bound``, ``outside`` (the share of batches whose deviation exceeds the bound) and ``quantile`` (the observed
+    1 - delta/2 quantile of the deviations)."""
+    worst = table.loc[table["outside"].idxmax()]
+    slack = table["bound"] / table["quantile"]
+    broken = table[table["outside"] > delta / 2]
+    if worst["outside"] == 0:
+        share = f"No batch of any size fell outside the bound (Lemma 5 allows a share of δ/2 = {delta / 2:g})."
+    elif broken.empty:
+        share = (f"The share of batches outside the bound stayed within the allowed δ/2 = {delta / 2:g} at every batch "
+                 f"size (the largest: {worst['outside']:.4f} at b = {int(worst['b'])}).")
+    else:
+        share = (f"The share of batches outside the bound exceeded the allowed δ/2 = {delta / 2:g} at b = "
+                 f"{', '.join(str(int(b)) for b in broken['b'])}.")
+    return _markdown(
+        f"{share} The bound is {slack.min():.1f} to {slack.max():.1f} times the observed {1 - delta / 2:.1%} quantile "
+        "of the deviations, depending on b.")
+
+
+# ----------------------------------------------------------------------------------------------------
+# The full profile
+
+
+def full_runs_text(runs: Sequence, paper):
+    """Markdown about recorded full-profile CML runs (binomial deviance, CUB): each run's unseen Recall@1 and NMI,
+    seen Recall@1 and provenance, beside the paper's CML (Binomial) row of Table IV (``paper``, a frame of
+    :func:`zslib.reported.reported_frame`). Says so when there is none."""
+    if not runs:
+        return _markdown("No full-profile CML (binomial, CUB) run has been recorded (`results/recorded/`): run this "
+                         "notebook with `ZS_PROFILE=full` on a GPU to make one.")
+    lines = []
+    for r in runs:
+        pv = r.provenance
+        lines.append(f"- `{r.config.name}`: unseen Recall@1 {100 * r.metric('R@1'):.1f} %, NMI "
+                     f"{100 * r.metric('NMI'):.1f} %, seen Recall@1 {100 * r.metric('R@1', 'seen'):.1f} %; recorded "
+                     f"{pv.get('timestamp')} on {pv.get('device')}, zslib {pv.get('zslib_version')}, torch "
+                     f"{pv.get('torch_version')}, commit `{pv.get('git_commit')}`, {pv.get('train_seconds')} s.")
+    lines.append(f"\nThe paper (Table IV): CML (Binomial) Recall@1 {paper.loc['CML (Binomial)', 'R@1']} %.")
+    return _markdown("\n".join(lines))
