@@ -59,3 +59,22 @@ def test_numbers_by_hand():
     eta = 2 * 0.002 * 0.1 / 128  # 3.125e-6
     assert verdict("zsml.label_step", (eta, math.log(2) / eta)).passed
     assert not verdict("zsml.label_step", (eta / 2, math.log(2) / eta)).passed
+
+
+def _loop_share(labels):
+    """The share of same-class pairs among ordered pairs of two different samples, counted pair by pair."""
+    y = labels.tolist()
+    same = sum(y[i] == y[j] for i in range(len(y)) for j in range(len(y)) if i != j)
+    return same / (len(y) * (len(y) - 1))
+
+
+def test_the_zsml_experiments_exercises():
+    assert verdict("zsml_experiments.uniform_share", _loop_share).passed
+    one_over_c = verdict("zsml_experiments.uniform_share", lambda y: 1 / len(set(y.tolist())))
+    assert not one_over_c.passed  # a share of 1/C ignores that a sample is never paired with itself
+    assert verdict("zsml_experiments.every_pair_cost", (22_052_416, 84.12)).passed
+    assert not verdict("zsml_experiments.every_pair_cost", (4696 * 4695, 84.12 * 8)).passed  # float64 is 8 bytes
+    assert verdict("zsml_experiments.chosen_alpha", "raised", paper=0.381, chosen=0.395).passed
+    assert not verdict("zsml_experiments.chosen_alpha", "raised", paper=0.395, chosen=0.381).passed
+    missing = verdict("zsml_experiments.chosen_alpha", "raised", paper=0.381, chosen=None)  # runs not recorded here
+    assert not missing.passed and "could not be read" in missing.message

@@ -4,8 +4,10 @@
 * ``cross_update.py`` -- continuous labels and the cross-update regression loss (Sec. 3.2);
 * ``pairwise.py`` -- retrieval and clustering from a pair scorer, in bounded memory;
 * ``method.py`` -- the registered method ``zsml``; ``nca.py`` -- NCA, the metric learner ZSML is compared with;
-* ``analyses.py`` -- ``every_pair`` (every ordered pair of a split) and the inter-dataset ``transfer``.
+* ``analyses.py`` -- ``every_pair`` (every ordered pair of a split) and the inter-dataset ``transfer``;
+* ``reports.py`` -- the chapters' tables, figures and findings, made from the recorded runs.
 
-Chapter: ``book/zsml.ipynb``.
+Chapters: ``book/zsml.ipynb`` (derivation, main result), ``book/zsml_experiments.ipynb`` (choices on validation
+classes, ablations, NCA, every pair, transfer).
 """
 from zslib.methods.zsml import method, nca  # noqa: F401  (register the methods)

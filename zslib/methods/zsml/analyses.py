@@ -1,6 +1,8 @@
 """ZSML analyses of a trained model (Xu et al., IJCAI 2019): ``every_pair`` scores every ordered pair of the unseen
 images (Sec. 5.1's protocol on the whole split, not a sample), ``to_synthparts`` / ``to_flowers102`` the
-inter-dataset transfer of Sec. 5.2. Recorded beside a run by :func:`zslib.analysis.records.analyze`.
+inter-dataset transfer of Sec. 5.2. Recorded beside a run by :func:`zslib.analysis.records.analyze`;
+:func:`recorded_every_pair` and :func:`recorded_transfer` read the records back for the chapter.
+:func:`fig5_pairs` reads Fig. 5's pairs from a run's checkpoint.
 """
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from zslib.analysis.records import Analysis, register_analysis
 from zslib.engine.config import Config
 from zslib.engine.memory import peak_rss_mib, reset_peak_rss
 
-__all__ = ["every_pair", "transfer"]
+__all__ = ["every_pair", "transfer", "recorded_every_pair", "recorded_transfer", "fig5_pairs"]
 
 
 def every_pair(model, data: dict, config: Config, *, split: str = "unseen", max_pairs: int = 512,
@@ -79,6 +81,49 @@ def transfer(model, data: dict, config: Config, *, dataset: str, split: str = "u
     if scorer is not None:
         return scorer(x, y, seed=config.seed)
     return evaluate(x, y, dataset=dataset)
+
+
+def recorded_every_pair(config: Config, seed: int = 0, *, train: bool = False):
+    """The ``every_pair`` record of the run of ``config`` at ``seed``, or ``None`` (after a note) when it is not
+    stored; with ``train`` a missing record (and its run) is made."""
+    from zslib.analysis.records import recorded_analyses
+
+    records = recorded_analyses({"ZSML": config}, "every_pair", "ZSML on every pair of the unseen images", seeds=(seed,),
+                                train=train)
+    return None if records is None else records["ZSML"][0]
+
+
+def recorded_transfer(flowers: Config, synthparts: Config, seeds, *, train: bool = False):
+    """The inter-dataset transfer records of Sec. 5.2, one per seed: ``to_synthparts`` of the Flowers-102 runs of
+    ``flowers`` and ``to_flowers102`` of the SynthParts runs of ``synthparts``; ``None`` (after a note) when any is
+    not stored. With ``train`` the missing ones (and their runs) are made."""
+    from zslib.analysis.records import recorded_analyses
+
+    to_synth = recorded_analyses({"Flowers-102": flowers}, "to_synthparts", "the Flowers-102 -> SynthParts transfer",
+                                 seeds, train=train)
+    to_flowers = recorded_analyses({"SynthParts": synthparts}, "to_flowers102", "the SynthParts -> Flowers-102 transfer",
+                                   seeds, train=train)
+    if to_synth is None or to_flowers is None:
+        return None
+    return to_synth["Flowers-102"], to_flowers["SynthParts"]
+
+
+def fig5_pairs(run, count: int = 400) -> dict | None:
+    """For Fig. 5 of the paper: the first ``count`` pairs of a stored ZSML run's pair set P with the trained
+    network's similarity ``s``, their labels ``y`` now and at their Eq. 3 start (``y0``) and the positive flags
+    (:meth:`zslib.methods.zsml.method.ZSML.pair_predictions`), rebuilt from the run's checkpoint (the model, the
+    pair set and its labels); ``None`` when the run has no checkpoint here."""
+    from zslib.engine.runner import build_data, load_model
+    from zslib.engine.train import load_checkpoint
+    from zslib.methods.zsml.method import ZSML
+
+    if run.checkpoint is None or not run.checkpoint.is_file():
+        return None
+    model = load_model(run, device="cpu")
+    method = ZSML(run.config, model, 1)
+    method.prepare(model, build_data(run.config)["train"])
+    method.load_state_dict(load_checkpoint(run.checkpoint, map_location="cpu")["method"])
+    return method.pair_predictions(model, count)
 
 
 register_analysis(Analysis("every_pair", every_pair, {"split": "unseen", "max_pairs": 512}))

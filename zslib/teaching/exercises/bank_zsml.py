@@ -1,5 +1,7 @@
 """Checked exercises of the ZSML chapter (book/zsml.ipynb): the relation function R written from Eq. 1,
-the label step of the cross-update by numbers, and ZSML against the Euclidean distance read from the run.
+the label step of the cross-update by numbers, and ZSML against the Euclidean distance read from the run; and of
+its experiments page (book/zsml_experiments.ipynb): the share of same-class pairs among uniform pairs, the cost of
+scoring every pair, and what the alpha chosen on validation classes did on the test classes.
 
 Generated inputs are float64 and seeded, so a check gives the same verdict on every machine.
 """
@@ -11,6 +13,7 @@ import torch
 
 from zslib.methods.zsml import cross_update as cu
 from zslib.methods.zsml.relation import RelationKernels
+from zslib.teaching.exercises.bank import _direction
 from zslib.teaching.exercises.kinds import Case, ChoiceExercise, FunctionExercise, NumberExercise
 
 # ----------------------------------------------------------------------------------------------------
@@ -30,6 +33,21 @@ def _relation_cases():
         weight = torch.randn(k, height, 2, generator=g, dtype=torch.float64)
         bias = 0.3 * torch.randn(k, generator=g, dtype=torch.float64)
         out.append(Case(desc, (xi, xj, weight, bias, stride), grad=0))
+    return out
+
+
+def _label_cases():
+    out = []
+    for desc, sizes in {
+        "4 classes of 3 samples": [3, 3, 3, 3],
+        "3 classes of 1, 2 and 5 samples (a singleton has no classmate)": [1, 2, 5],
+        "51 classes of 10 to 60 samples, shuffled": None,
+    }.items():
+        if sizes is None:
+            sizes = torch.randint(10, 61, (51,), generator=torch.Generator().manual_seed(74)).tolist()
+        labels = torch.repeat_interleave(torch.arange(len(sizes)), torch.tensor(sizes))
+        labels = labels[torch.randperm(len(labels), generator=torch.Generator().manual_seed(75))]
+        out.append(Case(desc, (labels,), grad=None))
     return out
 
 
@@ -59,6 +77,9 @@ def _raised_or_lowered(euclidean, zsml):
     return "raised" if float(zsml) > float(euclidean) else "lowered"
 
 
+N_UNSEEN = 4696  # the images of Flowers-102 classes 52-102
+
+
 EXERCISES = [
     FunctionExercise("zsml.relation", "the relation function R (ZSML Eq. 1)",
                      "Position p reads rows p*stride .. p*stride + height - 1 of both vectors (x.unfold(1, height, "
@@ -76,4 +97,21 @@ EXERCISES = [
                    "Compare the mean unseen ACC of 'Triplet (Euclidean)' and 'Triplet + ZSML (MR)' in the quick "
                    "table (same embedding, same sampled images); the paired verdicts say whether it is more than noise.",
                    options=("raised", "lowered"), context=("euclidean", "zsml"), decide=_raised_or_lowered),
+    # -- zsml_experiments
+    FunctionExercise("zsml_experiments.uniform_share", "the share of same-class pairs among uniform pairs",
+                     "A uniform ordered pair of two different samples: n (n - 1) pairs in all, of which n_c (n_c - 1) "
+                     "lie in class c. Count the class sizes (torch.unique(labels, return_counts=True)) and return "
+                     "sum_c n_c (n_c - 1) / (n (n - 1)).",
+                     reference=cu.uniform_positive_share, cases=_label_cases),
+    NumberExercise("zsml_experiments.every_pair_cost",
+                   "the ordered pairs of the 4,696 unseen images, and their float32 score matrix in MiB",
+                   "Every ordered pair, an image against itself included, is one entry of the n x n matrix: n^2 "
+                   "pairs, 4 bytes each, 2^20 bytes to a MiB.",
+                   expected=lambda: (float(N_UNSEEN ** 2), 4 * N_UNSEEN ** 2 / 2 ** 20), tol=0.01, relative=True),
+    ChoiceExercise("zsml_experiments.chosen_alpha", "did the alpha chosen on validation classes raise or lower unseen "
+                   "Recall@1 against the paper's 0.3?",
+                   "Compare the mean unseen Recall@1 of 'ZSML, alpha 0.3 (paper)' and of the chosen alpha in the table "
+                   "of ZSML at the chosen alpha (same seeds, same sampled images).",
+                   options=("raised", "lowered"), context=("paper", "chosen"),
+                   decide=_direction("paper", "chosen", "raised", "lowered")),
 ]

@@ -1,0 +1,131 @@
+"""zslib.methods.zsml.reports: the ZSML chapter's tables and findings say what the runs say.
+
+The oracles are computed here from the runs' own numbers (the JSON files of the recorded runs, or made-up runs with
+known metrics) with numpy and scipy, not with the report module's helpers.
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from zslib.engine.config import Config
+from zslib.engine.store import Result
+from zslib.engine.train.history import History
+from zslib.methods.zsml import reports as R
+
+REPO = Path(__file__).resolve().parents[1]
+RECORDED = REPO / "results" / "recorded"
+
+
+def _t_interval(values) -> tuple[float, float, float]:
+    v = np.asarray(values, float)
+    half = stats.t.ppf(0.975, v.size - 1) * v.std(ddof=1) / math.sqrt(v.size)
+    return v.mean(), v.mean() - half, v.mean() + half
+
+
+def _pct(mean, low, high, signed=False) -> str:
+    f = "+.1f" if signed else ".1f"
+    return f"{100 * mean:{f}} [{100 * low:{f}}, {100 * high:{f}}]"
+
+
+def _verdict(low, high) -> str:
+    return "up" if low > 0 else "down" if high < 0 else "no clear effect"
+
+
+def _unseen(run) -> dict:
+    """The unseen metrics of a stored run, read from its JSON file."""
+    return json.loads(Path(run.path).read_text())["metrics"]["unseen"]
+
+
+@pytest.fixture
+def recorded(tmp_path, monkeypatch):
+    """A results folder whose recorded/ is the repository's: only committed runs are read."""
+    if not any(RECORDED.glob("zsml-*.json")):
+        pytest.skip("no recorded ZSML runs in this checkout")
+    (tmp_path / "recorded").symlink_to(RECORDED, target_is_directory=True)
+    monkeypatch.setenv("ZS_RESULTS", str(tmp_path))
+    return tmp_path
+
+
+def _fake(name: str, seed: int, unseen: dict) -> Result:
+    config = Config.from_profile("quick", method="zsml", seed=seed, name=name,
+                                 method_params={"eval_per_class": 5, "relation": "linear" if "LR" in name else "kernels"})
+    return Result(config, {"unseen": unseen}, History(), {"complete": True})
+
+
+def test_quick_table_and_verdicts_are_the_runs_paired_by_seed():
+    rng = np.random.default_rng(0)
+    euclid = {s: {m: float(rng.uniform(0.3, 0.7)) for m in R.METRICS} for s in (0, 1, 2)}
+    # ZSML: ACC clearly 5 points below the Euclidean distance on every seed, the rest noise around it
+    mr = {s: {**{f"input {m}": v for m, v in euclid[s].items()},
+              **{m: v + (-0.05 - 0.001 * s if m == "ACC" else rng.normal(0, 0.02)) for m, v in euclid[s].items()}}
+          for s in (0, 1, 2)}
+    lr = {s: {m: float(rng.uniform(0.3, 0.7)) for m in R.METRICS} for s in (0, 1, 2)}
+    runs = {R.MR: [_fake("mr", s, mr[s]) for s in (2, 0, 1)],  # out of seed order: pairing must be by seed
+            R.LR: [_fake("lr", s, lr[s]) for s in (0, 1, 2)]}
+    q = R.quick_comparison(runs)
+    assert q.table.table.loc["Triplet (Euclidean)", "ACC"] == _pct(*_t_interval([euclid[s]["ACC"] for s in (0, 1, 2)]))
+    for m in ("ACC", "NMI", "R@1"):
+        d = _t_interval([mr[s][m] - euclid[s][m] for s in (0, 1, 2)])
+        assert q.verdicts[R.MR, "Euclidean", m] == _verdict(d[1], d[2])
+        assert q.verdict_table.table.loc[(R.MR, m), "vs Euclidean (pts)"] == _pct(*d, signed=True)
+        d2 = _t_interval([lr[s][m] - mr[s][m] for s in (0, 1, 2)])
+        assert q.verdicts[R.LR, R.MR, m] == _verdict(d2[1], d2[2])
+    assert q.verdicts[R.MR, "Euclidean", "ACC"] == "down"
+    assert "lowered clustering accuracy" in R.quick_findings(q)[0]
+
+
+def test_seed_difference_refuses_different_seeds():
+    with pytest.raises(ValueError, match="different seeds"):
+        R.seed_difference({0: 0.1, 1: 0.2}, {0: 0.1, 2: 0.2})
+
+
+def test_real_table_lists_every_recorded_seed_and_the_finding_is_the_paired_difference(recorded):
+    real = R.real_comparison()
+    assert real is not None
+    seeds = sorted(r.config.seed for r in real.zsml)
+    assert seeds == list(R.REAL_SEEDS) == sorted(r.config.seed for r in real.runs[R.HEAD])
+    for r in real.zsml:  # every seed with its training time from its own file
+        seconds = json.loads(Path(r.path).read_text())["provenance"]["train_seconds"]
+        assert f"seed {r.config.seed} {seconds:.0f} s" in real.table.caption
+    diffs = {r.config.seed: _unseen(r)["R@1"] - _unseen(r)["input R@1"] for r in real.zsml}
+    d = _t_interval([diffs[s] for s in seeds])
+    assert R.real_findings(real)[0].split("(")[2].startswith(_pct(*d, signed=True) + " pts")
+    first = R.key_findings().sentences[0]
+    assert f": {_pct(*d, signed=True)} points over {len(seeds)} seeds paired." in first
+    assert ("clearly lowered" if d[2] < 0 else "clearly raised" if d[1] > 0 else "did not clearly change") in first
+    # the table's Euclidean row is the runs' own 'input' numbers
+    assert real.table.table.loc["Euclidean (ZSML's sample)", "R@1 %"] == _pct(
+        *_t_interval([_unseen(r)["input R@1"] for r in real.zsml]))
+
+
+def test_experiments_choose_and_report_what_the_recorded_runs_say(recorded):
+    ex = R.real_experiments(R.real_comparison())
+    # alpha: the highest mean validation Recall@1, read from the files
+    val = {a: [json.loads(Path(r.path).read_text())["metrics"]["val"]["R@1"] for r in rs] for a, rs in ex.val_runs.items()}
+    assert ex.chosen_alpha == max(val, key=lambda a: np.mean(val[a]))
+    assert sorted(r.config.seed for r in ex.val_runs[0.3]) == list(R.VAL_SEEDS)
+    found = R.experiment_findings(ex)
+    by_seed = {a: {r.config.seed: json.loads(Path(r.path).read_text())["metrics"]["val"]["R@1"] for r in rs}
+               for a, rs in ex.val_runs.items()}
+    for a in R.ALPHAS:
+        if a != 0.3:
+            d = _t_interval([by_seed[a][s] - by_seed[0.3][s] for s in R.VAL_SEEDS])
+            assert f"alpha {a:g} {_pct(*d, signed=True)} R@1 pts ({_verdict(d[1], d[2])})" in found[0]
+    # Table 6 analogue: Lifted + ZSML against its own frozen embedding's Euclidean distance, seed by seed
+    if ex.arm_runs is not None:
+        lifted = ex.arm_runs["Lifted + ZSML"]
+        d = _t_interval([_unseen(r)["R@1"] - _unseen(r)["input R@1"] for r in sorted(lifted, key=lambda r: r.config.seed)])
+        sentence = next(s for s in found if s.startswith("Table 6 analogue"))
+        assert f"({_pct(*d, signed=True)} pts)" in sentence
+        assert sorted(r.config.seed for r in lifted) == list(R.REAL_SEEDS)
+    # every pair: the sentence's numbers are the analysis record's
+    if ex.every is not None:
+        sentence = next(s for s in found if s.startswith("Scoring every ordered pair"))
+        assert re.search(rf"Recall@1 is {100 * ex.every['R@1']:.1f}% against {100 * ex.every['input R@1']:.1f}%", sentence)
