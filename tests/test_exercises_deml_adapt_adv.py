@@ -58,3 +58,30 @@ def test_choices_follow_the_printed_numbers():
     assert verdict("deml.adversary_similarity", "higher", with_adversary=0.9, without_adversary=0.5).passed
     assert verdict("adapt_adv.larger_gain", "adv", gdfl=0.31, adv=0.33).passed
     assert not verdict("adapt_adv.larger_gain", "gdfl", gdfl=0.31, adv=0.33).passed
+
+
+def test_central_mass_by_loops_and_the_whole_image_mean_fails():
+    def central_loops(attention):
+        out = []
+        for a in attention:
+            h, w = a.shape
+            bh, bw = max(1, round(h / 2)), max(1, round(w / 2))
+            inside = sum(a[y, x] for y in range(h) for x in range(w)
+                         if (h - bh) // 2 <= y < (h - bh) // 2 + bh and (w - bw) // 2 <= x < (w - bw) // 2 + bw)
+            out.append(inside / a.sum())
+        return torch.stack(out)
+
+    assert verdict("deml_experiments.central_mass", central_loops).passed
+    assert not verdict("deml_experiments.central_mass", lambda a: a[:, 1:-1, 1:-1].sum((1, 2)) / a.sum((1, 2))).passed
+
+
+def test_random_overlap_by_expected_counts():
+    both = 64 * 64 / 1280  # a channel is in both random sets with probability (64 / 1280) ** 2
+    assert verdict("deml_experiments.random_overlap", both / (128 - both)).passed
+    assert not verdict("deml_experiments.random_overlap", 64 / 1280).passed  # the share of one set is not the overlap
+
+
+def test_the_gaussian_choice_follows_the_table():
+    assert verdict("deml_experiments.gaussian_peak", "raises", plain=0.278, gaussian=0.548).passed
+    assert verdict("deml_experiments.gaussian_peak", "lowers", plain=0.5, gaussian=0.4).passed
+    assert not verdict("deml_experiments.gaussian_peak", "lowers", plain=0.278, gaussian=0.548).passed

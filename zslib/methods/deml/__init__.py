@@ -8,8 +8,10 @@
   terms (Eq. 6);
 * ``network.py`` -- :class:`~zslib.methods.deml.network.DeMLNet`, the I x J learners on one backbone;
 * ``method.py`` -- the registered method ``deml``;
-* ``analyses.py`` -- ``learner_attention``: the CAMs of a trained model, recorded beside its run.
+* ``analyses.py`` -- ``learner_attention``: the CAMs of a trained model, recorded beside its run;
+* ``reports.py`` -- the chapter's tables, figures and generated sentences.
 
-Chapter: ``book/deml.ipynb``.
+Chapter: ``book/deml.ipynb`` (derivation, main results), ``book/deml_experiments.ipynb`` (the paper's tables,
+the object attention scored, probes, more arms, Fig. 4 on photographs).
 """
 from zslib.methods.deml import method  # noqa: F401  (registers the method)

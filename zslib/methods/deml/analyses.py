@@ -1,5 +1,7 @@
 """What the ``J`` learners of a trained DeML attend to (Chen and Deng, CVPR 2019, Sec. 3.2 and Fig. 5): the
-``learner_attention`` analysis, recorded beside a run by :func:`zslib.analysis.records.analyze`.
+``learner_attention`` analysis, recorded beside a run by :func:`zslib.analysis.records.analyze`; and the few
+steps the chapter's reports (:mod:`zslib.methods.deml.reports`) take on trained networks and analysis records:
+loading a run's network for its embeddings or its maps, reading the recorded ``learner_attention`` records.
 """
 from __future__ import annotations
 
@@ -10,7 +12,8 @@ import torch.nn.functional as F
 from zslib.analysis.records import Analysis, register_analysis
 from zslib.methods.deml.network import DeMLNet
 
-__all__ = ["learner_attention", "learner_attention_parts"]
+__all__ = ["learner_attention", "learner_attention_parts", "unseen_embeddings", "backbone_maps",
+           "learner_attention_records"]
 
 def _first_of_each_class(labels) -> np.ndarray:
     """Positions of the first image (in the set's order) of every class, by class id."""
@@ -145,3 +148,37 @@ def learner_attention(model, data: dict, config, *, split: str = "unseen", show:
 
 
 register_analysis(Analysis("learner_attention", learner_attention, {"split": "unseen", "show": 6, "top": 64, "digits": 4}))
+
+
+def unseen_embeddings(runs, names, data_from) -> tuple[dict, dict, object]:
+    """The trained networks of ``runs[name]`` for each of ``names`` (one per seed, loaded from their checkpoints)
+    and their embeddings of the unseen classes, ``(models, {name: [(embeddings, labels) per seed]}, unseen set)``;
+    the data are built from the config of the run ``data_from``."""
+    from zslib.engine.runner import build_data, load_model
+    from zslib.engine.train import embed
+
+    unseen = build_data(data_from.config)["unseen"]
+    models = {name: [load_model(r) for r in runs[name]] for name in names}
+    return models, {name: [embed(m, unseen) for m in ms] for name, ms in models.items()}, unseen
+
+
+def backbone_maps(run, x: torch.Tensor, layers) -> dict:
+    """The maps ``layers`` of the first backbone of the trained network of ``run`` (on the CPU, in eval mode)
+    for the normalized inputs ``x``."""
+    from zslib.engine.runner import load_model
+
+    net = load_model(run, device="cpu").eval()
+    with torch.no_grad():
+        return net.backbones[0].features(x, list(layers))
+
+
+def learner_attention_records(grid, train: bool = False) -> dict:
+    """The ``learner_attention`` records of a grid ``{name: Config}``, ``{name: [record per seed]}``; a name whose
+    records are not all stored is left out after a note (made, with their runs, under ``train``)."""
+    from zslib.analysis.records import recorded_analyses
+
+    out: dict = {}
+    for name, config in grid.items():
+        out.update(recorded_analyses({name: config}, "learner_attention", f"{name} on the real profile",
+                                     train=train) or {})
+    return out

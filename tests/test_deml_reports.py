@@ -1,0 +1,166 @@
+"""zslib.methods.deml.reports: what the DeML pages state is what the recorded runs say.
+
+The numbers below are recomputed from the recorded result files themselves (read as JSON, paired by the seed in
+each file, intervals from scipy), not through the report functions' own path, and compared with the tables and
+sentences the pages show.
+"""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from scipy import stats
+
+from zslib.engine.config import Config, config_hash
+from zslib.engine.store import Result
+from zslib.engine.train.history import History
+from zslib.methods.deml import reports
+
+REPO = Path(__file__).resolve().parents[1]
+RECORDED = REPO / "results" / "recorded"
+
+
+@pytest.fixture(autouse=True)
+def _the_checkouts_results(monkeypatch):
+    """The reports read the runs recorded in this checkout, the same files the tests read."""
+    monkeypatch.setenv("ZS_RESULTS", str(REPO / "results"))
+
+
+def _files(config: Config) -> dict[int, dict]:
+    """{seed: stored result} of every recorded file of ``config`` (any seed), found by the hash in its name."""
+    out = {}
+    for seed in range(10):
+        h = config_hash(config.replace(seed=seed))
+        for path in RECORDED.glob(f"*-s{seed}-{h}.json"):
+            out[seed] = json.loads(path.read_text())
+    return out
+
+
+def _r1(stored: dict, split: str = "unseen") -> float:
+    return stored["metrics"][split]["R@1"]
+
+
+def _paired_text(a: dict[int, dict], b: dict[int, dict], split: str = "unseen") -> tuple[str, str]:
+    """``b - a`` per seed in points as the pages print it, "m [lo, hi]", and its verdict, computed here."""
+    assert set(a) == set(b) and len(a) >= 2
+    d = np.array([100 * (_r1(b[s], split) - _r1(a[s], split)) for s in sorted(a)])
+    half = stats.t.ppf(0.975, len(d) - 1) * d.std(ddof=1) / math.sqrt(len(d))
+    m, lo, hi = d.mean(), d.mean() - half, d.mean() + half
+    word = "up" if lo > 0 else "down" if hi < 0 else "no clear effect"
+    return f"{m:+.1f} [{lo:+.1f}, {hi:+.1f}]", word
+
+
+def _real():
+    floor_c, base_c, deml4_c, deml8_c = reports.real_configs()
+    files = {"baseline": _files(base_c), "DeML(1,4)": _files(deml4_c),
+             **{name: _files(c) for name, c in reports.real_arm_configs().items()}}
+    if not all(files.values()):
+        pytest.skip("the real-profile DeML runs are not recorded in this checkout")
+    return files
+
+
+def test_the_real_table_states_the_paired_difference_of_the_recorded_files():
+    files = _real()
+    floor, runs = reports.real_runs()
+    row = reports.real_table(floor, runs).loc["DeML(1,4)"]
+    assert (row["vs baseline (pts)"], row["verdict"]) == _paired_text(files["baseline"], files["DeML(1,4)"])
+    raw = _r1(_files(reports.real_configs()[0])[0])
+    assert reports.real_table(floor, runs).loc["pretrained features, no training", "unseen R@1 %"] == f"{100 * raw:.1f}"
+
+
+def test_the_arms_and_their_sentences_state_the_recorded_differences():
+    files = _real()
+    _, runs = reports.real_runs(arms=True)
+    table = reports.arms_table(runs)
+    for name in reports.real_arm_configs():
+        vs_base, vs_deml4 = _paired_text(files["baseline"], files[name]), _paired_text(files["DeML(1,4)"], files[name])
+        assert (table.loc[name, "vs baseline (pts)"], table.loc[name, "verdict"]) == vs_base
+        assert (table.loc[name, "vs DeML(1,4) (pts)"], table.loc[name, "verdict "]) == vs_deml4
+    # the closing list: given a localization table and probe numbers, it states the recorded arms' differences
+    import pandas as pd
+
+    loc = pd.DataFrame({"mass on bird": [0.2, 0.1], "lift over chance": [2.0, 1.0], "crop IoU": [0.3, 0.2]},
+                       index=["both, T=10 (paper)", "literal Eq. 3"])
+    found = reports.experiments_found((loc, {"area_share": 0.1, "box_iou_full_image": 0.2}),
+                                      {"U_d + L_act": [0.2, 0.3], "DeML(1,4)": [0.3, 0.5]}, runs, None, {}, None)
+    eight = next(s for s in found.sentences if s.startswith("DeML(1,8)"))
+    assert _paired_text(files["DeML(1,4)"], files["DeML(1,8)"])[0] in eight
+    assert "+2.4 over DeML(1,4) on CUB" in eight  # Table 2, H: 59.0 - 56.6
+    assert found.sentences[0].startswith("The OAM put 0.20 of its mass on the bird (chance 0.10, 2.0x)")
+
+
+def test_the_runs_table_lists_every_recorded_seed_with_its_numbers():
+    files = _real()
+    floor, runs = reports.real_runs(arms=True)
+    table = reports.real_runs_table(floor, runs)
+    for name, by_seed in files.items():
+        rows = table[table["variant"] == name]
+        assert sorted(rows["seed"]) == sorted(by_seed), name
+        for _, row in rows.iterrows():
+            assert row["unseen R@1 %"] == round(100 * _r1(by_seed[row["seed"]]), 2)
+            assert row["seen R@1 %"] == round(100 * _r1(by_seed[row["seed"]], "seen"), 2)
+    assert list(table[table["variant"] == "pretrained features"]["seed"]) == [0]
+
+
+def test_the_validation_check_of_lambda0_states_the_paired_difference():
+    deml4 = reports.real_configs()[2].replace(validation_fraction=0.3)
+    files = {v: {s: f for s, f in _files(deml4.replace(method_params={"learners": 4, "lambda0": v})).items() if s < 3}
+             for v in (0.1, 1.0)}
+    if not all(files.values()):
+        pytest.skip("the validation runs of lambda0 are not recorded in this checkout")
+    text, numbers = reports.lambda0_check()
+    diff, word = _paired_text(files[0.1], files[1.0], split="val")
+    assert f"paired by seed: {diff} points ({word})" in text.data
+    means = {v: np.mean([_r1(f, "val") for f in fs.values()]) for v, fs in files.items()}
+    assert numbers["best"] == max(means, key=means.get)
+
+
+def _fake(seed: int, r1: float) -> Result:
+    config = Config.from_profile("quick", method="deml", seed=seed)
+    return Result(config, {"unseen": {"R@1": r1, "NMI": 0.5}, "seen": {"R@1": r1}}, History(), {})
+
+
+def test_the_quick_table_pairs_the_arms_by_seed_not_by_position():
+    u_d = [_fake(0, 0.10), _fake(1, 0.20), _fake(2, 0.30)]
+    # listed in another order: seed 2, 0, 1; per seed the arm is 1, 1.5 and 2 points above U_d
+    arm = [_fake(2, 0.32), _fake(0, 0.11), _fake(1, 0.215)]
+    row = reports.quick_table({"U_d": u_d, "U_d + L_act": arm}).loc["U_d + L_act"]
+    d = np.array([1.0, 1.5, 2.0])
+    half = stats.t.ppf(0.975, 2) * d.std(ddof=1) / math.sqrt(3)
+    assert row["vs U_d (pts)"] == f"{d.mean():+.1f} [{d.mean() - half:+.1f}, {d.mean() + half:+.1f}]"
+    assert row["verdict"] == "up"
+
+
+def test_the_paper_gains_are_the_differences_of_the_paper_tables():
+    gain = reports.paper_gains()
+    expected = {"L_act": 56.2 - 52.9, "J=4": 56.6 - 56.1, "I=2": 60.9 - 56.1, "J=8 over J=4": 59.0 - 56.6,
+                "L_adv": 59.0 - 52.0}  # Tables 1 (U512, CUB), 2 (CUB, H) and 4 (CUB) of Chen and Deng, CVPR 2019
+    assert gain == pytest.approx(expected, abs=1e-9)
+
+
+def test_the_walk_check_states_the_measured_mixing_and_rejects_a_wrong_matrix():
+    from zslib.methods.deml.object_attention import dissimilarity_graph, transition_matrix
+
+    fmap = reports.walk_map()
+    P = transition_matrix(dissimilarity_graph(fmap))[0].numpy()
+    second = np.sort(np.abs(np.linalg.eigvals(P)))[-2]
+    assert f"second eigenvalue's modulus {second:.3f}" in reports.walk_check(fmap, P).data
+    W = dissimilarity_graph(fmap)[0].numpy()  # the graph itself: its rows do not sum to one
+    with pytest.raises(AssertionError):
+        reports.walk_check(fmap, W)
+
+
+def test_the_cam_sentences_state_the_means_of_the_records():
+    records = reports.cam_records()
+    if "DeML(1,4)" not in records:
+        pytest.skip("the learner_attention records are not recorded in this checkout")
+    text = reports.cam_text(records)._repr_markdown_()
+    for key in ("channel_corr", "channel_corr_images", "map_corr"):
+        values = [r[key] for r in records["DeML(1,4)"]]
+        assert f"{np.mean(values):.3f} [" in text, key
+    assert f"{len(records['DeML(1,4)'])} seeds per variant" in text
+    assert torch.is_tensor(torch.tensor(records["DeML(1,4)"][0]["maps"]))  # the picture's maps are stored
