@@ -119,16 +119,15 @@ EXERCISES = [
     # -- jrd_experiments
     FunctionExercise("jrd_experiments.mixture_kernel", "the kernel of a mixture of K Gaussians (JRD Fig. 6)",
                      "tau is the mean squared distance over the M(M-1) pairs of different samples, without gradient; "
-                     "the multipliers are 2 ** (i - K // 2) for i = 0, ..., K - 1, and the kernel is the mean over them "
-                     "of exp(-||x_i - x_j||^2 / (multiplier * tau)), an (M, M) matrix with ones on the diagonal.",
+                     "the multipliers are 2 ** (i - K // 2) for i = 0, ..., K - 1, and the kernel is the mean over "
+                     "them of exp(-||x_i - x_j||^2 / (multiplier * tau)), an (M, M) matrix with ones on the diagonal.",
                      reference=_mixture_kernel, cases=_mixture_cases,
                      forbidden=(D.gaussian_kernel, D.joint_kernel)),
     FunctionExercise("jrd_experiments.paired_interval", "a paired difference and its 95% interval, matched by seed",
-                     "Pair the two arms by seed (seeds_a[i] is the seed of a[i]), never by position; take b - a seed by "
-                     "seed, "
-                     "then the mean and mean -/+ t * sd / sqrt(n), with sd the standard deviation (ddof = 1) and t the "
-                     "0.975 quantile of Student's t with n - 1 degrees of freedom (scipy.stats.t.ppf). Return "
-                     "torch.tensor([mean, low, high]).",
+                     "Pair the two arms by seed (seeds_a[i] is the seed of a[i]), never by position; take b - a seed "
+                     "by seed, then the mean and mean -/+ t * sd / sqrt(n), with sd the standard deviation (ddof = 1) "
+                     "and t the 0.975 quantile of Student's t with n - 1 degrees of freedom (scipy.stats.t.ppf). "
+                     "Return torch.tensor([mean, low, high]).",
                      reference=_paired_interval, cases=_paired_cases),
     ChoiceExercise("jrd_experiments.first_fall", "which of JMMD and JIntra falls clearly below AM-Softmax first?",
                    "In the table of the Figs. 4-5 analogue, find for each of the two the smallest alpha whose verdict "
