@@ -78,3 +78,35 @@ def test_the_zsml_experiments_exercises():
     assert not verdict("zsml_experiments.chosen_alpha", "raised", paper=0.395, chosen=0.381).passed
     missing = verdict("zsml_experiments.chosen_alpha", "raised", paper=0.381, chosen=None)  # runs not recorded here
     assert not missing.passed and "could not be read" in missing.message
+
+
+def _loop_mixture_kernel(x, k):
+    """A mixture of k Gaussians written with loops over the pairs (bandwidth multipliers 2 ** (i - k // 2))."""
+    m = len(x)
+    d2 = [[((x[a] - x[b]) ** 2).sum() for b in range(m)] for a in range(m)]
+    tau = (sum(d2[a][b] for a in range(m) for b in range(m) if a != b) / (m * (m - 1))).detach()
+    return torch.stack([torch.stack([sum(torch.exp(-d2[a][b] / (2.0 ** (i - k // 2) * tau)) for i in range(k)) / k
+                                     for b in range(m)]) for a in range(m)])
+
+
+def test_the_experiments_page_exercises_by_independent_answers():
+    import numpy as np
+    from scipy import stats
+
+    assert verdict("jrd_experiments.mixture_kernel", _loop_mixture_kernel).passed
+    assert not verdict("jrd_experiments.mixture_kernel", lambda x, k: _loop_mixture_kernel(x, 3)).passed
+
+    def by_seed(seeds_a, a, seeds_b, b):
+        va, vb = dict(zip(seeds_a.tolist(), a.tolist())), dict(zip(seeds_b.tolist(), b.tolist()))
+        d = np.array([vb[s] - va[s] for s in sorted(va)])
+        half = stats.t.ppf(0.975, len(d) - 1) * d.std(ddof=1) / np.sqrt(len(d))
+        return torch.tensor([d.mean(), d.mean() - half, d.mean() + half])
+
+    def by_position(seeds_a, a, seeds_b, b):
+        return by_seed(seeds_a, a, seeds_a, b)  # pairs b[i] with a[i] whatever its seed
+
+    assert verdict("jrd_experiments.paired_interval", by_seed).passed
+    out = verdict("jrd_experiments.paired_interval", by_position)
+    assert not out.passed and "input 1 of 3" in out.message  # the first input lists the second arm backwards
+    assert verdict("jrd_experiments.first_fall", "jmmd", jmmd=0.8, jintra=2.0).passed
+    assert not verdict("jrd_experiments.first_fall", "jmmd", jmmd=math.inf, jintra=2.0).passed

@@ -6,8 +6,10 @@ Tong, ICML 2020; ``chu2020jrd``).
 * ``intra.py`` -- the explicit intra-class distance penalty of Sec. 2 (Eq. 4), in two readings;
 * ``theory.py`` -- the H-divergence and the ideal joint error lambda of Ben-David's bound, estimated;
 * ``method.py`` -- the registered methods ``jrd`` and ``intra``;
-* ``analyses.py`` -- ``bound_terms``: Table 3's lambda and d_H of a trained model.
+* ``analyses.py`` -- ``bound_terms``: Table 3's lambda and d_H of a trained model;
+* ``reports.py`` -- the chapters' tables, figures and generated sentences from trained and recorded runs.
 
-Chapter: ``book/jrd.ipynb``.
+Chapters: ``book/jrd.ipynb`` (derivation, quick experiments, headline on photographs) and
+``book/jrd_experiments.ipynb`` (the real-photograph analogues of Tables 2-4 and Figs. 4-6).
 """
 from zslib.methods.jrd import method  # noqa: F401  (registers the methods)

@@ -48,5 +48,5 @@ def bound_terms(model, data: dict, config: Config, *, k: int = 1, folds: int = 5
 
 register_analysis(Analysis("bound_terms", bound_terms, {"k": 1, "folds": 5, "repeats": 2, "seed": 0}))
 # the same estimates with a 5-NN vote instead of the nearest neighbour, all else equal: JRD does not give its
-# classifiers' k, so a verdict on lambda or d_H should not hang on k = 1 (book/jrd.ipynb, Table 3 analogue)
+# classifiers' k, so a verdict on lambda or d_H should not hang on k = 1 (book/jrd_experiments.ipynb, Table 3 analogue)
 register_analysis(Analysis("bound_terms_5nn", bound_terms, {"k": 5, "folds": 5, "repeats": 2, "seed": 0}))

@@ -1,5 +1,7 @@
 """Checked exercises of the JRD chapter (book/jrd.ipynb): the joint representation similarity written
-from its definition, the self-adaptive bandwidth by numbers, and the Table 3 analogue read from the run.
+from its definition, the self-adaptive bandwidth by numbers, and the Table 3 analogue read from the run; and of
+its experiments page (book/jrd_experiments.ipynb): the mixture kernel of Fig. 6, a paired interval by hand, and
+the Figs. 4-5 sweep read from the recorded runs.
 
 Generated inputs are float64 and seeded, so a check gives the same verdict on every machine.
 """
@@ -54,6 +56,49 @@ def _lower_or_higher(jmmd, jrd):
     return "lower" if float(jrd) < float(jmmd) else "higher"
 
 
+def _mixture_cases():
+    out = []
+    for desc, (m, d, k, seed) in {
+        "6 samples in 4 dimensions, one Gaussian (K = 1)": (6, 4, 1, 71),
+        "8 samples in 3 dimensions, K = 2 (bandwidths tau/2 and tau)": (8, 3, 2, 72),
+        "5 samples in 6 dimensions, K = 5 (tau/4 to 4 tau)": (5, 6, 5, 73),
+    }.items():
+        g = torch.Generator().manual_seed(seed)
+        out.append(Case(desc, (torch.randn(m, d, generator=g, dtype=torch.float64), k), grad=0))
+    return out
+
+
+def _mixture_kernel(x, k):
+    """The kernel matrix of a mixture of ``k`` Gaussians at the released code's bandwidths (JRD Fig. 6)."""
+    return D.gaussian_kernel(x, D.mixture_scales(k))
+
+
+def _paired_cases():
+    """Two arms' per-seed values with their seeds, the second arm's seeds in another order."""
+    out = []
+    for desc, (seeds_a, a, seeds_b, b) in {
+        "5 seeds, the second arm listed from the last seed": ((0, 1, 2, 3, 4), (88.56, 88.12, 89.01, 88.40, 88.77),
+                                                             (4, 3, 2, 1, 0), (88.70, 88.28, 88.93, 88.05, 88.41)),
+        "3 seeds, not numbered from 0": ((3, 7, 9), (0.40, 0.43, 0.38), (9, 3, 7), (0.41, 0.44, 0.47)),
+        "2 seeds": ((0, 1), (1.0, 2.0), (1, 0), (2.5, 1.2)),
+    }.items():
+        out.append(Case(desc, (torch.tensor(seeds_a), torch.tensor(a, dtype=torch.float64), torch.tensor(seeds_b),
+                               torch.tensor(b, dtype=torch.float64)), grad=None))
+    return out
+
+
+def _paired_interval(seeds_a, a, seeds_b, b):
+    """``[mean, low, high]`` of the differences b - a matched by seed, with the 95% Student-t interval."""
+    from zslib.engine.stats import interval
+
+    va, vb = dict(zip(seeds_a.tolist(), a.tolist())), dict(zip(seeds_b.tolist(), b.tolist()))
+    return torch.tensor(interval([vb[s] - va[s] for s in sorted(va)])[:3], dtype=torch.float64)
+
+
+def _first_to_fall(jmmd, jintra):
+    return "jmmd" if float(jmmd) <= float(jintra) else "jintra"
+
+
 EXERCISES = [
     FunctionExercise("jrd.jrs", "the JRS regularizer of two layers (JRD Eqs. 8, 10-11)",
                      "For each layer, tau is the mean squared distance over the M(M-1) pairs of *different* samples, "
@@ -71,4 +116,21 @@ EXERCISES = [
                    "Compare the mean lambda (mean of the two errors) of the JRD and JMMD rows of the chapter's "
                    "Table 3 analogue; then look at the paired verdict printed under it.",
                    options=("lower", "higher"), context=("jmmd", "jrd"), decide=_lower_or_higher),
+    # -- jrd_experiments
+    FunctionExercise("jrd_experiments.mixture_kernel", "the kernel of a mixture of K Gaussians (JRD Fig. 6)",
+                     "tau is the mean squared distance over the M(M-1) pairs of different samples, without gradient; "
+                     "the multipliers are 2 ** (i - K // 2) for i = 0, ..., K - 1, and the kernel is the mean over "
+                     "them of exp(-||x_i - x_j||^2 / (multiplier * tau)), an (M, M) matrix with ones on the diagonal.",
+                     reference=_mixture_kernel, cases=_mixture_cases,
+                     forbidden=(D.gaussian_kernel, D.joint_kernel)),
+    FunctionExercise("jrd_experiments.paired_interval", "a paired difference and its 95% interval, matched by seed",
+                     "Pair the two arms by seed (seeds_a[i] is the seed of a[i]), never by position; take b - a seed "
+                     "by seed, then the mean and mean -/+ t * sd / sqrt(n), with sd the standard deviation (ddof = 1) "
+                     "and t the 0.975 quantile of Student's t with n - 1 degrees of freedom (scipy.stats.t.ppf). "
+                     "Return torch.tensor([mean, low, high]).",
+                     reference=_paired_interval, cases=_paired_cases),
+    ChoiceExercise("jrd_experiments.first_fall", "which of JMMD and JIntra falls clearly below AM-Softmax first?",
+                   "In the table of the Figs. 4-5 analogue, find for each of the two the smallest alpha whose verdict "
+                   "is 'down'; the one with the smaller weight falls first.",
+                   options=("jmmd", "jintra"), context=("jmmd", "jintra"), decide=_first_to_fall),
 ]

@@ -1,0 +1,127 @@
+"""zslib.methods.jrd.reports: the JRD chapters' generated numbers equal what the recorded files say.
+
+Each check reads the committed result and analysis files (``results/recorded/``) by config hash, with ``json`` and
+``numpy`` only, recomputes a stated number independently (a paired difference, a Student-t interval, a mean) and
+compares it with what the report functions generate.
+"""
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from zslib.engine.config import config_hash
+from zslib.engine.store import recorded_dir
+from zslib.methods.jrd import reports as R
+from zslib.methods.jrd.method import jrd_method
+
+
+def _file(config, seed: int, analysis: str | None = None) -> dict:
+    """The recorded JSON of ``config`` at ``seed`` (or of its analysis record), found by its config hash."""
+    h = config_hash(config.replace(seed=seed))
+    folder = recorded_dir() / ("analyses" if analysis else "")
+    found = sorted(folder.glob(f"*-{h}-{analysis}.json" if analysis else f"*-{h}.json"))
+    assert len(found) == 1, f"expected one recorded file for hash {h}, found {found}"
+    return json.loads(found[0].read_text())
+
+
+def _r1(config, seed: int, split: str = "unseen") -> float:
+    return _file(config, seed)["metrics"][split]["R@1"]
+
+
+def _t_interval(values) -> tuple[float, float, float]:
+    v = np.asarray(values, float)
+    half = stats.t.ppf(0.975, len(v) - 1) * v.std(ddof=1) / math.sqrt(len(v))
+    return v.mean(), v.mean() - half, v.mean() + half
+
+
+def _signed(triple, digits: int, scale: float = 100.0) -> str:
+    m, lo, hi = (scale * x for x in triple)
+    return f"{m:+.{digits}f} [{lo:+.{digits}f}, {hi:+.{digits}f}]"
+
+
+@pytest.fixture(scope="module")
+def real():
+    got = R.RealRuns(train=False, quiet=True)
+    if got.main is None:
+        pytest.skip("the real-profile JRD runs are not recorded in this checkout")
+    return got
+
+
+@pytest.fixture(scope="module")
+def box(real):
+    return R.key_findings()
+
+
+def test_the_key_finding_is_the_paired_difference_of_the_recorded_runs(real, box):
+    seeds = (0, 1, 2, 3, 4)
+    grid = real.main_grid
+    diffs = [_r1(grid["JRD"], s) - _r1(grid["AM-Softmax"], s) for s in seeds]
+    floor = _r1(real.real.replace(method="pretrained"), 0)
+    assert f"{_signed(_t_interval(diffs), 1)} points over 5 seeds paired" in box.sentences[0]
+    assert f"untrained features' {100 * floor:.1f} %" in box.sentences[1]
+    assert real.headline.seeds == seeds
+
+
+def test_the_validation_choice_is_the_alpha_with_the_higher_recorded_mean(real):
+    means = {a: np.mean([_r1(real.val.replace(**jrd_method("cub200", alpha=a)), s, "val") for s in range(5)])
+             for a in R.VALIDATION_ALPHAS}
+    _, chosen, _ = real.alpha_choice
+    assert chosen == max(means, key=means.get)
+
+
+def test_the_mixture_grid_holds_every_recorded_cell_and_seed(real, box):
+    assert set(real.mixture_grid) == {(k, kk) for k in R.GRID_SIZES for kk in R.GRID_SIZES}
+    for cell, runs in real.mixture_grid.items():
+        assert tuple(r.config.seed for r in runs) == R.GRID_SEEDS, cell
+        for r in runs:  # the run shown is the recorded file of that cell and seed
+            assert r.metric("R@1") == _r1(real.mixture_config(cell), r.config.seed)
+    # and the count of cells clearly above (1, 1) in the findings is the one the paired verdicts give
+    n_up = sum(p.verdict == "up" for p in real.grid_pairs.values())
+    assert any(f"in {n_up} of the 8 other cells" in s for s in box.sentences)
+
+
+def test_the_sweep_table_pairs_each_weight_with_the_same_seeds_of_am_softmax(real):
+    base = real.main_grid["AM-Softmax"]
+    for reg, a in [("jrs", 0.2), ("jmmd", 2.0)]:
+        config = real.real.replace(**jrd_method("cub200", alpha=a, regularizer=reg))
+        diffs = [_r1(config, s) - _r1(base, s) for s in R.SWEEP_SEEDS]
+        p = real.sweep_pairs[reg, a]
+        assert p.seeds == R.SWEEP_SEEDS
+        assert np.allclose(p.diff[:3], _t_interval(diffs), atol=1e-12)
+
+
+def test_table_3_rows_and_the_lambda_verdict_are_the_recorded_analyses(real):
+    lam = {arm: [_file(config, s, "bound_terms")["values"]["lambda"] for s in R.BOUND_SEEDS]
+           for arm, config in real.bound_grid.items()}
+    assert [row["lam"] for row in real.bound["JRD"]] == lam["JRD"]
+    assert [row["seed"] for row in real.bound["JMMD"]] == list(R.BOUND_SEEDS)
+    expected = _signed(_t_interval(np.subtract(lam["JRD"], lam["JMMD"])), 4, 1.0)
+    sentences = R.found_experiments(real).sentences
+    assert any(f"lambda vs JMMD {expected}" in s for s in sentences)
+
+
+def test_paired_values_match_seed_by_seed_and_refuse_other_seeds():
+    bound = {"A": [dict(seed=s, lam=v) for s, v in [(2, 0.30), (0, 0.10), (1, 0.20)]],
+             "B": [dict(seed=s, lam=v) for s, v in [(0, 0.15), (1, 0.26), (2, 0.37)]]}
+    diff, word = R.paired_values(bound, "A", "B", "lam")  # seed by seed: 0.05, 0.06, 0.07 whatever the order
+    assert np.allclose(diff[:3], _t_interval([0.05, 0.06, 0.07])) and word == "up"
+    bound["B"][0]["seed"] = 5
+    with pytest.raises(AssertionError):
+        R.paired_values(bound, "A", "B", "lam")
+
+
+def test_the_lambda_scale_readings_come_from_the_papers_table_3():
+    from zslib.reported import reported_value
+
+    rows = [dict(seed=0, lam=0.5, lam_sum=1.0, seen_err=0.2, unseen_err=0.8, r1=0.21, d_H=0.4)]
+    s = R.lambda_scale({"JRD": rows})
+    for name, row in (("JMMD", "JMMD (alpha 0.1)"), ("JRD", "JRD (alpha 1)")):
+        lam = reported_value("3", row, "lambda", paper=R.PAPER)
+        unseen = 1 - reported_value("3", row, "Recall@1", paper=R.PAPER)
+        assert s["sum_reading"][name] == round(lam - unseen, 3) < 0
+        assert s["mean_reading"][name] == round(2 * lam - unseen, 3) > 0
+    assert s["premise_holds"] and abs(s["gap"].iloc[0] - 0.01) < 1e-12
