@@ -10,6 +10,7 @@ Examples::
     python -m zslib train --method cml --method-param lambda1=0.02 --method-param lambda2=0.01
     python -m zslib methods                                          # the methods and their parameters
     python -m zslib assignments --out pack                           # student/instructor notebooks, rubric
+    python -m zslib assignments --out pack --format otter            # also otter-grader master notebooks
     python -m zslib grade pack/student/cml.ipynb --rubric pack/rubric.json
     python -m zslib grade-all submissions/ --rubric pack/rubric.json --out grades   # gradebook.csv, feedback/
     python -m zslib finetune --dataset flowers102                    # the fine-tuning campaign on one GPU
@@ -165,6 +166,10 @@ def _parser() -> argparse.ArgumentParser:
                                    "for the teacher (see zslib.teaching.assignments).")
     a.add_argument("--out", required=True, help="folder to write the pack into (created if missing)")
     a.add_argument("--chapter", action="append", help="only this chapter (a notebook stem; repeatable)")
+    a.add_argument("--format", choices=["book", "otter", "nbgrader"], default="book",
+                   help="book: the pack only (default); otter: also OUT/otter/<chapter>/<chapter>.ipynb, otter-grader "
+                        "master notebooks; nbgrader: also OUT/nbgrader/source/<chapter>/<chapter>.ipynb "
+                        "(see zslib.teaching.export)")
 
     def sandbox_options(parser, what):
         parser.add_argument("--rubric", help=what)
@@ -455,6 +460,13 @@ def _assignments(args) -> int:
 
     out = build_pack(args.out, chapters=args.chapter)
     print(f"assignment pack written to {out} (student/, instructor/, rubric.json, README.md)")
+    if args.format != "book":
+        from zslib.teaching import export
+
+        written = getattr(export, f"to_{args.format}")(out, out / args.format)
+        then = ("otter assign <chapter>.ipynb dist/ in each folder" if args.format == "otter" else
+                "copy source/ into your course folder, then nbgrader generate_assignment <chapter>")
+        print(f"{len(written)} {args.format} notebook(s) written to {out / args.format} ({then}; see README.md)")
     return 0
 
 

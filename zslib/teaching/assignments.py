@@ -187,6 +187,26 @@ def _readme(rubric: dict, titles: dict, times: dict) -> str:
              "Experiment questions (a predicted sign or ordering) are decided by the numbers the student's own "
              "run printed, so every student is graded against their own run (a student who types both the "
              "numbers and the answer is not detected).", "",
+             "## Exporting to otter-grader or nbgrader", "",
+             "For a course that already grades with otter-grader:", "",
+             "    python -m zslib assignments --out DIR --format otter", "",
+             "writes, beside the pack, `otter/<chapter>/<chapter>.ipynb`: one otter master notebook per chapter, "
+             "made from `instructor/`. In each of those folders run", "",
+             "    otter assign <chapter>.ipynb dist/", "",
+             "and hand out `dist/student/`; grade with the zip in `dist/autograder/` (`otter grade`, which needs "
+             "Docker, or Gradescope). `otter assign` first runs the solutions to check that they earn every point, "
+             "which takes the chapter's run time below (`--no-run-tests` skips it).", "",
+             "What carries over: each exercise is one question worth its rubric points; its solution cell is the "
+             "question's solution; its tests call the book's own check, on the published inputs (public tests) "
+             "and on the same hidden inputs as `grade-all` (hidden tests made from `grader/hidden.json`, which "
+             "`otter assign` puts in the autograder only); otter's share of passed tests is the partial credit. "
+             "What does not: the tests run inside the student's kernel, so a submission that patches what they "
+             "call can pass them (the book's grader scores outside the submission's process); a solution that no "
+             "check grades stays in `instructor/` only; the grading image needs zslib, which each notebook's "
+             "config cell asks for from the book's repository. `--format nbgrader` writes "
+             "`nbgrader/source/<chapter>/<chapter>.ipynb` for `nbgrader generate_assignment <chapter>`. Keep "
+             "`otter/` and `nbgrader/` to yourself, like `instructor/`: they hold the solutions and the hidden "
+             "inputs' seed. The details are in `zslib/teaching/export.py`.", "",
              "## What each assignment covers", "",
              "| notebook | exercises | points | run time, quick profile, measured on a 2-core CPU | on a GPU |",
              "|---|---|---|---|---|"]

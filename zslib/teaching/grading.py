@@ -33,9 +33,10 @@ available on the machines this book targets (a shared 2-core CPU box, Colab), an
 doctests, whereas this book's checks are its own (function vs reference with gradients, numbers with
 tolerances, choices decided by the run's printed numbers) and already drive every chapter. Keeping our
 own grader reuses those checks, needs no daemon, and scores outside the submission's process; otter is
-still the better choice where Docker is available and a course already uses it (there is no export to
-otter's or nbgrader's test format yet). nbgrader says in its FAQ that it does not protect against unsafe
-code; neither does a same-user run here (see below).
+still the better choice where Docker is available and a course already uses it: :mod:`zslib.teaching.export`
+writes the pack as otter master notebooks (or nbgrader source notebooks) whose tests call the same checks.
+nbgrader says in its FAQ that it does not protect against unsafe code; neither does a same-user run here
+(see below).
 
 **What each mode protects against** (without a container):
 
