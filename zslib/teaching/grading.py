@@ -183,7 +183,8 @@ def load_rubric(rubric, chapter: str | None = None) -> dict:
 
 def hidden_cases(ex, seed: int) -> list:
     """The published cases of a function exercise followed by hidden ones: each float tensor of a published
-    case plus noise (half its spread) from a generator seeded by ``seed`` and the exercise; labels and
+    case plus noise (half its spread) from a generator seeded by ``seed`` and the exercise (folded back to its
+    absolute value where the published tensor has no negative entry: an attention map stays one); labels and
     integers stay, except in a case made of integer vectors only (labels against clusters), whose vectors are
     each shuffled. Every hidden case is as valid an input as the published one it comes from."""
     import torch
@@ -201,7 +202,8 @@ def hidden_cases(ex, seed: int) -> list:
             for a in case.args:
                 if isinstance(a, torch.Tensor) and a.is_floating_point():
                     spread = float(a.std()) if a.numel() > 1 and float(a.std()) > 0 else 1.0
-                    a = a + 0.5 * spread * torch.randn(a.shape, generator=g, dtype=a.dtype)
+                    noisy = a + 0.5 * spread * torch.randn(a.shape, generator=g, dtype=a.dtype)
+                    a = noisy.abs() if bool((a >= 0).all()) else noisy  # a non-negative input stays non-negative
                 elif isinstance(a, torch.Tensor) and only_integers and a.dim() == 1:
                     a = a[torch.randperm(a.numel(), generator=g)]  # e.g. labels against clusters: shuffled apart
                 args.append(a)
