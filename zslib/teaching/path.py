@@ -22,13 +22,14 @@ PREREQUISITES: dict[str, tuple[str, ...]] = {
     "deep_metric_learning_compare_proxies": ("deep_metric_learning_compare",),
     "generalization_gap": ("deep_metric_learning",), "cml": ("deep_metric_learning", "generalization_gap"),
     "cml_experiments": ("cml",), "cml_ablations": ("cml",), "deml": ("deep_metric_learning", "cml"),
-    "jrd": ("generalization_gap", "cml"), "adapt_adv": ("deep_metric_learning", "cml"), "zsml": ("metrics", "cml"),
+    "jrd": ("generalization_gap", "cml"), "adapt_adv": ("deep_metric_learning", "cml"),
+    "adapt_adv_experiments": ("adapt_adv",), "zsml": ("metrics", "cml"),
     "compare": ("cml", "deml", "jrd", "adapt_adv", "zsml"), "recorded_runs": (),
 }
 
 #: chapter -> the methods whose recorded real-profile runs it shows
 CHAPTER_METHODS = {"cml": ("cml", "baseline", "pretrained"), "cml_experiments": ("cml",), "deml": ("deml",),
-                   "jrd": ("jrd",), "adapt_adv": ("adapt_adv",), "zsml": ("zsml",),
+                   "jrd": ("jrd",), "adapt_adv": ("adapt_adv",), "adapt_adv_experiments": ("adapt_adv",), "zsml": ("zsml",),
                    "compare": ("cml", "deml", "adapt_adv", "zsml", "jrd", "baseline", "pretrained")}
 
 
