@@ -24,14 +24,15 @@ PREREQUISITES: dict[str, tuple[str, ...]] = {
     "cml_experiments": ("cml",), "cml_ablations": ("cml",), "deml": ("deep_metric_learning", "cml"),
     "deml_experiments": ("deml",),
     "jrd": ("generalization_gap", "cml"), "jrd_experiments": ("jrd",), "adapt_adv": ("deep_metric_learning", "cml"),
-    "zsml": ("metrics", "cml"),
+    "adapt_adv_experiments": ("adapt_adv",), "zsml": ("metrics", "cml"),
     "zsml_experiments": ("zsml",), "compare": ("cml", "deml", "jrd", "adapt_adv", "zsml"), "recorded_runs": (),
 }
 
 #: chapter -> the methods whose recorded real-profile runs it shows
 CHAPTER_METHODS = {"cml": ("cml", "baseline", "pretrained"), "cml_experiments": ("cml",), "deml": ("deml",),
                    "deml_experiments": ("deml",),
-                   "jrd": ("jrd",), "jrd_experiments": ("jrd",), "adapt_adv": ("adapt_adv",), "zsml": ("zsml",),
+                   "jrd": ("jrd",), "jrd_experiments": ("jrd",), "adapt_adv": ("adapt_adv",),
+                   "adapt_adv_experiments": ("adapt_adv",), "zsml": ("zsml",),
                    "zsml_experiments": ("zsml", "nca"),
                    "compare": ("cml", "deml", "adapt_adv", "zsml", "jrd", "baseline", "pretrained")}
 

@@ -1,6 +1,12 @@
 """Grad-CAM of a trained Adapt-Adv (or its base) on the cached maps of the real profile (Al-Kaabi et al., Appl.
 Intell. 2022, Fig. 2): the ``cached_map_gradcam`` analysis, recorded beside a run by
-:func:`zslib.analysis.records.analyze`.
+:func:`zslib.analysis.records.analyze`, and :func:`gradcam_records`, which reads those records for a grid.
+
+The chapter's quick-profile measurements of trained models, made when the page runs (not recorded):
+:func:`attention_shares` (where GDFL's attention puts its weight on the parts of SynthParts birds, Fig. 15) and
+:func:`gradcam_shares` (where Grad-CAM of a same-class similarity puts its mass, Fig. 2), on the images of
+:func:`unseen_sample`; :func:`seen_class_count` (the class adversary's C). The chapter's pages draw them with
+:mod:`zslib.methods.adapt_adv.reports`.
 """
 from __future__ import annotations
 
@@ -8,7 +14,8 @@ import numpy as np
 
 from zslib.analysis.records import Analysis, register_analysis
 
-__all__ = ["cached_map_gradcam"]
+__all__ = ["cached_map_gradcam", "gradcam_records", "seen_class_count", "unseen_sample", "attention_shares",
+           "gradcam_shares"]
 
 def cached_map_gradcam(model, data: dict, config, *, classes: int = 6, stage: str | None = None,
                        fraction: float = 0.5) -> dict[str, np.ndarray]:
@@ -126,3 +133,86 @@ def cached_map_gradcam(model, data: dict, config, *, classes: int = 6, stage: st
 
 
 register_analysis(Analysis("cached_map_gradcam", cached_map_gradcam, {"classes": 6, "stage": None, "fraction": 0.5}))
+
+
+def gradcam_records(grid, train: bool = False):
+    """The ``cached_map_gradcam`` records of seed 0 of every config of ``grid`` (name -> [record]), made when
+    ``train`` (with their runs), else read; ``None`` when some are not stored
+    (:func:`zslib.analysis.records.recorded_analyses`)."""
+    from zslib.analysis.records import recorded_analyses
+
+    return recorded_analyses(grid, "cached_map_gradcam", "the Grad-CAM maps of real flowers", seeds=(0,), train=train)
+
+
+def seen_class_count(config) -> int:
+    """The number of seen (training) classes of a run's data: the class adversary's C, whose chance level ln C sets
+    the first epoch's lambda."""
+    from zslib.engine.runner import build_data
+
+    return len(np.unique(np.asarray(build_data(config)["train"].labels)))
+
+
+_SAMPLES: dict = {}
+
+
+def unseen_sample(config, count: int = 64):
+    """``(unseen split, indices, images, part maps)``: ``count`` unseen SynthParts images spread evenly over the
+    test split, with the map of their parts (computed once per config)."""
+    import torch
+
+    from zslib.engine.config import config_hash
+    from zslib.engine.runner import build_data
+
+    key = (config_hash(config), count)
+    if key not in _SAMPLES:
+        unseen = build_data(config)["unseen"]
+        idx = np.arange(0, len(unseen), max(1, len(unseen) // count))[:count]
+        images = torch.stack([unseen[int(i)][0] for i in idx])
+        _SAMPLES[key] = (unseen, idx, images, unseen.part_map[torch.as_tensor(idx)])
+    return _SAMPLES[key]
+
+
+def attention_shares(run, count: int = 64):
+    """Where the attention of a trained GDFL network looks: its weights on every attended layer for the images of
+    :func:`unseen_sample`, and per layer the mean mass on each part relative to the part's area
+    (:func:`zslib.analysis.saliency.part_shares` with ``relative=True``: 1 is uniform). Returns ``(maps, images,
+    rows)``: ``{layer: (B, h, w) weights}``, the images, one dict per layer."""
+    import torch
+
+    from zslib.analysis.saliency import part_shares
+    from zslib.engine.runner import load_model
+
+    _, _, images, parts = unseen_sample(run.config, count)
+    with torch.no_grad():
+        att = load_model(run, device="cpu").attention_maps(images)
+    rows = []
+    for layer, w in att.items():  # (B, h, w) weights summing to one over the positions
+        shares = part_shares(w.float(), parts, relative=True)
+        rows.append({"layer": layer, "map": f"{w.shape[-2]}x{w.shape[-1]}",
+                     **{k: float(np.nanmean(v)) for k, v in shares.items() if k != "background"},
+                     "background": float(np.nanmean(shares["background"]))})
+    return att, images, rows
+
+
+def gradcam_shares(models, count: int = 64) -> list[dict]:
+    """Grad-CAM of a same-class similarity for every model of ``models`` (name -> run): each image of
+    :func:`unseen_sample` explained by its cosine similarity to the next other image of its class
+    (:func:`zslib.analysis.saliency.similarity_gradcam`); one dict per model with the mean mass on each part
+    relative to its area."""
+    import torch
+
+    from zslib.analysis.saliency import part_shares, similarity_gradcam
+    from zslib.engine.runner import load_model
+
+    unseen, idx, images, parts = unseen_sample(next(iter(models.values())).config, count)
+    all_labels = np.asarray(unseen.labels)
+    ref_idx = []
+    for i, lab in zip(idx, all_labels[idx]):  # another image of the same class
+        same = np.flatnonzero(all_labels == lab)
+        ref_idx.append(int(same[same != i][0]))
+    references = torch.stack([unseen[j][0] for j in ref_idx])
+    rows = []
+    for name, res in models.items():
+        shares = part_shares(similarity_gradcam(load_model(res, device="cpu"), images, references), parts, relative=True)
+        rows.append({"model": name, **{k: float(np.nanmean(v)) for k, v in shares.items()}})
+    return rows

@@ -87,7 +87,7 @@ from torch import nn
 from zslib.engine import checks
 
 __all__ = ["AdversarialClassifier", "classification_loss", "adaptive_lambda", "adversarial_term",
-           "extractor_objective", "EpochLambda"]
+           "extractor_objective", "EpochLambda", "replay_lambda"]
 
 L_THRESH = 1.5
 """The classification-loss threshold of Adapt-Adv (Sec. 5.3, Table 2), used in all of its experiments."""
@@ -235,3 +235,19 @@ class EpochLambda:
 
     def __repr__(self) -> str:
         return f"EpochLambda(value={self.value:.4f}, loss={self.loss:.4f}, lambda0={self.lambda0}, l_thresh={self.l_thresh})"
+
+
+def replay_lambda(losses, epoch_steps: int, num_classes: int, lambda0: float = 1.0,
+                  l_thresh: float = L_THRESH) -> list[float]:
+    r"""The :math:`\lambda` of every step of a run, from the classifier's loss at every step (equal batch sizes):
+    :class:`EpochLambda` fed one loss per step, its epoch ended every ``epoch_steps`` steps. Step ``t`` uses the
+    value set before it, so :math:`\lambda` is constant within an epoch, from chance level :math:`\ln C` in the
+    first epoch and from Eq. 22 of the previous epoch's mean loss after it."""
+    schedule = EpochLambda(num_classes, lambda0=lambda0, l_thresh=l_thresh)
+    out = []
+    for i, value in enumerate(losses):
+        out.append(schedule.value)
+        schedule.update(float(value), 1)  # equal batch sizes: the epoch mean is the plain mean of the losses
+        if (i + 1) % epoch_steps == 0:
+            schedule.end_epoch()
+    return out

@@ -54,7 +54,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from zslib.methods.adapt_adv.class_adversary import (L_THRESH, AdversarialClassifier, EpochLambda, adversarial_term,
-                                                     classification_loss)
+                                                     classification_loss, replay_lambda)
 from zslib.methods.adapt_adv.spatial_attention import ATTENTION_FORMS
 from zslib.engine.train.optim import model_groups, own_parameters_group
 from zslib.methods.registry import register
@@ -219,11 +219,5 @@ def lambda_trace(history, num_classes: int, params: Mapping) -> dict[str, np.nda
     steps = np.asarray(steps)
     if len(steps) and not np.array_equal(steps, np.arange(1, len(steps) + 1)):
         raise ValueError("the history must log every step (log_every=1) to replay the schedule")
-    schedule = EpochLambda(num_classes, lambda0=p["lambda0"], l_thresh=p["l_thresh"])
-    lam = np.empty(len(ce))
-    for i, value in enumerate(ce):
-        lam[i] = schedule.value
-        schedule.update(value, 1)  # equal batch sizes: the epoch mean is the plain mean of the logged losses
-        if (i + 1) % p["epoch_steps"] == 0:
-            schedule.end_epoch()
+    lam = np.asarray(replay_lambda(ce, p["epoch_steps"], num_classes, p["lambda0"], p["l_thresh"]), dtype=float)
     return {"step": steps, "lambda": lam, "classifier_ce": np.asarray(ce, dtype=float)}

@@ -1,0 +1,147 @@
+"""zslib.methods.adapt_adv.reports: the numbers the Adapt-Adv pages state are the numbers of the runs.
+
+Every check recomputes what a report says from the runs themselves (the recorded result files of the checkout, or
+runs made up here), with its own arithmetic, and compares: the paired differences in the sentences, the seeds and
+training times in the tables, the stopping step chosen on validation classes, the directions set beside the paper's.
+"""
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from zslib.engine.config import Config, config_hash
+from zslib.engine.store import Result, recorded_runs
+from zslib.engine.train.history import History
+from zslib.methods.adapt_adv import reports as R
+from zslib.reported import reported_value
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _t_interval(values) -> tuple[float, float, float]:
+    v = np.asarray(values, dtype=float)
+    half = stats.t.ppf(0.975, len(v) - 1) * v.std(ddof=1) / math.sqrt(len(v))
+    return v.mean(), v.mean() - half, v.mean() + half
+
+
+def _points(values) -> str:
+    """A paired difference (fractions) as the pages write it: signed points with one decimal and its 95% interval."""
+    m, lo, hi = (100 * x for x in _t_interval(values))
+    return f"{m:+.1f} [{lo:+.1f}, {hi:+.1f}]"
+
+
+@pytest.fixture(scope="module")
+def study():
+    """The real-profile study read from the checkout's recorded runs (nothing is trained)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("ZS_RESULTS", str(REPO / "results"))
+        got = R.real_study(train=False)
+        yield got
+
+
+@pytest.fixture(scope="module")
+def recorded():
+    """hash -> the recorded runs of the checkout with that config hash (the seed is part of the hash)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("ZS_RESULTS", str(REPO / "results"))
+        return {config_hash(r.config): r for r in recorded_runs()}
+
+
+def _seeds_of(config, recorded):
+    return sorted(s for s in range(10) if config_hash(config.replace(seed=s)) in recorded)
+
+
+def _r1(config, seed, recorded):
+    return recorded[config_hash(config.replace(seed=seed))].metric("R@1")
+
+
+def test_every_row_and_choice_is_recorded(study):
+    assert not study.missing, study.missing
+    assert study.stopping is not None and study.lambda0 is not None and study.table5 is not None
+
+
+def test_the_real_table_counts_every_recorded_seed(study, recorded):
+    table = R.real_table(study)
+    for name, config in study.configs.items():
+        seeds = _seeds_of(config, recorded)
+        assert seeds, name
+        assert table.loc[name, "seeds"] == len(seeds) == len(study.runs[name]), name
+
+
+def test_pair_sentences_state_the_paired_difference_of_the_recorded_runs(study, recorded):
+    sentences = R.real_pair_sentences(study)
+    for a, b in ((R.BASE, R.GDFL), (R.BASE, R.METHOD), (R.GDFL, R.METHOD)):
+        seeds = _seeds_of(study.configs[a], recorded)
+        diffs = [_r1(study.configs[b], s, recorded) - _r1(study.configs[a], s, recorded) for s in seeds]
+        sentence = next(s for s in sentences if f"{b} against {a}:" in s)
+        assert _points(diffs) in sentence, sentence
+        assert f"over {len(seeds)} paired seeds" in sentence
+
+
+def test_the_provenance_table_gives_each_rows_training_times(study):
+    table = R.provenance_table(study.table5.runs)
+    for name, rs in study.table5.runs.items():
+        seconds = [r.provenance["train_seconds"] for r in rs]
+        assert table.loc[name, "training s per run"] == f"{min(seconds):.0f} to {max(seconds):.0f}"
+        if "steps" in table:  # the rows differ in length: Adapt-Adv stops at the chosen step
+            assert table.loc[name, "steps"] == rs[0].config.iterations
+
+
+def test_the_stopping_step_is_the_best_mean_validation_step(study, recorded):
+    val = study.configs[R.METHOD].replace(validation_fraction=0.3)
+    curves = [dict(zip(*recorded[config_hash(val.replace(seed=s))].history.metric_curve("val", "R@1")))
+              for s in (0, 1, 2)]
+    means = {step: np.mean([c[step] for c in curves]) for step in curves[0] if step > 0}
+    assert study.stopping.chosen == max(means, key=means.get)
+    stopped = study.configs[R.METHOD].replace(iterations=study.stopping.chosen)
+    seeds = _seeds_of(stopped, recorded)
+    diffs = [_r1(stopped, s, recorded) - _r1(study.configs[R.BASE], s, recorded) for s in seeds]
+    assert _points(diffs) in R.stopping_sentence(study)
+    assert _points(diffs) in R.key_findings().sentences[3]
+
+
+def test_table5_sentences_set_each_direction_beside_the_papers(study, recorded):
+    sentences = R.table5_sentences(study)
+    for loss in ("Triplet", "Angular", "Proxy-NCA"):
+        row, base = f"{loss} / Adapt-Adv", study.table5.grid[f"{loss} / Base"]
+        seeds = _seeds_of(base, recorded)
+        diffs = [_r1(study.table5.grid[row], s, recorded) - _r1(base, s, recorded) for s in seeds]
+        paper = reported_value("5", row, "R@1", paper="alkaabi2022adaptadv") - \
+            reported_value("5", f"{loss} / Base", "R@1", paper="alkaabi2022adaptadv")
+        sentence = next(s for s in sentences if s.startswith(f"Adapt-Adv on {loss}:"))
+        assert _points(diffs) in sentence
+        m, lo, hi = _t_interval(diffs)
+        if lo > 0 or hi < 0:
+            same = (m > 0) == (paper > 0)
+            assert ("the same direction as" if same else "the opposite direction to") in sentence
+            assert f"{paper:+.2f}" in sentence
+
+
+def test_the_late_fall_counts_the_runs_that_fell(study):
+    fell = sum(r.history.metric_curve("unseen", "R@1")[1][-1] < r.history.metric_curve("unseen", "R@1")[1][-2]
+               for r in study.runs[R.METHOD])
+    assert re.match(rf"{fell} of {len(study.runs[R.METHOD])} recorded Adapt-Adv runs lost", R._late_sentence(study))
+
+
+def _run(method_params: dict, seed: int, r1: float, nmi: float = 0.5) -> Result:
+    config = Config.from_profile("quick", method="adapt_adv", method_params=method_params, seed=seed)
+    return Result(config, {"unseen": {"R@1": r1, "NMI": nmi}, "seen": {"R@1": r1 + 0.1}}, History(), {})
+
+
+def test_ablation_findings_and_table_on_made_up_runs():
+    base = [_run({"use_gdfl": False, "use_adversary": False}, s, v) for s, v in enumerate((0.10, 0.20, 0.30))]
+    gdfl = [_run({"use_adversary": False}, s, v) for s, v in ((2, 0.50), (0, 0.20), (1, 0.40))]  # listed out of order
+    adv = [_run({"use_gdfl": False}, s, v) for s, v in enumerate((0.05, 0.10, 0.20))]
+    runs = {"base": base, "+GDFL": gdfl, "+Adv": adv}
+    found = R.ablation_findings(runs)
+    assert _points([0.10, 0.20, 0.20]) in found[0] and "(up)" in found[0]  # paired by seed, not by position
+    assert _points([-0.05, -0.10, -0.10]) in found[1] and "(down)" in found[1]
+    assert _points([0.15, 0.30, 0.30]) in found[2]  # +GDFL minus +Adv
+    table = R.ablation_table(runs)
+    assert table.loc["+GDFL", "vs base (pts)"] == _points([0.10, 0.20, 0.20])
+    assert table.loc["base", "verdict"] == "" and table.loc["+Adv", "verdict"] == "down"
