@@ -1014,7 +1014,7 @@ def main_findings(runs: Mapping, study: RealStudy):
         floor_r1 = real[FLOOR][0].metric("R@1")
         found.append(f"On Flowers-102 the untrained pretrained features reach {100 * floor_r1:.1f}% unseen Recall@1 and "
                      f"the trained triplet head {100 * summarize(real[BASE])[0]:.1f}% (paper's base: "
-                     f"{paper6.loc['Triplet / Base', 'R@1']:.1f}% with a fine-tuned GoogLeNet).")
+                     f"{paper6.loc['Triplet / Base', 'R@1']:.1f}% with a fine-tuned Inception v2).")
     if FLOOR in real and METHOD in real:
         floor_r1 = real[FLOOR][0].metric("R@1")
         aa_m, aa_lo, aa_hi = summarize(real[METHOD])
