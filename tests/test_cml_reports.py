@@ -116,3 +116,33 @@ def test_the_lemma_sentences_are_written_from_their_tables():
     assert "No batch of any size fell outside" in reports.hoeffding_text(bounds.assign(outside=0.0), 0.1).data
     with pytest.raises(KeyError):
         reports.hoeffding_text(bounds.drop(columns="quantile"), 0.1)
+
+
+def test_the_rule_keeps_the_loss_alone_unless_a_weight_is_clearly_above_it_on_validation():
+    """rule_choices against the rule recomputed from the recorded JSON: per loss and term, the weight with the best
+    mean validation R@1 (the loss alone among the candidates) wins only if its paired Student-t interval over the
+    loss alone lies above zero; the caption names every kept-off pair."""
+    from zslib.engine.grid import run_grid
+
+    val = Config.from_profile("real").replace(validation_fraction=0.3)
+    seeds = reports.validation_seeds()
+    sweep = run_grid(reports.real_sweep_grid(), seeds=seeds, stored_only=True)
+    choices = reports.rule_choices(sweep)
+    for loss in reports.REAL_LOSSES:
+        off = _stored(_config(val, loss), seeds)
+        for term, weights in reports.REAL_WEIGHTS.items():
+            values = {0.0: np.array([off[s]["val"]["R@1"] for s in seeds])}
+            for w in weights:
+                got = _stored(_config(val, loss, **{"lambda1": 0.0, "lambda2": 0.0, term: w}), seeds)
+                values[w] = np.array([got[s]["val"]["R@1"] for s in seeds])
+            leader = max(values, key=lambda w: values[w].mean())
+            if leader == 0.0:
+                expected = "off"
+            else:
+                d = values[leader] - values[0.0]
+                low = d.mean() - stats.t.ppf(0.975, len(d) - 1) * d.std(ddof=1) / math.sqrt(len(d))
+                expected = leader if low > 0 else "off"
+            assert choices[loss, term].chosen == expected, (loss, term)
+    caption = reports.weights_caption(sweep, reports.choose_weights(sweep), 1.0, False)
+    if all(c.off_won for c in choices.values()):
+        assert "no weight is chosen" in caption

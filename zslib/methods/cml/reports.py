@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 __all__ = ["REAL_LOSSES", "REAL_WEIGHTS", "VARIANT_TERMS", "LOSS_NAMES", "GREEK", "real_cml", "validation_seeds",
-           "real_sweep_grid", "choose_weights", "sweep_table", "weights_caption", "real_test_grid", "real_table",
+           "real_sweep_grid", "choose_weights", "rule_choices", "sweep_table", "weights_caption", "real_test_grid", "real_table",
            "provenance_caption", "real_verdict", "quick_verdict", "key_findings", "lemma_bounds_text",
            "mixture_text", "hoeffding_text", "full_runs_text"]
 
@@ -111,16 +111,44 @@ def sweep_table(sweep: Mapping):
     return pd.DataFrame(rows).set_index(["loss", "term", "weight"])
 
 
+def rule_choices(sweep: Mapping) -> dict:
+    """``{(loss, term): Choice}``: the book's one choice rule (:func:`zslib.engine.choice.choose`) applied to each
+    loss and confusion term of the validation sweep, with the loss alone (weight 0) as "off": a weight is chosen only
+    if its validation Recall@1 is clearly above the loss alone, paired by seed."""
+    from zslib.engine.choice import OFF, choose
+
+    out = {}
+    for loss in REAL_LOSSES:
+        for term in REAL_WEIGHTS:
+            candidates = {OFF: sweep[loss, "none", 0.0]}
+            candidates.update({w: rs for (l, t, w), rs in sweep.items() if l == loss and t == term})
+            out[loss, term] = choose(candidates)
+    return out
+
+
 def weights_caption(sweep: Mapping, chosen: Mapping, seconds: float, trained: bool) -> str:
-    """Markdown: how many validation runs were read or trained, and the weights of CML's Eq. 11 chosen for each
-    loss (``chosen`` from :func:`choose_weights`)."""
+    """Markdown: how many validation runs were read or trained, the weights of CML's Eq. 11 that led the validation
+    grid for each loss (``chosen`` from :func:`choose_weights`), and what the book's choice rule made of each
+    (:func:`rule_choices`): where "off" (the loss alone) wins, the CML rows trained at the leader are ablations."""
     count = sum(map(len, sweep.values()))
     seeds = sorted({r.config.seed for rs in sweep.values() for r in rs})
     picks = "; ".join(f"{loss}: " + ", ".join(f"{GREEK[t]} = {chosen[loss, t]:g}" for t in REAL_WEIGHTS)
                       for loss in REAL_LOSSES)
     how = "trained or loaded" if trained else "recorded"
-    return (f"The validation sweep: {count} runs ({how}, read in {seconds:.1f} s). Weights chosen on the validation "
-            f"classes, the highest mean validation Recall@1 over seeds {', '.join(map(str, seeds))}: {picks}.")
+    rule = rule_choices(sweep)
+    kept_off = [f"{GREEK[t]} with {LOSS_NAMES[loss]}" for (loss, t), c in rule.items() if c.off_won]
+    taken = [f"{GREEK[t]} = {c.chosen:g} with {LOSS_NAMES[loss]}" for (loss, t), c in rule.items() if not c.off_won]
+    if not taken:
+        verdict = ("By the book's choice rule, which takes a weight only when it is clearly above the loss alone on "
+                   "the validation classes, no weight is chosen: the rule keeps every loss without confusion, so every "
+                   "CML row of the table below is an ablation that shows what the leading weight does.")
+    else:
+        verdict = (f"By the book's choice rule (a weight only when clearly above the loss alone on the validation "
+                   f"classes) these weights are chosen: {', '.join(taken)}; it keeps the loss alone for "
+                   f"{', '.join(kept_off) or 'none'}, and the CML rows that use those are ablations.")
+    return (f"The validation sweep: {count} runs ({how}, read in {seconds:.1f} s). The leading weights on the "
+            f"validation classes, the highest mean validation Recall@1 over seeds {', '.join(map(str, seeds))}: "
+            f"{picks}. {verdict}")
 
 
 def real_test_grid(chosen: Mapping, base=None) -> dict:
