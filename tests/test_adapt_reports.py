@@ -145,3 +145,30 @@ def test_ablation_findings_and_table_on_made_up_runs():
     table = R.ablation_table(runs)
     assert table.loc["+GDFL", "vs base (pts)"] == _points([0.10, 0.20, 0.20])
     assert table.loc["base", "verdict"] == "" and table.loc["+Adv", "verdict"] == "down"
+
+
+def test_the_lambda0_choice_offers_the_adversary_off_and_applies_the_one_rule():
+    """lambda0 = 0 (+GDFL, the adversary off) is a candidate of the lambda0 choice; the rule's outcome equals a
+    recomputation with scipy from the per-seed validation values the chapter reads."""
+    import math
+
+    import numpy as np
+    from scipy import stats
+
+    from zslib.methods.adapt_adv import reports
+
+    lc = reports.real_study().lambda0
+    if lc is None:
+        pytest.skip("the lambda0 choice's runs are not recorded in this copy")
+    seeds = sorted(lc.at[0.0])
+    values = {lam: np.array([lc.at[lam][s] for s in seeds]) for lam in lc.at}
+    leader = max(values, key=lambda lam: values[lam].mean())
+    if leader == 0.0:
+        expected = "off"
+    else:
+        d = values[leader] - values[0.0]
+        low = d.mean() - stats.t.ppf(0.975, len(d) - 1) * d.std(ddof=1) / math.sqrt(len(d))
+        expected = leader if low > 0 else "off"
+    assert lc.rule.chosen == expected and "off" in lc.rule.means
+    text = " ".join(reports._lambda0_sentences(reports.real_study()))
+    assert ("the adversary is not chosen" in text) == (expected == "off")

@@ -289,6 +289,7 @@ class Lambda0Choice:
     vs: dict  # lambda0 -> Interval of (it - chosen) over the seeds
     used: float  # the value every Adapt-Adv run of the chapter used
     test: dict = field(default_factory=dict)  # "base" / "0.5" -> paired, when the chosen value had to be trained
+    rule: object = None  # the book's choice rule (zslib.engine.choice.Choice) with lambda0 = 0 as "off"
 
 
 @dataclass
@@ -599,13 +600,27 @@ def _lambda0_choice(configs: Mapping, runs: Mapping, stop: Stopping, train: bool
     chosen = max(LAMBDA0S, key=lambda lam: np.mean(list(at[lam].values())))  # the adversary's weight, > 0
     vs = {lam: interval([at[lam][s] - at[chosen][s] for s in VAL_SEEDS]) for lam in lam_grid if lam != chosen}
     used = get_method("adapt_adv").settings(REAL_ADAPT)["lambda0"]  # what every Adapt-Adv run of the chapter used
-    choice = Lambda0Choice(at, chosen, vs, used)
+    choice = Lambda0Choice(at, chosen, vs, used, rule=_rule(at, lam_runs))
     if chosen != used and stop.stop_runs is not None and BASE in runs:
         cfg = configs[METHOD].replace(iterations=stop.chosen, method_params={**REAL_ADAPT, "lambda0": chosen})
         got = _grid({"chosen": cfg}, f"Adapt-Adv at lambda0 {chosen:g}", train=train, missing=missing)
         if got is not None:
             choice.test = {"base": paired(runs[BASE], got["chosen"]), "0.5": paired(stop.stop_runs, got["chosen"])}
     return choice
+
+
+def _rule(at: Mapping, lam_runs: Mapping):
+    """The book's one choice rule (:func:`zslib.engine.choice.choose`) over the lambda0 values, read at the chosen
+    step, with lambda0 = 0 (+GDFL, the adversary off) as "off"."""
+    from types import SimpleNamespace
+
+    from zslib.engine.choice import OFF, choose
+
+    def at_step(lam):
+        return [SimpleNamespace(config=r.config, diverged=getattr(r, "diverged", None),
+                                metric=lambda name, split, v=at[lam][r.config.seed]: v) for r in lam_runs[lam]]
+
+    return choose({OFF: at_step(0.0), **{lam: at_step(lam) for lam in LAMBDA0S}})
 
 
 def show_lambda0_choice(study: RealStudy) -> None:
@@ -650,16 +665,21 @@ def _lambda0_sentences(study: RealStudy) -> list[str]:
         return []
     stop = study.stopping
     clear = [f"{lam:g} ({verdict(d)})" for lam, d in lc.vs.items() if verdict(d) != "no clear effect"]
-    out = [f"Chosen on validation classes at {stop.chosen} steps, lambda0 = {lc.chosen:g} (mean of {len(VAL_SEEDS)} "
-           f"seeds); against it, paired by seed, the validation Recall@1 is clearly different for lambda0 "
+    out = [f"Among the adversary's weights (lambda0 > 0), the best mean validation Recall@1 at {stop.chosen} steps is "
+           f"lambda0 = {lc.chosen:g} (mean of {len(VAL_SEEDS)} seeds); against it, paired by seed, the validation Recall@1 is clearly different for lambda0 "
            f"{', '.join(clear) or 'none of the others'}"
            + (f"; lambda0 = 0 (+GDFL) is {_signed(lc.vs[0.0])} points from it" if 0.0 in lc.vs else "")
            + ". The paper's Fig. 14 (test classes, no intervals) puts lambda0 = 0 lower and the peak between 0.3 and 0.7; "
            + (f"here lambda0 = 0 is {_HIGHER.get(verdict(lc.vs[0.0]), 'not clearly different')} on validation classes."
               if 0.0 in lc.vs else "here lambda0 = 0 was not run.")]
+    if lc.rule is not None:
+        rule = lc.rule.sentence(lambda k: "lambda0 = 0 (the adversary off)" if k == "off" else f"lambda0 = {k:g}")
+        out.append(f"The book's choice rule, with the adversary switched off as a candidate: {rule}"
+                   + (" So on validation classes the adversary is not chosen, and every Adapt-Adv row with the "
+                      "adversary in this chapter is an ablation that shows what it does." if lc.rule.off_won else ""))
     if lc.chosen == lc.used:
-        out.append(f"That is the paper's {lc.used:g}, the value of every Adapt-Adv run of this chapter: nothing is "
-                   "trained again.")
+        out.append(f"Among the adversary's weights, the leader is the paper's {lc.used:g}, the value of every Adapt-Adv "
+                   "run of this chapter: nothing is trained again.")
     elif lc.test:
         out.append(f"Trained at lambda0 = {lc.chosen:g} on all seen classes, Adapt-Adv against the triplet base: "
                    f"{_signed(lc.test['base'])} points ({lc.test['base'].verdict}); against lambda0 = 0.5: "
