@@ -164,3 +164,37 @@ def test_the_cam_sentences_state_the_means_of_the_records():
         assert f"{np.mean(values):.3f} [" in text, key
     assert f"{len(records['DeML(1,4)'])} seeds per variant" in text
     assert torch.is_tensor(torch.tensor(records["DeML(1,4)"][0]["maps"]))  # the picture's maps are stored
+
+
+def test_the_lambda0_check_offers_deml_switched_off_and_applies_the_one_rule():
+    """The binomial baseline on the same validation split is a candidate of the lambda0 choice; the rule's outcome
+    equals a recomputation from the recorded JSON (scipy's t quantile)."""
+    import json
+    import math
+
+    import numpy as np
+    from scipy import stats
+
+    from zslib.engine.config import config_hash
+    from zslib.engine.store import recorded_dir
+    from zslib.methods.deml import reports as R
+
+    _, info = R.lambda0_check()
+    if info is None or info["rule"] is None:
+        pytest.skip("the lambda0 check's runs are not recorded in this copy")
+    base, deml4 = R.real_configs()[1], R.real_configs()[2]
+
+    def val_r1(config, seed):
+        (path,) = recorded_dir().glob(f"*-{config_hash(config.replace(validation_fraction=0.3, seed=seed))}.json")
+        return json.loads(path.read_text())["metrics"]["val"]["R@1"]
+
+    seeds = (0, 1, 2)
+    values = {"off": np.array([val_r1(base, s) for s in seeds])}
+    values.update({v: np.array([val_r1(deml4.replace(method_params={**deml4.method_params, "lambda0": v}), s)
+                                for s in seeds]) for v in info["values"]})
+    leader = max(values, key=lambda k: values[k].mean())
+    expected = "off"
+    if leader != "off":
+        d = values[leader] - values["off"]
+        expected = leader if d.mean() - stats.t.ppf(0.975, 2) * d.std(ddof=1) / math.sqrt(3) > 0 else "off"
+    assert info["rule"].chosen == expected

@@ -125,3 +125,17 @@ def test_the_lambda_scale_readings_come_from_the_papers_table_3():
         assert s["sum_reading"][name] == round(lam - unseen, 3) < 0
         assert s["mean_reading"][name] == round(2 * lam - unseen, 3) > 0
     assert s["premise_holds"] and abs(s["gap"].iloc[0] - 0.01) < 1e-12
+
+
+def test_the_alpha_choice_offers_jrd_switched_off_and_applies_the_one_rule():
+    """alpha = 0 (AM-Softmax alone) is a candidate of the alpha choice; the rule's outcome equals a recomputation from
+    the recorded JSON: the best mean validation R@1 leads and wins only if its paired interval over alpha = 0 lies
+    above zero."""
+    real = R.RealRuns()
+    rule = real.alpha_rule
+    values = {a: np.array([_r1(R._jrd(real.val, alpha=a), s, "val") for s in R.RULE_SEEDS])
+              for a in (0.0, *R.VALIDATION_ALPHAS)}
+    leader = max(values, key=lambda a: values[a].mean())
+    expected = "off" if leader == 0.0 or _t_interval(values[leader] - values[0.0])[1] <= 0 else leader
+    assert rule.chosen == expected and set(rule.means) == {"off", *R.VALIDATION_ALPHAS}
+    assert ("JRD is not chosen" in R._rule_words(rule)) == (expected == "off")

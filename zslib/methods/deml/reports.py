@@ -476,7 +476,24 @@ def lambda0_check(values=(0.1, 1.0), seeds=(0, 1, 2)):
             f"λ₀ = {values[0]:g}, paired by seed: {format_interval(p.diff, signed=True)} points ({p.verdict}); "
             f"the higher mean is λ₀ = {best:g}"
             + ("." if best == 1.0 else ": the test table uses the paper's 1, not the validation choice."))
-    return _md(text), {"values": tuple(values), "best": best, "paired": p}
+    rule = _lambda0_rule(sweep, val, seeds)
+    if rule is not None:
+        said = rule.sentence(lambda k: "the binomial baseline (DeML off)" if k == "off" else f"λ₀ = {k:g}")
+        text += (f" With DeML switched off as a candidate, the book's choice rule reads: {said}"
+                 + (" So on validation classes DeML is not chosen, and its rows in this chapter show what it does as "
+                    "an ablation." if rule.off_won else ""))
+    return _md(text), {"values": tuple(values), "best": best, "paired": p, "rule": rule}
+
+
+def _lambda0_rule(sweep: Mapping, val, seeds):
+    """The book's one choice rule (:func:`zslib.engine.choice.choose`) over the lambda0 values with DeML switched off
+    (the same binomial loss alone on the same validation split) as "off"; ``None`` when "off" is not recorded."""
+    from zslib.engine.choice import OFF, choose
+    from zslib.engine.grid import recorded_grid
+
+    off = recorded_grid({OFF: real_configs()[1].replace(validation_fraction=val.validation_fraction)},
+                        "the validation runs of the binomial baseline", seeds, train=_training_real())
+    return None if off is None else choose({OFF: off[OFF], **sweep})
 
 
 def _arm_pairs(runs: Mapping) -> dict:

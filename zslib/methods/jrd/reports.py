@@ -44,6 +44,8 @@ GRID_SIZES = (1, 3, 5)  # K (pooling) and K' (embedding) of the whole Fig. 6 gri
 GRID_SEEDS = (0, 1, 2, 3, 4)
 BOUND_SEEDS = (0, 1, 2, 3, 4)
 VALIDATION_ALPHAS = (1.0, 4.0)  # the paper's alpha and one larger candidate, compared on validation classes
+#: The seeds of the choice rule over alpha (the first three of the real profile's, as everywhere in the book).
+RULE_SEEDS = (0, 1, 2)
 _QUANTITIES = (("lam", "lambda"), ("d_H", "d_H"))
 _OTHERS = ("JMMD", "AM-Softmax")
 _VERDICTS = ("up", "down", "no clear effect")
@@ -448,6 +450,22 @@ class RealRuns:
         return means, max(means, key=means.get), paired(self.validation[1.0], self.validation[4.0], "R@1", "val")
 
     @cached_property
+    def alpha_rule(self):
+        """The book's one choice rule (:func:`zslib.engine.choice.choose`) over the validation alphas with alpha = 0
+        (AM-Softmax alone, JRD switched off) as "off", on the seeds :data:`RULE_SEEDS` (the comparison chapter's
+        choice seeds, on which "off" is recorded), or ``None`` when those runs are not recorded."""
+        from zslib.engine.choice import OFF, choose
+
+        if self.validation is None:
+            return None
+        seeds = RULE_SEEDS
+        off = self._grid({OFF: _jrd(self.val, alpha=0.0)}, "the validation runs of alpha = 0", seeds)
+        if off is None:
+            return None
+        return choose({OFF: off[OFF], **{a: [r for r in rs if r.config.seed in seeds]
+                                         for a, rs in self.validation.items()}})
+
+    @cached_property
     def variant_pairs(self) -> dict:
         """``{variant: (paired vs AM-Softmax, paired vs JRD)}``, both differences variant minus the other."""
         from zslib.engine.stats import paired
@@ -674,8 +692,19 @@ def show_headline(real: RealRuns) -> None:
          + "; ".join(f"alpha {a:g} {format_interval(summarize(rs, 'R@1', 'val'))} %"
                      for a, rs in real.validation.items())
          + f". Alpha 4 minus alpha 1, paired by seed: {_fmt(val_p.diff, 1)} points ({val_p.verdict}); the higher mean "
-         f"chooses **alpha = {chosen:g}**" + ("." if chosen == 1.0 else
-         " (its test runs on the unseen classes are not part of the recorded grid: see the exercises)."))
+         f"among them is **alpha = {chosen:g}**" + ("." if chosen == 1.0 else
+         " (its test runs on the unseen classes are not part of the recorded grid: see the exercises).")
+         + _rule_words(real.alpha_rule))
+
+
+def _rule_words(rule) -> str:
+    """The book's choice rule over alpha, with JRD switched off (alpha = 0) as a candidate, in words."""
+    if rule is None:
+        return ""
+    said = rule.sentence(lambda k: "alpha = 0 (AM-Softmax alone)" if k == "off" else f"alpha = {k:g}")
+    return (f" With JRD switched off as a candidate, the book's choice rule reads: {said}"
+            + (" So on validation classes JRD is not chosen, and its rows here show what it does as an ablation."
+               if rule.off_won else ""))
 
 
 def show_full_profile() -> None:
@@ -732,8 +761,8 @@ def found_main(runs: Mapping, bound: Mapping, real: RealRuns):
     if real.alpha_choice is not None:
         _, chosen, val_p = real.alpha_choice
         out.append(f"On the validation classes of Flowers-102, alpha = 4 against alpha = 1 gave "
-                   f"{format_interval(val_p.diff, signed=True)} points ({val_p.verdict}); the higher mean chose "
-                   f"alpha = {chosen:g}.")
+                   f"{format_interval(val_p.diff, signed=True)} points ({val_p.verdict}); the higher mean of the two is "
+                   f"alpha = {chosen:g}." + _rule_words(real.alpha_rule))
     return found_list(out)
 
 
