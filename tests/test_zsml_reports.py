@@ -129,3 +129,28 @@ def test_experiments_choose_and_report_what_the_recorded_runs_say(recorded):
     if ex.every is not None:
         sentence = next(s for s in found if s.startswith("Scoring every ordered pair"))
         assert re.search(rf"Recall@1 is {100 * ex.every['R@1']:.1f}% against {100 * ex.every['input R@1']:.1f}%", sentence)
+
+
+def test_the_alpha_choice_offers_zsml_switched_off_and_applies_the_one_rule():
+    """The Euclidean distance of the input features (ZSML off) is a candidate of the alpha choice; the note's
+    verdict equals a recomputation from the runs' own numbers with scipy's t quantile."""
+    import math
+
+    import numpy as np
+    from scipy import stats
+
+    from zslib.engine.grid import recorded_grid
+    from zslib.methods.zsml import reports as Z
+
+    val = Z._real().replace(validation_fraction=Z.VALIDATION_FRACTION)
+    runs = recorded_grid({a: Z._real_zsml(val, alpha=a) for a in Z.ALPHAS}, "the choice of alpha", Z.VAL_SEEDS,
+                         train=False)
+    if runs is None:
+        pytest.skip("the alpha choice's runs are not recorded in this copy")
+    values = {a: np.array([r.metrics["val"]["R@1"] for r in rs]) for a, rs in runs.items()}
+    leader = max(values, key=lambda a: values[a].mean())
+    off = np.array([r.metrics["val"]["input R@1"] for r in runs[leader]])
+    d = values[leader] - off
+    clear = d.mean() - stats.t.ppf(0.975, len(d) - 1) * d.std(ddof=1) / math.sqrt(len(d)) > 0
+    kept_off = off.mean() >= values[leader].mean() or not clear
+    assert ("ZSML is not chosen" in Z._rule_note(runs)) == kept_off
