@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 __all__ = ["REAL_LOSSES", "REAL_WEIGHTS", "VARIANT_TERMS", "LOSS_NAMES", "GREEK", "real_cml", "validation_seeds",
            "real_sweep_grid", "choose_weights", "rule_choices", "sweep_table", "weights_caption", "real_test_grid", "real_table",
            "provenance_caption", "real_verdict", "quick_verdict", "key_findings", "lemma_bounds_text",
-           "mixture_text", "hoeffding_text", "full_runs_text"]
+           "mixture_text", "hoeffding_text", "full_runs_text", "what_we_found"]
 
 #: The paper's three metric losses (Eqs. 12-14) in the order of its tables.
 REAL_LOSSES = ("triplet", "npair", "binomial")
@@ -306,6 +306,36 @@ def key_findings():
         "Against their own baseline heads, CML " + " and ".join(others) + ".",
         _claim_sentence(*_claim_counts(runs, REAL_LOSSES), "(CML-e, CML-d and CML for three losses)"),
         head[1]])
+
+
+def what_we_found(runs: Mapping, real_runs: Mapping, floor, sweep: Mapping, fit_floor: float = 0.1):
+    """The "What we found" list the CML chapter closes with, generated from the runs the chapter showed: the quick
+    profile's variants that fit (``runs``, ``{(loss, variant): runs}``), the real photographs (``real_runs`` and the
+    untrained ``floor``) and the validation sweep judged by the book's one rule (``sweep``, :func:`rule_choices`)."""
+    from zslib.analysis.findings import found_list
+    from zslib.engine.stats import summarize
+
+    out = []
+    losses = list(dict.fromkeys(loss for loss, _ in runs))
+    fit = [l for l in losses if summarize(runs[l, "baseline"], "R@1", "seen")[0] >= fit_floor]
+    if fit:
+        out.append("On the quick profile: " + _claim_sentence(*_claim_counts(runs, fit), f"of the losses that fit "
+                                                               f"the seen classes ({', '.join(fit)})"))
+    else:
+        out.append("On the quick profile no baseline fitted the seen classes, so no row there tests the claim.")
+    out.append("On Flowers-102 photographs: " + _claim_sentence(*_claim_counts(real_runs, REAL_LOSSES),
+                                                               "on real photographs"))
+    raw = floor.metric("R@1")
+    above = sum(summarize(rs)[1] > raw for rs in real_runs.values())
+    out.append(f"{above} of the {len(real_runs)} real-photograph rows lie clearly above the untrained features "
+               f"({100 * raw:.1f}% unseen Recall@1): training a head on the seen flowers has to keep what ImageNet "
+               "features already give before it can add to it.")
+    rule = rule_choices(sweep)
+    kept = sum(c.off_won for c in rule.values())
+    out.append(f"On validation classes the book's choice rule keeps the loss alone for {kept} of the {len(rule)} "
+               "pairs of loss and confusion term, so the CML rows tested on the unseen classes are "
+               + ("ablations throughout." if kept == len(rule) else "ablations where it does."))
+    return found_list(out)
 
 
 # ----------------------------------------------------------------------------------------------------
