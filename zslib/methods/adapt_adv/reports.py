@@ -23,7 +23,7 @@ __all__ = ["photo_figures", "gradcam_on_photos", "real_configs", "key_findings",
            "RealStudy", "real_study", "real_table", "real_pair_sentences", "provenance_table",
            "late_changes", "show_late_changes", "stopping_sentence", "show_stopping", "show_lambda0_choice",
            "choice_sentences", "table5_table", "table5_sentences", "real_gradcam", "show_real_gradcam",
-           "full_profile_runs", "main_findings", "experiments_findings"]
+           "full_profile_runs", "main_findings", "experiments_findings", "quick_adapt", "quick_ablation"]
 
 FLOOR, BASE, GDFL, METHOD = ("pretrained features, no training", "triplet base", "triplet +GDFL",
                              "triplet Adapt-Adv")
@@ -88,6 +88,25 @@ def _curve(run, split: str = "unseen", metric: str = "R@1") -> dict:
 
 
 # ------------------------------------------------------------------------------------ the quick profile
+
+
+def quick_adapt(**params):
+    """Adapt-Adv on the quick profile's recipe (one evaluation at the end) with the method parameters ``params``
+    (Sec. 4 of the paper: ``use_gdfl`` the attention over intermediate maps, ``use_adversary`` the class adversary
+    of Eq. 22, ``lambda0`` its weight); with no ``params`` the method's defaults, both parts on."""
+    from zslib.engine.config import Config
+    from zslib.engine.profile import PROFILES
+
+    quick = PROFILES["quick"]
+    return Config.from_profile(quick, eval_every=quick.iterations).replace(method="adapt_adv", method_params=params)
+
+
+def quick_ablation() -> dict:
+    """The quick ablation's configs (the paper's Table 6 rows): the triplet base, +GDFL (attention alone), +Adv
+    (the adversary alone) and Adapt-Adv (both), on the quick profile's recipe."""
+    base = quick_adapt().replace(method="baseline", method_params={})
+    return {"base": base, "+GDFL": quick_adapt(use_adversary=False), "+Adv": quick_adapt(use_gdfl=False),
+            "Adapt-Adv": quick_adapt()}
 
 
 def ablation_table(runs: Mapping):
