@@ -150,10 +150,8 @@ def test_ablation_findings_and_table_on_made_up_runs():
 def test_the_lambda0_choice_offers_the_adversary_off_and_applies_the_one_rule():
     """lambda0 = 0 (+GDFL, the adversary off) is a candidate of the lambda0 choice; the rule's outcome equals a
     recomputation with scipy from the per-seed validation values the chapter reads."""
-    import math
-
     import numpy as np
-    from scipy import stats
+    from rule_oracle import expected_choice
 
     from zslib.methods.adapt_adv import reports
 
@@ -162,13 +160,8 @@ def test_the_lambda0_choice_offers_the_adversary_off_and_applies_the_one_rule():
         pytest.skip("the lambda0 choice's runs are not recorded in this copy")
     seeds = sorted(lc.at[0.0])
     values = {lam: np.array([lc.at[lam][s] for s in seeds]) for lam in lc.at}
-    leader = max(values, key=lambda lam: values[lam].mean())
-    if leader == 0.0:
-        expected = "off"
-    else:
-        d = values[leader] - values[0.0]
-        low = d.mean() - stats.t.ppf(0.975, len(d) - 1) * d.std(ddof=1) / math.sqrt(len(d))
-        expected = leader if low > 0 else "off"
+    expected = expected_choice(values, 0.0)
+    expected = "off" if expected == 0.0 else expected
     assert lc.rule.chosen == expected and "off" in lc.rule.means
     text = " ".join(reports._lambda0_sentences(reports.real_study()))
     assert ("the adversary is not chosen" in text) == (expected == "off")

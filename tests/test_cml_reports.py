@@ -15,6 +15,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
+from rule_oracle import expected_choice
 from zslib.engine.config import Config, config_hash
 from zslib.methods.cml import reports
 from zslib.methods.cml.method import cml_method
@@ -135,14 +136,8 @@ def test_the_rule_keeps_the_loss_alone_unless_a_weight_is_clearly_above_it_on_va
             for w in weights:
                 got = _stored(_config(val, loss, **{"lambda1": 0.0, "lambda2": 0.0, term: w}), seeds)
                 values[w] = np.array([got[s]["val"]["R@1"] for s in seeds])
-            leader = max(values, key=lambda w: values[w].mean())
-            if leader == 0.0:
-                expected = "off"
-            else:
-                d = values[leader] - values[0.0]
-                low = d.mean() - stats.t.ppf(0.975, len(d) - 1) * d.std(ddof=1) / math.sqrt(len(d))
-                expected = leader if low > 0 else "off"
-            assert choices[loss, term].chosen == expected, (loss, term)
+            expected = expected_choice(values, 0.0)
+            assert choices[loss, term].chosen == ("off" if expected == 0.0 else expected), (loss, term)
     caption = reports.weights_caption(sweep, reports.choose_weights(sweep), 1.0, False)
     if all(c.off_won for c in choices.values()):
         assert "no weight is chosen" in caption
