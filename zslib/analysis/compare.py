@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from zslib.engine.choice import OFF, Choice, choose
+from zslib.engine.choice import Prefixed as _Prefixed
 from zslib.engine.config import Config
 from zslib.engine.grid import MissingRunsError, choose_on_validation, run_grid
 from zslib.engine.profile import ADAPTED_REAL, PROFILES
@@ -173,16 +174,6 @@ ENTRIES: tuple[Entry, ...] = (
           {"alpha 0.001": 0.001, "alpha 0.01": 0.01, "alpha 0.1": 0.1, "alpha 1": 1.0, "alpha 4": 4.0},
           quick=("alpha 1",), adapted=("alpha 0.001", "alpha 1")),
 )
-
-
-class _Prefixed:
-    """A stored run read through a metric prefix: ZSML's "off" (its own input features on the same images)."""
-
-    def __init__(self, run, prefix: str):
-        self.run, self.prefix, self.config = run, prefix, run.config
-
-    def metric(self, name: str = "R@1", split: str = "unseen") -> float:
-        return self.run.metric(self.prefix + name, split)
 
 
 def validation_grid(entry: Entry, base: Config, regime: str = "real frozen") -> dict:

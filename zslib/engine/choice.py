@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from zslib.engine.stats import Interval, diverged_runs, interval, paired
 
-__all__ = ["Choice", "choose", "OFF"]
+__all__ = ["Choice", "choose", "OFF", "Prefixed"]
 
 #: The conventional key of the switched-off candidate.
 OFF = "off"
@@ -63,6 +63,18 @@ class Choice:
         if self.off_won:
             return f"{lead}, {diff}, not clearly above it, so the rule keeps {label(self.off)}."
         return f"{lead}, {diff}, clearly above it, so {label(self.leader)} is chosen."
+
+
+class Prefixed:
+    """A stored run read through a metric prefix, as a candidate of :func:`choose`: ZSML's "off" is the same run's
+    input features compared on the same images (the ``input`` metrics every ZSML result carries)."""
+
+    def __init__(self, run, prefix: str):
+        self.run, self.prefix, self.config = run, prefix, run.config
+        self.diverged = getattr(run, "diverged", None)
+
+    def metric(self, name: str = "R@1", split: str = "unseen") -> float:
+        return self.run.metric(self.prefix + name, split)
 
 
 def choose(candidates: Mapping[object, Sequence], off: object = OFF, metric: str = "R@1", split: str = "val",

@@ -470,14 +470,10 @@ def _rule_note(val_runs: Mapping) -> str:
     """The book's one choice rule (:func:`zslib.engine.choice.choose`) over the alphas with ZSML switched off as a
     candidate: "off" is the Euclidean distance of the same runs' input features on the same validation images (the
     ``input`` metrics every ZSML result carries, as in the comparison chapter)."""
-    from types import SimpleNamespace
-
-    from zslib.engine.choice import OFF, choose
+    from zslib.engine.choice import OFF, Prefixed, choose
 
     leader = max(val_runs, key=lambda a: np.mean([r.metric("R@1", "val") for r in val_runs[a]]))
-    off = [SimpleNamespace(config=r.config, diverged=None,
-                           metric=lambda name, split, r=r: r.metric("input " + name, split)) for r in val_runs[leader]]
-    rule = choose({OFF: off, **val_runs})
+    rule = choose({OFF: [Prefixed(r, "input ") for r in val_runs[leader]], **val_runs})
     said = rule.sentence(lambda k: "the Euclidean distance of the input features (ZSML off)" if k == OFF
                          else f"alpha = {k:g}")
     return (f"With ZSML switched off as a candidate, the book's choice rule reads: {said}"
