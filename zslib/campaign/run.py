@@ -47,7 +47,9 @@ STAGES = {
 }
 
 #: Training throughput *assumed* for the time estimates of ``--help`` (images per second of EfficientNet-Lite0
-#: at 224 px in 16-bit precision with the image cache). Not measured: no GPU has run the campaign yet.
+#: at 224 px in 16-bit precision with the image cache). The data-centre rate is close to what one run alone
+#: measured on an NVIDIA H200 with 16 CPU cores (2,560 images/s, ``benchmarks/bench_train.py``, 2026-11-26); the
+#: T4 rate is not measured.
 ASSUMED_RATES = {"one recent data-centre GPU (A100, H100), 8+ CPU cores": 2500.0,
                  "a free Colab T4 (2 CPU cores feed it; the loader is the limit)": 250.0}
 

@@ -259,8 +259,13 @@ def run(config: Config, results_dir: str | os.PathLike | None = None, force: boo
 def _throughput(config: Config, history, device) -> dict:
     """Training images per second over the whole run (steps x batch / training wall time, intermediate
     evaluations and checkpoint writes included; a resumed run counts every session) and, on CUDA, the peak GPU
-    memory of this process's training session in GiB."""
+    memory of this process's training session in GiB. ``$ZS_CONCURRENT_RUNS`` (set by whoever trains several runs
+    on one device at once, e.g. ``scripts/gpu_session.py``) is recorded as ``concurrent_runs``: the images per
+    second are then this run's share of the device."""
     out = {}
+    shared = os.environ.get("ZS_CONCURRENT_RUNS", "").strip()
+    if shared.isdigit() and int(shared) > 1:
+        out["concurrent_runs"] = int(shared)
     if history.elapsed > 0:
         images = config.iterations * config.batch_classes * config.batch_per_class
         out["images_per_second"] = round(images / history.elapsed, 1)
