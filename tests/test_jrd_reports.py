@@ -140,3 +140,30 @@ def test_the_alpha_choice_offers_jrd_switched_off_and_applies_the_one_rule():
     expected = "off" if expected == 0.0 else expected
     assert rule.chosen == expected and set(rule.means) == {"off", *R.VALIDATION_ALPHAS}
     assert ("JRD is not chosen" in R._rule_words(rule)) == (expected == "off")
+
+
+def test_each_kernels_weight_choice_offers_jrd_switched_off_and_the_page_says_what_the_rule_chose(real):
+    """Per kernel of Table 4, alpha = 0 (AM-Softmax alone on the same validation split and seeds) is a candidate beside
+    the weights searched; the rule recomputed from the recorded JSON by the independent oracle is the one the page
+    states, with each leader's mean validation R@1, and the rows the rule keeps off are labelled ablations."""
+    from zslib.methods.jrd.diversification import KERNELS
+
+    rules, note, table = real.kernel_rules, R.kernel_rule_note(real), R.kernels_chosen_table(real)
+    taken, kept = [], []
+    for k in KERNELS:
+        values = {0.0: np.array([_r1(R._jrd(real.val, alpha=0.0), s, "val") for s in R.KERNEL_SEEDS])}
+        values.update({a: np.array([_r1(R._jrd(real.val, alpha=a, kernel=k), s, "val") for s in R.KERNEL_SEEDS])
+                       for a in R.KERNEL_ALPHAS})
+        expected = expected_choice(values, 0.0)
+        assert rules[k].chosen == ("off" if expected == 0.0 else expected), k
+        assert set(rules[k].means) == {"off", *R.KERNEL_ALPHAS}
+        leader = max(values, key=lambda a: float(np.mean(values[a])))
+        said = "alpha = 0 (JRD off)" if leader == 0.0 else f"alpha = {leader:g}"
+        line = next(s for s in note.splitlines() if s.startswith(f"- **{k}**: "))
+        assert f"{said} had the best mean validation R@1 ({100 * np.mean(values[leader]):.2f})" in line, line
+        assert line.endswith("is chosen.") == (expected != 0.0), line
+        assert table.loc[k, "rule"] == ("JRD off: ablation row" if expected == 0.0 else f"chosen: alpha = {expected:g}")
+        (kept if expected == 0.0 else taken).append(k if expected == 0.0 else f"{k} (alpha = {expected:g})")
+    assert (f"The rule chooses a weight for: {', '.join(taken) or 'no kernel'}; it keeps JRD off for: "
+            f"{', '.join(kept) or 'no kernel'}.") in note
+    assert ("**ablations**" in note) == bool(kept)

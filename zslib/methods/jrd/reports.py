@@ -26,8 +26,9 @@ __all__ = ["PAPER", "QUICK_THEORY", "REGULARIZER_NAMES", "SWEEP_SEEDS", "SWEEP_A
            "bound_rows", "bound_table", "paired_values", "quick_table", "quick_bound", "show_quick_table",
            "show_quick_variants", "show_quick_bound", "show_bound_verdicts", "lambda_scale", "show_lambda_scale",
            "show_headline", "show_full_profile", "found_main", "show_variants", "show_alpha_sweep", "show_kernels",
-           "show_kernels_chosen", "show_mixtures", "show_mixture_grid", "show_real_bound", "show_real_bound_5nn",
-           "show_bound_variants_kernels", "show_moved_5nn", "found_experiments", "key_findings"]
+           "kernels_chosen_table", "show_kernels_chosen", "kernel_rule_note", "show_mixtures", "show_mixture_grid",
+           "show_real_bound", "show_real_bound_5nn", "show_bound_variants_kernels", "show_moved_5nn", "found_experiments",
+           "key_findings"]
 
 PAPER = "chu2020jrd"
 #: the arms of the Table 3 analogue on the quick profile (Sec. 3 of the paper: JMMD and JRD, with AM-Softmax added)
@@ -459,11 +460,18 @@ class RealRuns:
         if self.validation is None:
             return None
         seeds = RULE_SEEDS
-        off = self._grid({OFF: _jrd(self.val, alpha=0.0)}, "the validation runs of alpha = 0", seeds)
+        off = self.validation_off(seeds)
         if off is None:
             return None
-        return choose({OFF: off[OFF], **{a: [r for r in rs if r.config.seed in seeds]
-                                         for a, rs in self.validation.items()}})
+        return choose({OFF: off, **{a: [r for r in rs if r.config.seed in seeds] for a, rs in self.validation.items()}})
+
+    def validation_off(self, seeds):
+        """The "off" of every choice made on validation classes in these chapters: JRD switched off (alpha = 0 in
+        Eq. 11 of Chu et al., ICML 2020, i.e. AM-Softmax alone) on the same class-disjoint validation split, one run
+        per seed of ``seeds``, or ``None`` when they are not recorded. At alpha = 0 the kernel computes nothing, so
+        this one arm is the "off" of the alpha choice and of each kernel's weight choice alike."""
+        got = self._grid({"off": _jrd(self.val, alpha=0.0)}, "the validation runs of alpha = 0", seeds)
+        return got["off"] if got else None
 
     @cached_property
     def variant_pairs(self) -> dict:
@@ -519,13 +527,30 @@ class RealRuns:
 
     @cached_property
     def kernel_alpha(self) -> dict:
-        """``{kernel: alpha}`` with the highest mean validation Recall@1 (a tie goes to the smaller weight)."""
+        """``{kernel: alpha}``: the leading weight of each kernel, the one of :data:`KERNEL_ALPHAS` with the highest
+        mean validation Recall@1 (a tie goes to the smaller weight). Whether the rule takes it or keeps JRD off is
+        :attr:`kernel_rules`; where it keeps JRD off, the runs at this weight are an ablation."""
         from zslib.methods.jrd.diversification import KERNELS
 
         if self.kernel_validation is None:
             return {}
         mean = self.kernel_validation_means
         return {k: max(KERNEL_ALPHAS, key=lambda a: mean[k, a]) for k in KERNELS}  # max keeps the first of ties
+
+    @cached_property
+    def kernel_rules(self) -> dict:
+        """``{kernel: Choice}``: the book's one choice rule (:func:`zslib.engine.choice.choose`) over each kernel's
+        weights :data:`KERNEL_ALPHAS` (Table 4 of Chu et al., ICML 2020, which searched alpha per kernel), with JRD
+        switched off (:meth:`validation_off`, alpha = 0, AM-Softmax alone) as "off", on the validation classes and
+        the seeds :data:`KERNEL_SEEDS`. "off" is listed first and the weights in increasing order, so a tie goes to
+        the simpler setting. Empty when those runs are not recorded."""
+        from zslib.engine.choice import OFF, choose
+        from zslib.methods.jrd.diversification import KERNELS
+
+        off = self.validation_off(KERNEL_SEEDS) if self.kernel_validation is not None else None
+        if off is None:
+            return {}
+        return {k: choose({OFF: off, **{a: self.kernel_validation[k, a] for a in KERNEL_ALPHAS}}) for k in KERNELS}
 
     @cached_property
     def kernel_validation_means(self) -> dict:
@@ -536,7 +561,8 @@ class RealRuns:
 
     @cached_property
     def kernels_chosen(self):
-        """``{kernel: runs}`` of each kernel at its chosen alpha on all the seen classes, or ``None``."""
+        """``{kernel: runs}`` of each kernel at its leading weight (:attr:`kernel_alpha`) on all the seen classes, or
+        ``None``; an ablation for every kernel whose rule (:attr:`kernel_rules`) keeps JRD off."""
         if not self.kernel_alpha:
             return None
         grid = {k: _jrd(self.real, alpha=a, kernel=k) for k, a in self.kernel_alpha.items()}
@@ -544,13 +570,24 @@ class RealRuns:
 
     @cached_property
     def kernel_chosen_pairs(self) -> dict:
-        """``{kernel: paired(JRD, kernel at its chosen alpha)}`` on :data:`KERNEL_SEEDS`."""
+        """``{kernel: paired(JRD, kernel at its leading weight)}`` on :data:`KERNEL_SEEDS`."""
         from zslib.engine.stats import paired
 
         if self.kernels_chosen is None or self.main is None:
             return {}
         jrd_same = [r for r in self.main["JRD"] if r.config.seed in KERNEL_SEEDS]
         return {k: paired(jrd_same, rs) for k, rs in self.kernels_chosen.items()}
+
+    @cached_property
+    def kernel_off_pairs(self) -> dict:
+        """``{kernel: paired(AM-Softmax alone, kernel at its leading weight)}`` on the unseen classes and
+        :data:`KERNEL_SEEDS`: the test-class counterpart of the rule's comparison with "off"."""
+        from zslib.engine.stats import paired
+
+        if self.kernels_chosen is None or self.main is None:
+            return {}
+        off_same = [r for r in self.main["AM-Softmax"] if r.config.seed in KERNEL_SEEDS]
+        return {k: paired(off_same, rs) for k, rs in self.kernels_chosen.items()}
 
     @cached_property
     def mixture_pairs(self) -> dict:
@@ -889,27 +926,85 @@ def show_kernels(real: RealRuns) -> None:
            f"{_paper4()[0].attrs['citation']}.")
 
 
-def show_kernels_chosen(real: RealRuns) -> None:
-    """Each kernel at the alpha chosen on the validation classes (:data:`KERNEL_ALPHAS`, three seeds), then tested
-    on the unseen classes and paired with JRD (the Gaussian mixture at alpha = 1)."""
+def _kernel_label(key) -> str:
+    """A candidate of the kernels' weight choice in words: "off" is JRD switched off."""
+    return "alpha = 0 (JRD off)" if key == "off" else f"alpha = {key:g}"
+
+
+def kernel_rule_note(real: RealRuns) -> str:
+    """What the book's choice rule made of each kernel's weight on the validation classes (:attr:`RealRuns.
+    kernel_rules`; Table 4 of Chu et al., ICML 2020), as Markdown: one sentence per kernel from
+    :meth:`zslib.engine.choice.Choice.sentence`, then which kernels get a weight and which keep JRD off, whose rows
+    at the leading weight are ablations."""
+    rules = real.kernel_rules
+    if not rules:
+        return ("*The validation runs of the kernels or of alpha = 0 are not all recorded in this copy of the book, so "
+                "the choice rule cannot be applied to the kernels' weights.*")
+    lines = [f"- **{k}**: {c.sentence(_kernel_label)}" for k, c in rules.items()]
+    taken = [f"{k} ({_kernel_label(c.chosen)})" for k, c in rules.items() if not c.off_won]
+    kept = [k for k, c in rules.items() if c.off_won]
+    ties = [k for k, c in rules.items() if c.leader == c.off and any(
+        c.means[a].mean == c.means[c.off].mean for a in KERNEL_ALPHAS)]
+    seeds = ", ".join(map(str, KERNEL_SEEDS))
+    head = (f"The book's choice rule on the validation classes (seeds {seeds}), with JRD switched off (alpha = 0: "
+            "AM-Softmax alone on the same validation split and seeds) among each kernel's candidates, listed first: a "
+            "weight is chosen only if its paired 95% interval over alpha = 0 lies above zero.")
+    tail = (f"The rule chooses a weight for: {', '.join(taken) or 'no kernel'}; it keeps JRD off for: "
+            f"{', '.join(kept) or 'no kernel'}.")
+    if kept:
+        tail += (" For those kernels the rule's setting on the test classes is AM-Softmax alone, and their rows of the "
+                 "table, at the leading weight, are **ablations**: they show what that weight does, not a setting "
+                 "chosen on validation classes.")
+    if ties:
+        tail += (f" For {', '.join(ties)} some weight ties with alpha = 0 on the mean; the tie goes to alpha = 0, "
+                 "listed first.")
+    return "\n\n".join([head, "\n".join(lines), tail])
+
+
+def kernels_chosen_table(real: RealRuns):
+    """The frame of :func:`show_kernels_chosen`, one row per kernel: its validation Recall@1 at alpha = 0 (JRD off)
+    and at each of :data:`KERNEL_ALPHAS`, the leading weight, the rule's outcome (``"chosen: alpha = ..."`` or
+    ``"JRD off: ablation row"``), and at the leading weight its unseen Recall@1 paired with JRD and with AM-Softmax
+    alone; ``None`` when the validation runs are not recorded."""
     from zslib.engine.stats import format_interval, summarize
 
     if not real.kernel_alpha:
-        return _missing("the kernels' validation runs")
+        return None
+    rules = real.kernel_rules
     rows = []
-    for k, chosen in real.kernel_alpha.items():
-        row = {"kernel": k, **{f"val R@1 % at {a:g}": f"{100 * real.kernel_validation_means[k, a]:.2f}"
-                               for a in KERNEL_ALPHAS},
-               "chosen alpha": f"{chosen:g}"}
+    for k, lead in real.kernel_alpha.items():
+        row = {"kernel": k}
+        if rules:
+            row["val R@1 % at 0 (off)"] = f"{100 * rules[k].means['off'].mean:.2f}"
+        row.update({f"val R@1 % at {a:g}": f"{100 * real.kernel_validation_means[k, a]:.2f}" for a in KERNEL_ALPHAS})
+        row["leading alpha"] = f"{lead:g}"
+        if rules:
+            row["rule"] = "JRD off: ablation row" if rules[k].off_won else f"chosen: alpha = {rules[k].chosen:g}"
         if real.kernels_chosen is not None:
             row["unseen R@1 %"] = format_interval(summarize(real.kernels_chosen[k]))
             if k in real.kernel_chosen_pairs:
                 p = real.kernel_chosen_pairs[k]
                 row.update({"vs JRD (pts)": _fmt(p.diff), "verdict": p.verdict})
+            if k in real.kernel_off_pairs:
+                p = real.kernel_off_pairs[k]
+                row.update({"vs AM-Softmax (pts)": _fmt(p.diff), "verdict vs AM-Softmax": p.verdict})
         rows.append({**row, "paper alpha": _paper4_entry(k, recall=False)})
-    _table(_frame(rows, "kernel"),
-           f"Alpha chosen on validation classes ({len(KERNEL_SEEDS)} seeds), then tested on the unseen classes "
-           f"({len(KERNEL_SEEDS)} seeds), paired with JRD (Gaussian mixture, alpha = 1).")
+    return _frame(rows, "kernel")
+
+
+def show_kernels_chosen(real: RealRuns) -> None:
+    """Each kernel at its leading weight on the validation classes (:data:`KERNEL_ALPHAS`, three seeds), with what
+    the book's choice rule made of it (JRD off among the candidates, :func:`kernel_rule_note`), then tested on the
+    unseen classes and paired with JRD (the Gaussian mixture at alpha = 1) and with AM-Softmax alone; a row whose
+    rule keeps JRD off is labelled an ablation (:func:`kernels_chosen_table`)."""
+    table = kernels_chosen_table(real)
+    if table is None:
+        return _missing("the kernels' validation runs")
+    _table(table, f"The leading alpha of each kernel on validation classes ({len(KERNEL_SEEDS)} seeds), then tested on "
+                  f"the unseen classes ({len(KERNEL_SEEDS)} seeds), paired with JRD (Gaussian mixture, alpha = 1) and "
+                  "with AM-Softmax alone (alpha = 0). The column 'rule' says whether the book's choice rule takes that "
+                  "weight.")
+    _say(kernel_rule_note(real))
 
 
 def _mixture_figure(real: RealRuns) -> None:
@@ -1161,11 +1256,26 @@ def _kernel_sentences(real: RealRuns) -> list[str]:
     else:
         out.append("The real-profile runs of the kernels are not recorded in this copy, so there is no Table 4 reading "
                    "on real data.")
+    if real.kernel_rules:
+        taken = [f"{k} (alpha {c.chosen:g})" for k, c in real.kernel_rules.items() if not c.off_won]
+        kept = [k for k, c in real.kernel_rules.items() if c.off_won]
+        out.append(f"By the book's choice rule on validation classes, with JRD switched off (alpha = 0) as a candidate "
+                   f"({len(KERNEL_SEEDS)} seeds), a weight is chosen for: {', '.join(taken) or 'no kernel'}; JRD stays "
+                   f"off for: {', '.join(kept) or 'no kernel'}.")
     if real.kernel_chosen_pairs:
         g = _groups({f"{k} (alpha {real.kernel_alpha[k]:g})": p.verdict for k, p in real.kernel_chosen_pairs.items()})
-        out.append(f"With alpha chosen per kernel on validation classes, unseen Recall@1 against JRD "
-                   f"({len(KERNEL_SEEDS)} seeds, paired) was clearly higher with: {g['up']}; clearly lower with: "
+        ablation = " (an ablation wherever the rule keeps JRD off)" if any(
+            c.off_won for c in real.kernel_rules.values()) else ""
+        out.append(f"With each kernel at its leading weight on validation classes{ablation}, unseen Recall@1 against "
+                   f"JRD ({len(KERNEL_SEEDS)} seeds, paired) was clearly higher with: {g['up']}; clearly lower with: "
                    f"{g['down']}; not clearly different with: {g['no clear effect']}.")
+    if real.kernel_off_pairs and real.kernel_rules:
+        chosen = {f"{k} (alpha {c.chosen:g})": real.kernel_off_pairs[k] for k, c in real.kernel_rules.items()
+                  if not c.off_won}
+        if chosen:
+            out.append("On the unseen classes, against AM-Softmax alone (the same seeds, paired), the weights the rule "
+                       "chose gave: " + "; ".join(f"{name} {_fmt(p.diff)} ({p.verdict})" for name, p in chosen.items())
+                       + ".")
     return out
 
 
