@@ -154,3 +154,84 @@ def test_the_alpha_choice_offers_zsml_switched_off_and_applies_the_one_rule():
     clear = d.mean() - stats.t.ppf(0.975, len(d) - 1) * d.std(ddof=1) / math.sqrt(len(d)) > 0
     kept_off = off.mean() >= values[leader].mean() or not clear
     assert ("ZSML is not chosen" in Z._rule_note(runs)) == kept_off
+
+
+def _stored_val(config, seeds) -> dict:
+    """{seed: the stored validation metrics} of ``config``, read from the recorded JSON file named by its hash."""
+    from zslib.engine.config import config_hash
+
+    out = {}
+    for seed in seeds:
+        (path,) = RECORDED.glob(f"*-{config_hash(config.replace(seed=seed))}.json")
+        stored = json.loads(path.read_text())
+        assert stored["config"]["seed"] == seed and stored["config"]["validation_fraction"] == R.VALIDATION_FRACTION
+        out[seed] = stored["metrics"]["val"]
+    return out
+
+
+def test_the_share_choice_offers_zsml_switched_off_and_says_what_the_rule_chose(recorded):
+    """The share of positive pairs is put to the one rule with ZSML switched off (its input features on the same
+    validation images and seeds) as a candidate: the rule is recomputed with the independent oracle from the recorded
+    JSON files, and the chapter's generated note (in the table's notes and in the findings) says that outcome."""
+    from rule_oracle import expected_choice
+
+    ex = R.real_experiments(R.real_comparison())
+    if ex.share_runs is None:
+        pytest.skip("the share choice's runs are not recorded in this copy")
+    val = R._real().replace(validation_fraction=R.VALIDATION_FRACTION)
+    stored = {f: _stored_val(R._real_zsml(val, alpha=ex.pos_alpha, positive_fraction=f), R.VAL_SEEDS)
+              for f in R.POS_FRACTIONS}
+    values = {f: [stored[f][s]["R@1"] for s in R.VAL_SEEDS] for f in R.POS_FRACTIONS}
+    best = max(values, key=lambda f: np.mean(values[f]))  # the first maximum: the unset share wins ties
+    off = [stored[best][s]["input R@1"] for s in R.VAL_SEEDS]
+    for f in R.POS_FRACTIONS:  # the same input features on the same images in every share's runs of a seed
+        assert [stored[f][s]["input R@1"] for s in R.VAL_SEEDS] == off
+    candidates = {"off": off, **values}
+    expected = expected_choice(candidates, "off")
+    leader = max(candidates, key=lambda k: np.mean(candidates[k]))
+
+    assert ex.best_pf == best and ex.share_rule.chosen == expected and "off" in ex.share_rule.means
+    note = R.share_rule_note(ex)
+    assert note in ex.share_choice.notes
+    assert note in next(s for s in R.experiment_findings(ex) if s.startswith("Positive pairs in P"))
+    assert f"had the best mean validation R@1 ({100 * np.mean(candidates[leader]):.2f})" in note
+    off_row = ex.share_choice.table.loc["off (Euclidean, ZSML off)", "val R@1 %"]
+    assert off_row.startswith(f"{100 * np.mean(off):.1f} [")
+    if expected == "off":
+        name = "the unset (uniform) share" if best is None else f"positive_fraction = {best:g}"
+        assert "no share is chosen: ZSML stays off" in note and f"{name}, the best share by mean" in note
+        assert "only as an ablation" in note
+        if ex.chosen_share_test is not None and ex.chosen_share_test.table is not None:
+            assert any(row.endswith("(ablation)") for row in ex.chosen_share_test.table.index)
+            assert not any("(chosen)" in row for row in ex.chosen_share_test.table.index)
+    else:
+        assert f"So **positive_fraction = {expected:g}** is the chosen share." in note and "ablation" not in note
+
+
+def _val_run(seed: int, fraction, val: float, off: float) -> Result:
+    config = Config.from_profile("quick", method="zsml", seed=seed, name=f"pf{fraction}-s{seed}",
+                                 method_params={"positive_fraction": fraction})
+    return Result(config, {"val": {"R@1": val, "input R@1": off}}, History(), {"complete": True})
+
+
+@pytest.mark.parametrize("gain, chosen", [(0.10, 0.5), (0.0, "off")])
+def test_the_share_note_names_a_share_only_when_it_clearly_beats_zsml_off(gain, chosen):
+    """Made-up validation runs: a share 10 points above the input features on every seed is chosen; a share no
+    better than them leaves ZSML off, and the note then names the best share an ablation."""
+    from rule_oracle import expected_choice
+
+    off = {0: 0.60, 1: 0.70, 2: 0.65}
+    shift = {None: -0.05, 0.5: gain}
+    noise = {0: 0.004, 1: -0.003, 2: 0.001}
+    ex = R.Experiments(None)
+    ex.share_runs = {f: [_val_run(s, f, off[s] + d + noise[s], off[s]) for s in off] for f, d in shift.items()}
+    ex.best_pf = 0.5
+    ex.share_rule = R._off_rule(ex.share_runs)
+    values = {"off": list(off.values()), **{f: [r.metric("R@1", "val") for r in rs] for f, rs in ex.share_runs.items()}}
+    assert expected_choice(values, "off") == chosen == ex.share_rule.chosen
+    note = R.share_rule_note(ex)
+    if chosen == "off":
+        assert ex.share_is_ablation
+        assert "positive_fraction = 0.5, the best share by mean, is shown only as an ablation" in note
+    else:
+        assert not ex.share_is_ablation and note.endswith("So **positive_fraction = 0.5** is the chosen share.")

@@ -8,9 +8,10 @@ or two; the paper's math stays in the modules beside this one (``relation``, ``c
 * :func:`fig5` -- the paper's Fig. 5 (predicted similarity against the continuous label) from a checkpoint;
 * :func:`real_comparison` -- ZSML on frozen pretrained Flowers-102 features against the Euclidean distance of
   the same features on the same images, beside the untrained features and the trained head;
-* :func:`real_experiments` -- the experiments page: alpha and the share of positive pairs chosen on
-  validation classes, the Table 7-8 analogues, NCA, the Table 6 and 9 analogues, every pair of the unseen
-  images, and the inter-dataset transfer of Tables 4-5;
+* :func:`real_experiments` -- the experiments page: alpha and the share of positive pairs put to the book's
+  choice rule on validation classes with ZSML switched off as a candidate (:func:`share_rule_note`), the
+  Table 7-8 analogues, NCA, the Table 6 and 9 analogues, every pair of the unseen images, and the
+  inter-dataset transfer of Tables 4-5;
 * :func:`chapter_findings` and :func:`experiment_findings` -- the "What we found" sentences;
   :func:`key_findings` -- the box the chapter opens with.
 
@@ -28,7 +29,7 @@ __all__ = ["METRICS", "MR", "LR", "HEAD", "REAL_ZSML", "REAL_SEEDS", "Section", 
            "paper_tables", "QuickComparison", "quick_comparison", "fig5", "RealComparison",
            "real_comparison", "photo_figures", "Experiments", "real_experiments", "full_profile_runs",
            "quick_findings", "real_findings", "experiment_findings", "chapter_findings", "real_configs",
-           "key_findings"]
+           "key_findings", "share_rule_note"]
 
 PAPER = "xu2019zsml"
 METRICS = ("ACC", "NMI", "Purity", "R@1")
@@ -367,9 +368,10 @@ class Experiments:
     share_exact: bool = True
     pos_alpha: float = 0.3
     share_runs: dict | None = None
-    chosen_pf: float | None = None
+    best_pf: float | None = None  # the share with the highest mean validation Recall@1 among the shares
+    share_rule: object = None  # the rule's Choice over the shares with ZSML off a candidate (zslib.engine.choice)
     pf_val_vs: dict = field(default_factory=dict)
-    # ZSML at the chosen share on the test classes
+    # ZSML at the best share on the test classes
     chosen_share_test: Section | None = None
     pf_ref: list | None = None
     zf: list | None = None
@@ -397,18 +399,33 @@ class Experiments:
     xfer: dict | None = None
     xfer_vs: dict = field(default_factory=dict)
 
+    @property
+    def share_is_ablation(self) -> bool:
+        """Whether the rule kept ZSML off over the shares: then the best share's rows are an ablation."""
+        return self.share_rule is not None and self.share_rule.off_won
+
 
 def _share_name(f) -> str:
     """A share of positive pairs as the chapter names it (``None``: the uniform pairs)."""
     return "unset (uniform)" if f is None else f"{f:g}"
 
 
+def _share_label(f) -> str:
+    """A share as the candidate of the rule's sentence (``None``: the uniform pairs)."""
+    return "the unset (uniform) share" if f is None else f"positive_fraction = {f:g}"
+
+
+def _best_share_words(ex: Experiments) -> str:
+    """The best share by mean, and the word that says what its rows are: chosen, or an ablation."""
+    return f"positive_fraction {_share_name(ex.best_pf)} ({'ablation' if ex.share_is_ablation else 'chosen'})"
+
+
 def real_experiments(real: RealComparison | None, train: bool = False) -> Experiments:
     """Every recorded run of the experiments page and the numbers drawn from them, section by section, in the
     order in which each builds on the last: alpha chosen on validation classes (and trained on the test classes
     if it is not the paper's 0.3), the share of positive pairs chosen the same way, the Table 8 and 7 analogues,
-    NCA, the Table 9 and 6 analogues at the chosen settings, every pair of the unseen images, and the transfer
-    between Flowers-102 and SynthParts. With ``train`` missing runs and analyses are made."""
+    NCA, the Table 9 and 6 analogues at the best validation settings, every pair of the unseen images, and the
+    transfer between Flowers-102 and SynthParts. With ``train`` missing runs and analyses are made."""
     ex = Experiments(real)
     _alpha_choice(ex, train)
     _chosen_alpha_test(ex, train)
@@ -466,19 +483,47 @@ def _alpha_choice(ex: Experiments, train: bool) -> None:
          _rule_note(ex.val_runs), drawn])
 
 
-def _rule_note(val_runs: Mapping) -> str:
-    """The book's one choice rule (:func:`zslib.engine.choice.choose`) over the alphas with ZSML switched off as a
-    candidate: "off" is the Euclidean distance of the same runs' input features on the same validation images (the
-    ``input`` metrics every ZSML result carries, as in the comparison chapter)."""
+def _off_rule(val_runs: Mapping):
+    """The book's one choice rule (:func:`zslib.engine.choice.choose`) over a validation grid of ZSML with ZSML
+    switched off as a candidate, listed first: "off" is the Euclidean distance of the same runs' input features on
+    the same validation images and seeds (the ``input`` metrics every ZSML result carries, read through
+    :class:`zslib.engine.choice.Prefixed`, as in the comparison chapter), taken from the leading setting's runs."""
     from zslib.engine.choice import OFF, Prefixed, choose
 
-    leader = max(val_runs, key=lambda a: np.mean([r.metric("R@1", "val") for r in val_runs[a]]))
-    rule = choose({OFF: [Prefixed(r, "input ") for r in val_runs[leader]], **val_runs})
-    said = rule.sentence(lambda k: "the Euclidean distance of the input features (ZSML off)" if k == OFF
-                         else f"alpha = {k:g}")
-    return (f"With ZSML switched off as a candidate, the book's choice rule reads: {said}"
+    leader = max(val_runs, key=lambda k: np.mean([r.metric("R@1", "val") for r in val_runs[k]]))
+    return choose({OFF: [Prefixed(r, "input ") for r in val_runs[leader]], **val_runs})
+
+
+def _rule_words(rule, label) -> str:
+    """The rule's sentence (:meth:`zslib.engine.choice.Choice.sentence`), "off" named as ZSML switched off."""
+    from zslib.engine.choice import OFF
+
+    return rule.sentence(lambda k: "the Euclidean distance of the input features (ZSML off)" if k == OFF else label(k))
+
+
+def _rule_note(val_runs: Mapping) -> str:
+    """The rule over the alphas with ZSML switched off as a candidate (:func:`_off_rule`), as a sentence."""
+    rule = _off_rule(val_runs)
+    return (f"With ZSML switched off as a candidate, the book's choice rule reads: "
+            f"{_rule_words(rule, lambda a: f'alpha = {a:g}')}"
             + (" So on validation classes ZSML is not chosen, and its rows show what it does as an ablation."
                if rule.off_won else ""))
+
+
+def share_rule_note(ex: Experiments) -> str:
+    """What the book's choice rule chose for the share of positive pairs, as Markdown: the rule over the unset share
+    and each ``positive_fraction`` at ``ex.pos_alpha`` with ZSML switched off as a candidate (:func:`_off_rule`, on
+    the same validation classes and seeds). When it keeps ZSML off, the best share by mean is named as an ablation.
+    Empty when the share's validation runs are not here."""
+    rule = ex.share_rule
+    if rule is None:
+        return ""
+    text = ("With ZSML switched off as a candidate, the book's choice rule over the shares of positive pairs reads: "
+            + _rule_words(rule, _share_label))
+    if rule.off_won:
+        return text + (f" So on validation classes no share is chosen: ZSML stays off, and {_share_label(ex.best_pf)}, "
+                       "the best share by mean, is shown only as an ablation.")
+    return text + f" So **{_share_label(rule.chosen)}** is the chosen share."
 
 
 def _chosen_alpha_test(ex: Experiments, train: bool) -> None:
@@ -507,8 +552,9 @@ def _chosen_alpha_test(ex: Experiments, train: bool) -> None:
 
 def _share_choice(ex: Experiments, train: bool) -> None:
     """The share of same-class pairs among uniform pairs (from the Flowers-102 labels, else 1/C), then
-    ``positive_fraction`` in POS_FRACTIONS chosen on validation classes at the chosen alpha (the unset share wins
-    ties), each against the unset share, paired by seed."""
+    ``positive_fraction`` in POS_FRACTIONS at the alpha with the best validation mean, each against the unset share,
+    paired by seed; the best share by mean (the unset share wins ties) and the book's choice rule over the shares
+    with ZSML switched off as a candidate (:func:`share_rule_note`)."""
     from zslib.engine.data import DataError
     from zslib.engine.data.datasets import Flowers102
     from zslib.engine.data.splits import split_classes
@@ -541,8 +587,12 @@ def _share_choice(ex: Experiments, train: bool) -> None:
         ex.share_choice = Section(share)
         return
     pf_mean = {f: summarize(rs, "R@1", "val")[0] for f, rs in ex.share_runs.items()}
-    ex.chosen_pf = max(pf_mean, key=pf_mean.get)  # the first maximum: the unset share wins ties
-    rows = []
+    ex.best_pf = max(pf_mean, key=pf_mean.get)  # the first maximum: the unset share wins ties
+    ex.share_rule = _off_rule(ex.share_runs)
+    off_runs = ex.share_runs[ex.best_pf]  # the input features are the same in every share's runs of a seed
+    rows = [{"positive_fraction": "off (Euclidean, ZSML off)",
+             "val R@1 %": format_interval(summarize(off_runs, "input R@1", "val")),
+             "val ACC %": format_interval(summarize(off_runs, "input ACC", "val"))}]
     for f, rs in ex.share_runs.items():
         row = {"positive_fraction": _share_name(f), "val R@1 %": format_interval(summarize(rs, "R@1", "val")),
                "val ACC %": format_interval(summarize(rs, "ACC", "val"))}
@@ -554,39 +604,43 @@ def _share_choice(ex: Experiments, train: bool) -> None:
     ex.share_choice = Section(
         f"{share}\n\n*Validation classes of Flowers-102, alpha {ex.pos_alpha:g}, {len(VAL_SEEDS)} seeds; % [95% CI].*",
         _frame(rows, "positive_fraction"),
-        [f"The highest mean validation Recall@1 chooses **positive_fraction = {_share_name(ex.chosen_pf)}**."])
+        [f"Among the shares, the highest mean validation Recall@1 is at positive_fraction = {_share_name(ex.best_pf)}.",
+         share_rule_note(ex)])
 
 
 def _chosen_share_test(ex: Experiments, train: bool) -> None:
-    """ZSML at the chosen share of positive pairs on the test classes, against the unset share at the same alpha
-    and the Euclidean distance (5 seeds), and the Recall@1 gap of the unset share to the Euclidean distance."""
+    """ZSML at the best share of positive pairs on the test classes (chosen, or an ablation when the rule kept ZSML
+    off), against the unset share at the same alpha and the Euclidean distance (5 seeds), and the Recall@1 gap of the
+    unset share to the Euclidean distance."""
     from zslib.engine.grid import recorded_grid
     from zslib.engine.stats import paired, summarize
 
-    if ex.share_runs is not None and ex.chosen_pf is None:
-        ex.chosen_share_test = Section(notes=["The validation split kept the uniform pairs (share unset): the test "
-                                              "rows above are the chosen configuration."])
+    if ex.share_runs is not None and ex.best_pf is None:
+        ex.chosen_share_test = Section(notes=["The uniform pairs (share unset) led the shares on the validation split: "
+                                              "the test rows above are ZSML at that share."])
     if ex.real is not None:
         ex.pf_ref = ex.real.zsml if ex.pos_alpha == 0.3 else ex.chosen_runs
-    if ex.share_runs is None or ex.chosen_pf is None or ex.pf_ref is None:
+    if ex.share_runs is None or ex.best_pf is None or ex.pf_ref is None:
         return
-    f, a = ex.chosen_pf, ex.pos_alpha
-    runs = recorded_grid({f: _real_zsml(alpha=a, positive_fraction=f)}, "ZSML at the chosen share of positive pairs",
+    f, a = ex.best_pf, ex.pos_alpha
+    runs = recorded_grid({f: _real_zsml(alpha=a, positive_fraction=f)}, "ZSML at the best share of positive pairs",
                          REAL_SEEDS, train=train)
     if runs is None:
         return
     ex.zf = zf = runs[f]
     ex.pf_vs = {m: (paired(ex.pf_ref, zf, m), seed_difference(ex.real.euclid[m], by_seed(zf, m))) for m in METRICS}
     ex.gap = float(np.mean(list(ex.real.euclid["R@1"].values())) - summarize(ex.pf_ref, "R@1")[0])
+    ablation = (" ZSML at this share is an ablation: on validation classes the choice rule kept ZSML off."
+                if ex.share_is_ablation else "")
     ex.chosen_share_test = Section(
-        f"*Unseen Flowers-102 classes, {len(zf)} seeds, the same sampled images in every row; % [95% CI].*",
+        f"*Unseen Flowers-102 classes, {len(zf)} seeds, the same sampled images in every row; % [95% CI].*{ablation}",
         _frame(_rows_on_sample(ex.real, (f"ZSML, alpha {a:g}, share unset", ex.pf_ref),
-                               (f"ZSML, alpha {a:g}, positive_fraction {f:g} (chosen)", zf)), "row"),
+                               (f"ZSML, alpha {a:g}, {_best_share_words(ex)}", zf)), "row"),
         [_diffs(f"ZSML with positive_fraction {f:g} minus (points, 95% CI):",
                 {m: [("the unset share", _as_pair(p1)), ("the Euclidean distance", d2)]
                  for m, (p1, d2) in ex.pf_vs.items()}),
          f"The Recall@1 gap of ZSML with the unset share to the Euclidean distance is {100 * ex.gap:.1f} points; the "
-         f"chosen share changes ZSML's mean Recall@1 by {100 * ex.pf_vs['R@1'][0].diff[0]:+.1f} points."])
+         f"share {f:g} changes ZSML's mean Recall@1 by {100 * ex.pf_vs['R@1'][0].diff[0]:+.1f} points."])
 
 
 def _ablation(grid_runs: Mapping, reference, label: str, metrics=("R@1", "ACC")):
@@ -661,13 +715,16 @@ def _nca(ex: Experiments, train: bool) -> None:
 
 
 def _arm_settings(ex: Experiments) -> dict:
-    return dict(alpha=ex.pos_alpha, positive_fraction=ex.chosen_pf)
+    """The settings of the later sections: the alpha and the share with the best mean validation Recall@1 (an
+    ablation when the choice rule kept ZSML off, :attr:`Experiments.share_is_ablation`)."""
+    return dict(alpha=ex.pos_alpha, positive_fraction=ex.best_pf)
 
 
 def _arms(ex: Experiments, train: bool) -> None:
-    """Tables 9 and 6 analogues at the chosen settings: LR + Reloss for 200 and 1,000 steps, the paper's S (1,000,
-    1,000) and Lifted + ZSML, each against the chosen configuration (Lifted + ZSML against its own frozen lifted
-    embedding's Euclidean distance), paired by seed; the seen classes' Recall@1 shows what a run fitted."""
+    """Tables 9 and 6 analogues at the best validation settings (:func:`_arm_settings`): LR + Reloss for 200 and
+    1,000 steps, the paper's S (1,000, 1,000) and Lifted + ZSML, each against that configuration (Lifted + ZSML
+    against its own frozen lifted embedding's Euclidean distance), paired by seed; the seen classes' Recall@1 shows
+    what a run fitted."""
     from zslib.engine.grid import recorded_grid
     from zslib.engine.stats import paired, summarize, format_interval
 
@@ -691,7 +748,8 @@ def _arms(ex: Experiments, train: bool) -> None:
         return out
 
     rows = [row("Euclidean (pretrained features)", zf, "input "),
-            row("ZSML (MR), S (256, 256): the chosen configuration", zf)]
+            row("ZSML (MR), S (256, 256): " + ("ablation (best share)" if ex.share_is_ablation
+                                                else "the chosen configuration"), zf)]
     rows += [row(name, runs[name]) for name in grid if name != "Lifted + ZSML"]
     rows += [row("Lifted (Euclidean on the frozen lifted embedding)", lifted, "input "), row("Lifted + ZSML", lifted)]
     for name in grid:
@@ -701,7 +759,7 @@ def _arms(ex: Experiments, train: bool) -> None:
                                   for m in ("R@1", "NMI")}
     ex.arms = Section(
         f"*Unseen Flowers-102 classes, {len(zf)} seeds, the same sampled images in every row (seen R@1: the seen "
-        f"classes' test images); alpha {ex.pos_alpha:g}, positive_fraction {_share_name(ex.chosen_pf)}; % [95% CI].*",
+        f"classes' test images); alpha {ex.pos_alpha:g}, {_best_share_words(ex)}; % [95% CI].*",
         _frame(rows, "row"),
         [_diffs("Paired differences (points, 95% CI):",
                 {f"{name} minus {'Lifted' if name == 'Lifted + ZSML' else 'ZSML (MR), S (256, 256)'}": list(vs.items())
@@ -709,8 +767,8 @@ def _arms(ex: Experiments, train: bool) -> None:
 
 
 def _every_pair(ex: Experiments, train: bool) -> None:
-    """The ``every_pair`` analysis of the chosen configuration at seed 0: every ordered pair of the unseen images
-    scored, its time and peak memory, and its metrics beside those of the run's own sample."""
+    """The ``every_pair`` analysis of the best validation settings at seed 0: every ordered pair of the unseen
+    images scored, its time and peak memory, and its metrics beside those of the run's own sample."""
     from zslib.methods.zsml.analyses import recorded_every_pair
 
     if ex.zf is None:
@@ -740,9 +798,9 @@ def _every_pair(ex: Experiments, train: bool) -> None:
 
 
 def _transfer(ex: Experiments, train: bool) -> None:
-    """Tables 4-5 analogue: ZSML at the chosen settings trained on Flowers-102 or SynthParts (pretrained features of
-    both) and tested on the other's unseen classes, against ZSML trained on the target itself and the Euclidean
-    distance, paired by seed."""
+    """Tables 4-5 analogue: ZSML at the best validation settings trained on Flowers-102 or SynthParts (pretrained
+    features of both) and tested on the other's unseen classes, against ZSML trained on the target itself and the
+    Euclidean distance, paired by seed."""
     from zslib.engine.grid import recorded_grid
     from zslib.engine.stats import format_interval, interval
     from zslib.methods.zsml.analyses import recorded_transfer
@@ -836,15 +894,16 @@ def _share_sentence(ex: Experiments) -> str:
             f"{ex.pos_alpha:g}), against that unset share: {words}; "
             + ("none of these differences is clear of the seed noise, but "
                if all(p.verdict == "no clear effect" for p in ex.pf_val_vs.values()) else "")
-            + f"the highest mean chose {_share_name(ex.chosen_pf)}.")
-    if ex.chosen_pf is None:
+            + f"the highest mean among the shares is at {_share_name(ex.best_pf)}. {share_rule_note(ex)}")
+    if ex.best_pf is None:
         return text + (" So the validation split gives no reason to change the share, and no sign that the scarcity "
                        "of positive pairs is what keeps ZSML below the Euclidean distance.")
     if not ex.pf_vs:
         return text
     p1, (d2, v2) = ex.pf_vs["R@1"]
     gap = ex.gap
-    text += (f" On the test classes ({len(ex.zf)} seeds) that share {_say(p1.verdict, 'Recall@1')} "
+    text += (f" On the test classes ({len(ex.zf)} seeds) that share{' (an ablation)' if ex.share_is_ablation else ''} "
+             f"{_say(p1.verdict, 'Recall@1')} "
              f"({format_interval(p1.diff, signed=True)} pts) against the unset share")
     if p1.verdict == "up" and gap > 0:
         text += (f", a mean gain of {100 * p1.diff[0] / gap:.0f}% of the {100 * gap:.1f}-point Recall@1 gap that ZSML "
