@@ -118,6 +118,17 @@ def test_experiments_choose_and_report_what_the_recorded_runs_say(recorded):
         if a != 0.3:
             d = _t_interval([by_seed[a][s] - by_seed[0.3][s] for s in R.VAL_SEEDS])
             assert f"alpha {a:g} {_pct(*d, signed=True)} R@1 pts ({_verdict(d[1], d[2])})" in found[0]
+    # the best-mean alpha's rows are an ablation exactly when the rule (recomputed here) keeps ZSML off
+    from rule_oracle import expected_choice
+
+    off = [json.loads(Path(r.path).read_text())["metrics"]["val"]["input R@1"]
+           for r in sorted(ex.val_runs[ex.chosen_alpha], key=lambda r: r.config.seed)]
+    cands = {"off": off, **{a: [by_seed[a][s] for s in R.VAL_SEEDS] for a in R.ALPHAS}}
+    kept_off = expected_choice(cands, "off") == "off"
+    assert ("an ablation: with ZSML off a candidate, the rule keeps it off" in found[0]) == kept_off
+    if ex.chosen_alpha_test is not None and ex.chosen_alpha != 0.3:
+        label = next(i for i in ex.chosen_alpha_test.table.index if i.startswith(f"ZSML, alpha {ex.chosen_alpha:g}"))
+        assert ("ablation" in label) == kept_off and ("(chosen)" in label) == (not kept_off)
     # Table 6 analogue: Lifted + ZSML against its own frozen embedding's Euclidean distance, seed by seed
     if ex.arm_runs is not None:
         lifted = ex.arm_runs["Lifted + ZSML"]
