@@ -92,17 +92,88 @@ def test_the_provenance_table_gives_each_rows_training_times(study):
             assert table.loc[name, "steps"] == rs[0].config.iterations
 
 
-def test_the_stopping_step_is_the_best_mean_validation_step(study, recorded):
+def _val_curves(study, recorded):
     val = study.configs[R.METHOD].replace(validation_fraction=0.3)
-    curves = [dict(zip(*recorded[config_hash(val.replace(seed=s))].history.metric_curve("val", "R@1")))
-              for s in (0, 1, 2)]
-    means = {step: np.mean([c[step] for c in curves]) for step in curves[0] if step > 0}
-    assert study.stopping.chosen == max(means, key=means.get)
-    stopped = study.configs[R.METHOD].replace(iterations=study.stopping.chosen)
+    return [dict(zip(*recorded[config_hash(val.replace(seed=s))].history.metric_curve("val", "R@1"))) for s in (0, 1, 2)]
+
+
+def test_the_stopping_step_goes_through_the_rule_with_no_training_as_off(study, recorded):
+    """Every evaluated step of the recorded validation curves is a candidate and step 0 (no training) is "off"; the
+    rule's outcome equals the oracle's, and the length read is the rule's choice or, when it keeps step 0, the best
+    trained step (then labelled an ablation)."""
+    from rule_oracle import expected_choice
+
+    curves = _val_curves(study, recorded)
+    assert all(0 in c for c in curves)
+    values = {step: np.array([c[step] for c in curves]) for step in curves[0]}
+    expected = expected_choice(values, 0)
+    assert study.stopping.chosen == study.stopping.rule.chosen == expected
+    assert set(study.stopping.rule.means) == set(values) and study.stopping.rule.off == 0
+    best = max((s for s in values if s > 0), key=lambda s: values[s].mean())
+    assert study.stopping.length == (expected if expected != 0 else best)
+    assert study.stopping.ablation == (expected == 0)
+    rule = R.stopping_rule_sentence(study)
+    assert f"step {study.stopping.rule.leader}" in rule or study.stopping.rule.leader == 0
+    assert ("so the rule keeps step 0" in rule or "stays off" in rule) == (expected == 0)
+    assert ("are an ablation" in rule) == (expected == 0)
+    text = R.stopping_choice(study).data
+    assert rule in text and R.stopping_sentence(study) in text
+    assert ("is an ablation" in R.stopping_sentence(study)) == (expected == 0)
+
+
+def test_the_runs_stopped_at_the_length_read_are_compared_with_the_base(study, recorded):
+    stopped = study.configs[R.METHOD].replace(iterations=study.stopping.length)
     seeds = _seeds_of(stopped, recorded)
     diffs = [_r1(stopped, s, recorded) - _r1(study.configs[R.BASE], s, recorded) for s in seeds]
     assert _points(diffs) in R.stopping_sentence(study)
-    assert _points(diffs) in R.key_findings().sentences[3]
+    key = R.key_findings().sentences[3]
+    assert _points(diffs) in key and ("an ablation" in key) == study.stopping.ablation
+
+
+def _val_r1(config, recorded):
+    val = config.replace(validation_fraction=0.3)
+    return np.array([recorded[config_hash(val.replace(seed=s))].metric("R@1", "val") for s in (0, 1, 2)])
+
+
+def test_the_table5_choices_offer_off_and_apply_the_one_rule(study, recorded):
+    """The proxies' rate (off: no rate of their own) and each loss's Energy weight (off: lambda1 = 0, the loss's
+    base), recomputed with the oracle from the recorded validation runs; the sentences and the table's labels follow."""
+    from rule_oracle import expected_choice
+
+    t5 = study.table5
+    _, base, _, _ = R.real_configs()
+    pnca = base.replace(loss="proxy_nca", loss_params={})
+    values = {"off": _val_r1(pnca, recorded), **{lr: _val_r1(pnca.replace(objective_lr=lr), recorded)
+                                                 for lr in R.PROXY_LRS}}
+    rate = expected_choice(values, "off")
+    choice, _ = t5.choices["Proxy-NCA proxies' learning rate"]
+    assert choice.chosen == rate and set(choice.means) == set(values)
+    shown = rate if rate != "off" else max(R.PROXY_LRS, key=lambda k: values[k].mean())
+    assert t5.loss_bases["Proxy-NCA"].objective_lr == shown
+    sentences = R.choice_sentences(study)
+    table = R.table5_table(study)
+    for loss, (lambdas, scale) in R.EC_CHOICES.items():
+        loss_base = t5.loss_bases[loss]
+        grid = {v: loss_base.replace(method="cml", method_params={"lambda1": v, "lambda2": 0.0, "scale": scale})
+                for v in lambdas}
+        values = {"off": _val_r1(loss_base, recorded), **{v: _val_r1(c, recorded) for v, c in grid.items()}}
+        expected = expected_choice(values, "off")
+        what = f"{loss} Energy lambda1 ({scale} scale)"
+        choice, _ = t5.choices[what]
+        assert choice.chosen == expected
+        lead = expected if expected != "off" else max(lambdas, key=lambda v: values[v].mean())
+        assert t5.grid[f"{loss} / Energy"] == grid[lead]
+        sentence = next(s for s in sentences if s.startswith(what))
+        assert f"lambda1 = 0 (the {loss} base) {100 * values['off'].mean():.1f}" in sentence
+        assert ("are an ablation" in sentence) == (expected == "off")
+        row = f"{loss} / Energy"
+        assert (table.loc[row, "on validation classes"] == "ablation") == (expected == "off" or rate == "off"
+                                                                           and loss == "Proxy-NCA")
+        ablated = next(s for s in R.table5_sentences(study) if s.startswith("Energy") and f" on {loss}:" in s)
+        assert ("an ablation" in ablated) == (row in t5.ablations)
+    rate_sentence = next(s for s in sentences if s.startswith("Proxy-NCA proxies"))
+    assert ("The Table 5 rows that use" in rate_sentence) == (rate == "off")
+    assert R.table5_choices(study).data.count("\n- ") == len(t5.choices) - 1
 
 
 def test_table5_sentences_set_each_direction_beside_the_papers(study, recorded):
@@ -113,7 +184,7 @@ def test_table5_sentences_set_each_direction_beside_the_papers(study, recorded):
         diffs = [_r1(study.table5.grid[row], s, recorded) - _r1(base, s, recorded) for s in seeds]
         paper = reported_value("5", row, "R@1", paper="alkaabi2022adaptadv") - \
             reported_value("5", f"{loss} / Base", "R@1", paper="alkaabi2022adaptadv")
-        sentence = next(s for s in sentences if s.startswith(f"Adapt-Adv on {loss}:"))
+        sentence = next(s for s in sentences if s.startswith("Adapt-Adv") and f" on {loss}:" in s)
         assert _points(diffs) in sentence
         m, lo, hi = _t_interval(diffs)
         if lo > 0 or hi < 0:

@@ -21,8 +21,8 @@ __all__ = ["photo_figures", "gradcam_on_photos", "real_configs", "key_findings",
            "ablation_table", "ablation_findings", "lambda_sweep", "show_lambda_sweep", "show_lambda_schedule",
            "attention_on_parts", "attention_sentence", "gradcam_on_parts",
            "RealStudy", "real_study", "real_table", "real_pair_sentences", "provenance_table",
-           "late_changes", "show_late_changes", "stopping_sentence", "show_stopping", "show_lambda0_choice",
-           "choice_sentences", "table5_table", "table5_sentences", "real_gradcam", "show_real_gradcam",
+           "late_changes", "show_late_changes", "stopping_rule_sentence", "stopping_sentence", "stopping_choice",
+           "show_stopping", "show_lambda0_choice", "choice_sentences", "table5_choices", "table5_table", "table5_sentences", "real_gradcam", "show_real_gradcam",
            "full_profile_runs", "main_findings", "experiments_findings", "quick_adapt", "quick_ablation"]
 
 FLOOR, BASE, GDFL, METHOD = ("pretrained features, no training", "triplet base", "triplet +GDFL",
@@ -85,6 +85,31 @@ def _by_seed(runs) -> dict:
 def _curve(run, split: str = "unseen", metric: str = "R@1") -> dict:
     """A run's evaluations during training: ``{step: value}``."""
     return dict(zip(*run.history.metric_curve(split, metric)))
+
+
+def _read_as(runs, value_of) -> list:
+    """``runs`` as candidates of :func:`zslib.engine.choice.choose` whose metric is ``value_of(run)`` (a value read
+    off each run, e.g. at one step of its validation curve); seeds and divergence are the runs' own."""
+    from types import SimpleNamespace
+
+    return [SimpleNamespace(config=r.config, diverged=getattr(r, "diverged", None),
+                            metric=lambda name, split, v=value_of(r): v) for r in runs]
+
+
+def _step_rule(val_runs):
+    """The book's one choice rule (:func:`zslib.engine.choice.choose`) applied to a training length: every evaluated
+    step of the validation curves is a candidate, scored by the validation Recall@1 each seed had there, and step 0
+    (no training: the head at initialisation, as the runs evaluated it before the first update) is "off"."""
+    from zslib.engine.choice import choose
+
+    steps = sorted(_curve(val_runs[0], "val"))
+    if not steps or steps[0] != 0:
+        raise ValueError("the validation curves do not record step 0 (no training), the 'off' of a length choice")
+    return choose({s: _read_as(val_runs, lambda r, s=s: _curve(r, "val")[s]) for s in steps}, off=0)
+
+
+def _step_label(step) -> str:
+    return "step 0 (no training: the head at initialisation)" if step == 0 else f"step {step}"
 
 
 # ------------------------------------------------------------------------------------ the quick profile
@@ -288,15 +313,27 @@ class LateChange:
 
 @dataclass
 class Stopping:
-    """Adapt-Adv's training length chosen on validation classes, and what stopping there gave on the test classes."""
+    """Adapt-Adv's training length put to the book's choice rule on validation classes, with no training (step 0,
+    the head at initialisation) as "off", and what stopping at the length read gave on the test classes."""
 
     val_runs: dict  # base / Adapt-Adv -> runs with 30% of the seen classes held out
     val_curve: dict  # name -> {step: mean validation R@1}
-    chosen: int
-    stop_runs: list | None = None  # Adapt-Adv trained for ``chosen`` steps (None when that is the full length)
+    rule: object  # zslib.engine.choice.Choice over Adapt-Adv's evaluated steps, step 0 as "off"
+    length: int  # the trained length the chapter reads Adapt-Adv at: the rule's choice, else the best trained step
+    stop_runs: list | None = None  # Adapt-Adv trained for ``length`` steps (None when that is the full length)
     p_stop: object = None  # paired(base, stopped)
     p_stop_gdfl: object = None  # paired(+GDFL, stopped)
-    same_seeds: list = field(default_factory=list)  # seeds whose stopped run equals the long run at ``chosen``
+    same_seeds: list = field(default_factory=list)  # seeds whose stopped run equals the long run at ``length``
+
+    @property
+    def chosen(self) -> int:
+        """The step the rule chose: 0 (no training) when no trained length beats the head at initialisation clearly."""
+        return self.rule.chosen
+
+    @property
+    def ablation(self) -> bool:
+        """Whether the rule kept no training, so that runs read at :attr:`length` are an ablation."""
+        return self.rule.off_won
 
 
 @dataclass
@@ -316,11 +353,12 @@ class Table5:
     """The Table 5 analogue: three losses, each with its base, Energy (CML's energy confusion) and Adapt-Adv."""
 
     loss_bases: dict
-    choices: dict  # what each validation grid chose: name -> (choice, {candidate: mean validation R@1})
+    choices: dict  # what each validation grid chose: name -> (zslib.engine.choice.Choice, the name of its "off")
     grid: dict
     runs: dict
     pairs: dict  # row -> paired(its base on the same seeds, row)
     aa_steps: int | None
+    ablations: dict = field(default_factory=dict)  # row -> why it is an ablation (the rule kept "off")
 
 
 @dataclass
@@ -371,7 +409,7 @@ def _real_study(train: bool) -> RealStudy:
              if a in runs and b in runs}
     stop = _stopping(configs, runs, train, missing)
     lam = _lambda0_choice(configs, runs, stop, train, missing) if stop is not None else None
-    t5 = _table5(configs[BASE], stop, train, missing)
+    t5 = _table5(configs[BASE], stop, lam, train, missing)
     return RealStudy(configs, runs, pairs, late_changes(runs), stop, lam, t5, missing, train)
 
 
@@ -537,9 +575,10 @@ def _stopping(configs: Mapping, runs: Mapping, train: bool, missing: dict) -> St
     val_curve = {name: dict(zip(np.asarray(rs[0].history.metric_curve("val", "R@1")[0]).tolist(),
                                 np.array([r.history.metric_curve("val", "R@1")[1] for r in rs]).mean(0)))
                  for name, rs in val_runs.items()}
-    candidates = [s for s in val_curve[METHOD] if s > 0]
-    chosen = max(candidates, key=val_curve[METHOD].get)
-    stop = Stopping(val_runs, val_curve, chosen)
+    rule = _step_rule(val_runs[METHOD])
+    trained = [s for s in val_curve[METHOD] if s > 0]
+    chosen = rule.chosen if not rule.off_won else max(trained, key=val_curve[METHOD].get)
+    stop = Stopping(val_runs, val_curve, rule, chosen)
     if chosen == configs[METHOD].iterations:
         return stop
     got = _grid({"stopped": configs[METHOD].replace(iterations=chosen)}, f"Adapt-Adv stopped at {chosen} steps",
@@ -557,29 +596,60 @@ def _stopping(configs: Mapping, runs: Mapping, train: bool, missing: dict) -> St
     return stop
 
 
+def stopping_rule_sentence(study: RealStudy) -> str:
+    """What the book's choice rule (:func:`zslib.engine.choice.choose`) made of Adapt-Adv's training length: every
+    evaluated step of the validation curves of seeds 0-2 is a candidate and step 0, no training, is "off"."""
+    stop = study.stopping
+    if stop is None:
+        return ""
+    out = ("The book's choice rule over Adapt-Adv's validation curves (every evaluated step a candidate, scored by its "
+           f"validation Recall@1 over seeds {_seeds(stop.val_runs[METHOD])}; no training, step 0, as \"off\"): "
+           + stop.rule.sentence(_step_label))
+    if stop.ablation:
+        out += (f" So on validation classes no length of training is chosen: the Adapt-Adv runs read at {stop.length} "
+                "steps, the trained step with the best mean, are an ablation that shows what training does.")
+    return out
+
+
 def stopping_sentence(study: RealStudy) -> str:
-    """Adapt-Adv's length chosen on validation classes and, stopped there, its unseen Recall@1 against the base
-    and against +GDFL, paired by seed."""
+    """Adapt-Adv's length as the choice rule left it on validation classes and, stopped there (an ablation when the
+    rule kept no training), its unseen Recall@1 against the base and against +GDFL, paired by seed."""
     from zslib.engine.stats import summarize
 
     stop = study.stopping
     if stop is None:
         return ""
+    if stop.ablation:
+        lead = ("" if stop.rule.leader_vs_off is None else
+                f", {_signed(stop.rule.leader_vs_off)} points for {_step_label(stop.rule.leader)}, not clearly above")
+        head = (f"On validation classes the choice rule keeps no training for Adapt-Adv's length (step 0{lead}), so "
+                f"Adapt-Adv read at {stop.length} steps, the best trained step, is an ablation")
+    else:
+        head = f"Chosen on validation classes by the book's choice rule, Adapt-Adv's length is {stop.length} steps"
     if stop.p_stop is not None:
-        return (f"Chosen on validation classes, Adapt-Adv's length is {stop.chosen} steps; stopped there it reaches "
-                f"{_fi(summarize(stop.stop_runs))}% unseen Recall@1, {_signed(stop.p_stop)} points against the base "
-                f"({stop.p_stop.verdict})" + (f", and {_signed(stop.p_stop_gdfl)} points against +GDFL without the "
-                                              f"adversary ({stop.p_stop_gdfl.verdict})." if stop.p_stop_gdfl is not None
-                                              else "."))
-    return (f"Chosen on validation classes, Adapt-Adv's length is {stop.chosen} steps"
-            + (", the length of the recorded runs." if stop.chosen == study.configs[METHOD].iterations
-               else "; the runs stopped there are not recorded in this copy."))
+        return (f"{head}; stopped there it reaches {_fi(summarize(stop.stop_runs))}% unseen Recall@1, "
+                f"{_signed(stop.p_stop)} points against the base ({stop.p_stop.verdict})"
+                + (f", and {_signed(stop.p_stop_gdfl)} points against +GDFL without the adversary "
+                   f"({stop.p_stop_gdfl.verdict})." if stop.p_stop_gdfl is not None else "."))
+    return head + (", the length of the recorded runs." if stop.length == study.configs[METHOD].iterations
+                   else "; the runs stopped there are not recorded in this copy.")
+
+
+def stopping_choice(study: RealStudy):
+    """Markdown: the choice rule applied to Adapt-Adv's length on validation classes, step 0 (no training) as "off"
+    (:func:`stopping_rule_sentence`), and what the length read gave on the test classes (:func:`stopping_sentence`)."""
+    from IPython.display import Markdown
+
+    if study.stopping is None:
+        return Markdown("*The runs of the stopping-step choice on validation classes are not recorded in this copy.*")
+    return Markdown(stopping_rule_sentence(study) + "\n\n" + stopping_sentence(study))
 
 
 def show_stopping(study: RealStudy) -> None:
-    """The stopping step chosen on validation classes: validation Recall@1 of the base and Adapt-Adv at every
-    evaluation, one line per seed (figure); the mean by step, the chosen length, what stopping there gave on
-    the test classes, and a check that the stopped runs equal the long ones at that step."""
+    """The training length on validation classes: validation Recall@1 of the base and Adapt-Adv at every evaluation,
+    step 0 (no training) included, one line per seed (figure); the mean by step, the trained step with the best
+    mean, and a check that the runs stopped there equal the long ones at that step. What the choice rule made of
+    it is :func:`stopping_choice`."""
     import matplotlib.pyplot as plt
 
     stop = study.stopping
@@ -592,14 +662,15 @@ def show_stopping(study: RealStudy) -> None:
         for k, r in enumerate(stop.val_runs[name]):
             steps, r1 = r.history.metric_curve("val", "R@1")
             ax.plot(steps, 100 * np.asarray(r1), color=color, marker="o", ms=3, lw=1, label=name if k == 0 else None)
-    ax.set_xlabel("step"); ax.set_ylabel("validation R@1 % (held-out seen classes)"); ax.legend()
+    ax.set_xlabel("step (0: no training)"); ax.set_ylabel("validation R@1 % (held-out seen classes)"); ax.legend()
     plt.tight_layout(); plt.show()
+    best = max((s for s in stop.val_curve[METHOD] if s > 0), key=stop.val_curve[METHOD].get)
     out = ["Mean validation Recall@1 by step (%): " + "; ".join(
         f"{name}: " + ", ".join(f"{s} {100 * v:.1f}" for s, v in curve.items()) for name, curve in stop.val_curve.items())
-        + f". The highest mean of Adapt-Adv's {len(VAL_SEEDS)} seeds is at step {stop.chosen}.", stopping_sentence(study)]
+        + f". Among the trained steps, the highest mean of Adapt-Adv's {len(VAL_SEEDS)} seeds is at step {best}."]
     if stop.stop_runs is not None:
         out.append(f"Determinism check: for {len(stop.same_seeds)} of {len(stop.stop_runs)} seeds the stopped run's unseen "
-                   f"Recall@1 equals the long run's evaluation at step {stop.chosen} exactly (same batches, same updates "
+                   f"Recall@1 equals the long run's evaluation at step {stop.length} exactly (same batches, same updates "
                    "up to that step).")
     _list(out)
     return None
@@ -615,13 +686,13 @@ def _lambda0_choice(configs: Mapping, runs: Mapping, stop: Stopping, train: bool
     lam_runs = _grid(lam_grid, "the lambda0 choice on validation classes", VAL_SEEDS, train=train, missing=missing)
     if lam_runs is None:
         return None
-    at = {lam: {r.config.seed: _curve(r, "val")[stop.chosen] for r in rs} for lam, rs in lam_runs.items()}
+    at = {lam: {r.config.seed: _curve(r, "val")[stop.length] for r in rs} for lam, rs in lam_runs.items()}
     chosen = max(LAMBDA0S, key=lambda lam: np.mean(list(at[lam].values())))  # the adversary's weight, > 0
     vs = {lam: interval([at[lam][s] - at[chosen][s] for s in VAL_SEEDS]) for lam in lam_grid if lam != chosen}
     used = get_method("adapt_adv").settings(REAL_ADAPT)["lambda0"]  # what every Adapt-Adv run of the chapter used
     choice = Lambda0Choice(at, chosen, vs, used, rule=_rule(at, lam_runs))
     if chosen != used and stop.stop_runs is not None and BASE in runs:
-        cfg = configs[METHOD].replace(iterations=stop.chosen, method_params={**REAL_ADAPT, "lambda0": chosen})
+        cfg = configs[METHOD].replace(iterations=stop.length, method_params={**REAL_ADAPT, "lambda0": chosen})
         got = _grid({"chosen": cfg}, f"Adapt-Adv at lambda0 {chosen:g}", train=train, missing=missing)
         if got is not None:
             choice.test = {"base": paired(runs[BASE], got["chosen"]), "0.5": paired(stop.stop_runs, got["chosen"])}
@@ -629,15 +700,12 @@ def _lambda0_choice(configs: Mapping, runs: Mapping, stop: Stopping, train: bool
 
 
 def _rule(at: Mapping, lam_runs: Mapping):
-    """The book's one choice rule (:func:`zslib.engine.choice.choose`) over the lambda0 values, read at the chosen
-    step, with lambda0 = 0 (+GDFL, the adversary off) as "off"."""
-    from types import SimpleNamespace
-
+    """The book's one choice rule (:func:`zslib.engine.choice.choose`) over the lambda0 values (Eq. 22), read at
+    the length the chapter reads Adapt-Adv at, with lambda0 = 0 (+GDFL, the adversary off) as "off"."""
     from zslib.engine.choice import OFF, choose
 
     def at_step(lam):
-        return [SimpleNamespace(config=r.config, diverged=getattr(r, "diverged", None),
-                                metric=lambda name, split, v=at[lam][r.config.seed]: v) for r in lam_runs[lam]]
+        return _read_as(lam_runs[lam], lambda r: at[lam][r.config.seed])
 
     return choose({OFF: at_step(0.0), **{lam: at_step(lam) for lam in LAMBDA0S}})
 
@@ -667,7 +735,7 @@ def show_lambda0_choice(study: RealStudy) -> None:
     for ax in (ax1, ax2):
         ax.set_xticks(xs, ["0\n(+GDFL)"] + [f"{lam:g}" for lam in LAMBDA0S]); ax.set_xlabel(r"$\lambda_0$")
         ax.legend(fontsize=8)
-    step = study.stopping.chosen
+    step = study.stopping.length
     ax1.set_ylabel(f"validation R@1 % at step {step}"); ax1.set_title("Fig. 14 analogue on validation classes")
     ax2.set_ylabel(f"minus lambda0 {chosen:g}, same seed (points)"); ax2.set_title("paired by seed")
     plt.tight_layout(); plt.show()
@@ -684,7 +752,9 @@ def _lambda0_sentences(study: RealStudy) -> list[str]:
         return []
     stop = study.stopping
     clear = [f"{lam:g} ({verdict(d)})" for lam, d in lc.vs.items() if verdict(d) != "no clear effect"]
-    out = [f"Among the adversary's weights (lambda0 > 0), the best mean validation Recall@1 at {stop.chosen} steps is "
+    out = [f"Among the adversary's weights (lambda0 > 0), the best mean validation Recall@1 at {stop.length} steps"
+           + (" (the best trained step, an ablation length: the rule kept no training)" if stop.ablation else "")
+           + " is "
            f"lambda0 = {lc.chosen:g} (mean of {len(VAL_SEEDS)} seeds); against it, paired by seed, the validation Recall@1 is clearly different for lambda0 "
            f"{', '.join(clear) or 'none of the others'}"
            + (f"; lambda0 = 0 (+GDFL) is {_signed(lc.vs[0.0])} points from it" if 0.0 in lc.vs else "")
@@ -706,38 +776,69 @@ def _lambda0_sentences(study: RealStudy) -> list[str]:
     return out
 
 
-def _val_choice(grid: Mapping, what: str, train: bool, missing: dict):
-    """The key of ``grid`` with the highest mean validation Recall@1 over :data:`VAL_SEEDS`, and the means
-    (``None, None`` when not recorded)."""
-    rs = _grid({k: c.replace(validation_fraction=VALIDATION) for k, c in grid.items()}, what, VAL_SEEDS, train=train,
-               missing=missing)
+def _val_choice(grid: Mapping, off, what: str, train: bool, missing: dict):
+    """The book's one choice rule (:func:`zslib.engine.choice.choose`) over the settings of ``grid`` with the config
+    ``off`` (the same recipe switched off) as "off", on validation classes over :data:`VAL_SEEDS`; ``None`` when
+    the runs are not recorded."""
+    from zslib.engine.choice import OFF, choose
+
+    rs = _grid({k: c.replace(validation_fraction=VALIDATION) for k, c in {OFF: off, **grid}.items()}, what,
+               VAL_SEEDS, train=train, missing=missing)
     if rs is None:
-        return None, None
-    means = {k: float(np.mean([r.metric("R@1", "val") for r in v])) for k, v in rs.items()}
-    return max(means, key=means.get), means
+        return None
+    return choose({k: rs[k] for k in (OFF, *grid)})
 
 
-def _table5(real_base, stop: Stopping | None, train: bool, missing: dict) -> Table5:
+def _shown(choice):
+    """The setting the Table 5 rows are trained at: the rule's choice, or, when the rule keeps "off", the best other
+    candidate by mean (its rows are then an ablation)."""
+    if not choice.off_won:
+        return choice.chosen
+    others = [k for k in choice.means if k != choice.off and k not in choice.diverged]
+    return max(others, key=lambda k: choice.means[k].mean)
+
+
+def _because(ablations: dict, row: str, why: str) -> None:
+    ablations[row] = f"{ablations[row]}; {why}" if row in ablations else why
+
+
+def _table5(real_base, stop: Stopping | None, lam: Lambda0Choice | None, train: bool, missing: dict) -> Table5:
     from zslib.engine.stats import paired
 
     loss_bases = {"Triplet": real_base, "Angular": real_base.replace(loss="angular", loss_params={"alpha": 45.0}),
                   "Proxy-NCA": real_base.replace(loss="proxy_nca", loss_params={})}
-    choices, energy = {}, {}
-    lr, means = _val_choice({lr: loss_bases["Proxy-NCA"].replace(objective_lr=lr) for lr in PROXY_LRS},
-                            "the proxies' learning rate of Proxy-NCA", train, missing)
-    if lr is not None:
+    choices, energy, ablations = {}, {}, {}
+    # Proxy-NCA's proxies' rate: "off" is no rate of their own (objective_lr unset: they learn at the head's rate)
+    default_rate = loss_bases["Proxy-NCA"].lr * loss_bases["Proxy-NCA"].new_layer_mult
+    rate = _val_choice({lr: loss_bases["Proxy-NCA"].replace(objective_lr=lr) for lr in PROXY_LRS},
+                       loss_bases["Proxy-NCA"], "the proxies' learning rate of Proxy-NCA", train, missing)
+    lr = None
+    if rate is not None:
+        lr = _shown(rate)
         loss_bases["Proxy-NCA"] = loss_bases["Proxy-NCA"].replace(objective_lr=lr)
-        choices["Proxy-NCA proxies' learning rate"] = (lr, means)
+        choices["Proxy-NCA proxies' learning rate"] = (rate, f"no rate of their own (the head's rate, {default_rate:g})")
+        if rate.off_won:
+            why = f"the rule keeps the proxies at the head's rate {default_rate:g}; the Proxy-NCA rows use the leading {lr:g}"
+            for row in ("Base", "Energy", "Adapt-Adv"):
+                _because(ablations, f"Proxy-NCA / {row}", why)
     for loss, (values, scale) in EC_CHOICES.items():
         if loss == "Proxy-NCA" and lr is None:
             continue
         grid = {v: loss_bases[loss].replace(method="cml", method_params={"lambda1": v, "lambda2": 0.0, "scale": scale})
                 for v in values}
-        best, means = _val_choice(grid, f"the Energy weight for {loss}", train, missing)
-        if best is not None:
-            energy[loss] = grid[best]
-            choices[f"{loss} Energy lambda1 ({scale} scale)"] = (best, means)
-    aa_steps = stop.chosen if stop is not None else None  # Adapt-Adv's length, chosen on triplet's validation runs
+        ec = _val_choice(grid, loss_bases[loss], f"the Energy weight for {loss}", train, missing)
+        if ec is not None:
+            energy[loss] = grid[_shown(ec)]
+            choices[f"{loss} Energy lambda1 ({scale} scale)"] = (ec, f"lambda1 = 0 (the {loss} base)")
+            if ec.off_won:
+                _because(ablations, f"{loss} / Energy", f"the rule keeps lambda1 = 0; this row uses the leading "
+                                                        f"lambda1 = {_shown(ec):g}")
+    aa_steps = stop.length if stop is not None else None  # Adapt-Adv's length, read on triplet's validation runs
+    kept_off = (["no training (step 0) for the length"] if stop is not None and stop.ablation else []) + (
+        ["lambda0 = 0 (the adversary off)"] if lam is not None and lam.rule is not None and lam.rule.off_won else [])
+    if aa_steps is not None and kept_off:
+        for loss in loss_bases:
+            _because(ablations, f"{loss} / Adapt-Adv", f"the rule keeps {' and '.join(kept_off)}")
     t5_grid = {}
     for loss, base_config in loss_bases.items():
         if loss == "Proxy-NCA" and base_config.objective_lr is None:
@@ -759,14 +860,35 @@ def _table5(real_base, stop: Stopping | None, train: bool, missing: dict) -> Tab
         if not name.endswith(" / Base") and base_name in t5_runs:
             mine = {r.config.seed for r in rs}
             pairs[name] = paired([r for r in t5_runs[base_name] if r.config.seed in mine], rs)
-    return Table5(loss_bases, choices, t5_grid, t5_runs, pairs, aa_steps)
+    return Table5(loss_bases, choices, t5_grid, t5_runs, pairs, aa_steps, ablations)
 
 
 def choice_sentences(study: RealStudy) -> list[str]:
-    """What each validation grid of the Table 5 rows chose, with the mean validation Recall@1 of every candidate."""
-    return [f"{what}: chose {best:g} (mean validation Recall@1 % of seeds {VAL_SEEDS[0]}-{VAL_SEEDS[-1]}: "
-            + ", ".join(f"{k:g} {100 * v:.1f}" for k, v in means.items()) + ")."
-            for what, (best, means) in study.table5.choices.items()]
+    """What the book's choice rule made of each validation grid of the Table 5 rows (the paper's Table 5: the
+    Energy weight lambda1 per loss, Proxy-NCA's proxies' rate), "off" among the candidates, with the mean
+    validation Recall@1 of every candidate; where "off" wins, the rows at the leading setting are an ablation."""
+    from zslib.engine.choice import OFF
+
+    out = []
+    for what, (choice, off_name) in study.table5.choices.items():
+        def label(k, off_name=off_name):
+            return off_name if k == OFF else f"{k:g}"
+
+        means = ", ".join(f"{label(k)} {100 * m.mean:.1f}" for k, m in choice.means.items())
+        out.append(f"{what}: mean validation Recall@1 % of seeds {VAL_SEEDS[0]}-{VAL_SEEDS[-1]}: {means}. "
+                   + choice.sentence(label)
+                   + (f" The Table 5 rows that use {_shown(choice):g} are an ablation." if choice.off_won else ""))
+    return out
+
+
+def table5_choices(study: RealStudy):
+    """Markdown: the choices behind the Table 5 rows (:func:`choice_sentences`), each by the book's choice rule
+    with "off" (lambda1 = 0, the loss alone; the proxies without a rate of their own) as a candidate."""
+    from IPython.display import Markdown
+
+    if study.table5 is None or not study.table5.choices:
+        return Markdown("*The validation runs of the Table 5 choices are not recorded in this copy.*")
+    return Markdown("\n".join(f"- {s}" for s in choice_sentences(study)))
 
 
 def table5_table(study: RealStudy):
@@ -785,11 +907,20 @@ def table5_table(study: RealStudy):
                "NMI %": _fi(summarize(rs, "NMI")), "kNN %": _fi(summarize(rs, "kNN"))}
         if name in t5.pairs:
             row.update({"vs base (pts)": _signed(t5.pairs[name]), "verdict": t5.pairs[name].verdict})
+        row["on validation classes"] = "ablation" if name in t5.ablations else "chosen" if name in _ruled(t5) else ""
         row["paper R@1 %"] = paper5.loc[name, "R@1"]
         row["paper vs base (pts)"] = (f"{paper5.loc[name, 'R@1'] - paper5.loc[base_name, 'R@1']:+.2f}"
                                       if name != base_name else "")
         rows.append(row)
     return pd.DataFrame(rows).set_index("row").fillna("") if rows else None
+
+
+def _ruled(t5: Table5) -> set:
+    """The Table 5 rows whose setting went through the choice rule (the Energy rows, Adapt-Adv, the rows of a loss
+    whose own rate was chosen)."""
+    rows = {n for n in t5.grid if not n.endswith(" / Base")}
+    return rows | ({f"Proxy-NCA / {r}" for r in ("Base", "Energy", "Adapt-Adv")} if any(
+        w.startswith("Proxy-NCA proxies") for w in t5.choices) else set())
 
 
 def table5_sentences(study: RealStudy) -> list[str]:
@@ -801,6 +932,8 @@ def table5_sentences(study: RealStudy) -> list[str]:
     out = []
     for name, p in t5.pairs.items():
         loss, ext = name.split(" / ")
+        if name in t5.ablations:
+            ext = f"{ext} (an ablation: {t5.ablations[name]})"
         paper_diff = paper5.loc[name, "R@1"] - paper5.loc[f"{loss} / Base", "R@1"]
         if p.diff.n < 2:
             out.append(f"{ext} on {loss}: {100 * p.diff.mean:+.1f} points of unseen Recall@1 against the {loss} base "
@@ -816,6 +949,18 @@ def table5_sentences(study: RealStudy) -> list[str]:
     return out + _table5_summary(study)
 
 
+def _rule_summary(study: RealStudy) -> list[str]:
+    """One sentence: which Table 5 choices the rule made and for which it kept "off"."""
+    got = study.table5.choices
+    if not got:
+        return []
+    kept = [what for what, (c, _) in got.items() if c.off_won]
+    taken = [f"{what} = {c.chosen:g}" for what, (c, _) in got.items() if not c.off_won]
+    return [f"With \"off\" among the candidates, the choice rule keeps \"off\" on validation classes for "
+            f"{len(kept)} of the {len(got)} Table 5 choices ({'; '.join(kept) or 'none'}) and chooses "
+            f"{'; '.join(taken) or 'no setting'}; the rows at a setting the rule did not choose are labelled ablations."]
+
+
 def _table5_summary(study: RealStudy) -> list[str]:
     from zslib.reported import reported_frame
 
@@ -827,14 +972,17 @@ def _table5_summary(study: RealStudy) -> list[str]:
                     for loss in t5.loss_bases)
         ups = [n.split(" / ")[0] for n in aa_rows if t5.pairs[n].verdict == "up"]
         downs = [n.split(" / ")[0] for n in aa_rows if t5.pairs[n].verdict == "down"]
-        out.append(f"Adapt-Adv ({t5.aa_steps} steps) raises unseen Recall@1 clearly for {len(ups)} of the {len(aa_rows)} "
+        abl = " as an ablation" if any(n in t5.ablations for n in aa_rows) else ""
+        out.append(f"Adapt-Adv ({t5.aa_steps} steps{abl}) raises unseen Recall@1 clearly for {len(ups)} of the {len(aa_rows)} "
                    f"losses with an interval ({', '.join(ups) or 'none'}) and lowers it clearly for {len(downs)} "
                    f"({', '.join(downs) or 'none'}); the paper reports a gain for {gains} of its three losses.")
     en_rows = [n for n in t5.pairs if n.endswith("Energy") and t5.pairs[n].diff.n > 1]
     if en_rows:
         clear = [f"{n.split(' / ')[0]} ({t5.pairs[n].verdict})" for n in en_rows if t5.pairs[n].verdict != "no clear effect"]
+        abl = [n.split(" / ")[0] for n in en_rows if n in t5.ablations]
         out.append(f"Energy changes unseen Recall@1 clearly for {len(clear)} of the {len(en_rows)} losses"
-                   + (f": {', '.join(clear)}." if clear else "."))
+                   + (f": {', '.join(clear)}" if clear else "")
+                   + (f" (an ablation for {', '.join(abl)}: not chosen on validation classes)." if abl else "."))
     return out
 
 
@@ -1019,7 +1167,10 @@ def key_findings():
         return not_recorded_box()
     pg, pa = study.pairs[BASE, GDFL], study.pairs[GDFL, METHOD]
     stop = study.stopping
-    stopped = ([f"Stopped at the length chosen on validation classes ({stop.chosen} steps), Adapt-Adv "
+    where = (f"at the best trained length on validation classes ({stop.length} steps; an ablation: the choice rule "
+             "keeps no training)" if stop is not None and stop.ablation else
+             f"at the length chosen on validation classes ({stop.length} steps)" if stop is not None else "")
+    stopped = ([f"Stopped {where}, Adapt-Adv "
                 f"{verdict_words(stop.p_stop.verdict)} unseen Recall@1 against the triplet base ({_signed(stop.p_stop)} "
                 "points, paired)" + (f" and {verdict_words(stop.p_stop_gdfl.verdict)} it against +GDFL "
                                      f"({_signed(stop.p_stop_gdfl)} points)." if stop.p_stop_gdfl is not None else ".")]
@@ -1080,6 +1231,7 @@ def experiments_findings(runs: Mapping, lam_quick: Mapping, attention, gradcam, 
              _late_sentence(study), stopping_sentence(study)]
     found += _lambda0_sentences(study)
     if study.table5 is not None:
+        found += _rule_summary(study)
         found += [f"Table 5 analogue on Flowers-102 (frozen backbone): {s}" for s in table5_sentences(study)]
     if records:
         found += _gradcam_sentences(records)
