@@ -153,7 +153,8 @@ PROFILES["real"] = Profile(
 #: and shift train). One evaluation at the end (``eval_every`` = the 200 steps): no stopping step is read from a
 #: curve. Measured on one core of the 2-core AMD EPYC (2026-11-25): 0.21 s of CPU per training step, 50 s of CPU
 #: per validation run (200 steps and the final evaluation), 1.5 to 2 minutes of wall time when the machine
-#: is lightly shared.
+#: is lightly shared. Whether the stages should move at all, and how fast, is checked on validation classes by
+#: :mod:`zslib.analysis.adaptation` (the frozen network is "off" there).
 ADAPTED_REAL = {"train_stages": ("block6", "head"), "eval_every": 200}
 
 _active: Profile | None = None
