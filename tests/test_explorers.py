@@ -299,3 +299,24 @@ def test_cml_confusion_slides_over_runs_trained_at_each_weight(tmp_path, monkeyp
     assert frames[0.0] != frames[2.0]
     with pytest.raises(ValueError, match="distinct non-negative"):
         ex.cml_confusion(short, lambdas=(0.2, 0.2))
+
+
+def test_cml_confusion_loads_the_runs_the_results_folder_holds_with_their_weights(tmp_path, monkeypatch):
+    """A weight whose run is stored in the results folder with its checkpoint (the chapter's table trained it) is
+    loaded, not trained again in results/explorers/; its caption's Recall@1 is that run's own evaluation. A stored
+    run without its checkpoint (a recorded run: metrics only) is trained again."""
+    from zslib.engine.config import config_hash
+    from zslib.experiment import Config, run
+    from zslib.methods.cml.method import with_confusion
+
+    monkeypatch.setenv("ZS_RESULTS", str(tmp_path / "results"))
+    short = Config.from_profile("quick", loss="triplet", iterations=10, eval_every=10).replace(seed=1)
+    table_run = run(short, tmp_path / "results", progress=False)  # where run_grid stores the table's runs
+    weightless = run(with_confusion(short, lambda1=0.2), tmp_path / "results", progress=False)
+    weightless.checkpoint.unlink()
+    explorer = ex.cml_confusion(short, lambdas=(0.0, 0.2, 2.0), seed=1, classes=4, per_class=6, max_iter=250)
+    trained_here = sorted(p.name for p in (tmp_path / "results" / "explorers").glob("*.json"))
+    assert not any(config_hash(short) in name for name in trained_here)  # lambda1 = 0: loaded, not trained again
+    assert len(trained_here) == 2  # lambda1 = 0.2 (no checkpoint) and 2 (not stored) trained, both at once
+    assert f"unseen Recall@1 {100 * table_run.metric('R@1'):.1f}%" in explorer.set(lambda1="0").data["caption"]
+    assert "lambda1 = 0: the run stored in the results folder, loaded with its weights" in explorer.note

@@ -40,10 +40,12 @@ The explorers (each names the paper and equation it shows):
 * :func:`retrieval` -- an unseen query and its k nearest neighbours under several models, with
   correct (green) and wrong (red) frames and the query's Recall@1 and Recall@k;
 * :func:`retrieval_of_runs` -- the same for runs given by their configurations (trained again in seconds
-  on the real profile's cached features, with the Flowers-102 photographs);
+  on the real profile's cached features, or loaded where the results folder holds their weights, with the
+  Flowers-102 photographs);
 * :func:`embedding` -- a 2-D t-SNE map of unseen classes per model; pointing at a dot shows its photo;
 * :func:`cml_confusion` -- CML Eq. 11, the energy-confusion weight lambda1 as a slider over the unseen
-  embedding of runs trained at each weight (0: the loss alone), with their Recall@1;
+  embedding of runs trained at each weight (0: the loss alone; a run the chapter trained already is loaded),
+  with their Recall@1;
 * :func:`adapt_adv_lambda` -- Adapt-Adv Eq. 22, lambda against the classifier loss L_c, with the
   L_c trace of a training run;
 * :func:`deml_attention` -- DeML's object attention map after T random-walk steps (Eq. 2-3);
@@ -487,15 +489,62 @@ def retrieval(dataset, models: Mapping[str, object], *, labels=None, k: int = 5,
                          f"leave-one-out among {y.size} unseen images, {metric} similarity.")
 
 
-def _models_of_runs(configs: Mapping[str, object], seed: int, fallback: str | None):
-    """The trained networks of ``configs`` (each at ``seed``), their unseen split, the first config and a note:
-    what :func:`retrieval_of_runs` and :func:`cml_confusion` show. A run that trains is trained again (or loaded
-    with its checkpoint) in ``results/explorers/``; the pretrained features are built as :func:`run` would. Without
-    the configs' data, and with ``fallback`` a profile, the same methods and losses run on that profile instead."""
+def _stored_with_weights(config):
+    """The finished run of ``config`` in the results folder when its checkpoint is there too (a chapter's grid trained
+    it already: the same config hash is the same run), else ``None``; a recorded run (metrics only) has no weights."""
+    from zslib.engine.store import load_result, result_path, results_dir
+
+    path = result_path(config, results_dir())
+    if not path.exists():
+        return None
+    result = load_result(path)
+    return result if result.checkpoint is not None and result.checkpoint.is_file() else None
+
+
+def _trained_runs(configs: Mapping[str, object]) -> tuple[dict, list]:
+    """``({name: Result}, reused)``: a finished run with its checkpoint for each of ``configs`` (runs that train). A
+    run the results folder holds with its weights is loaded (:func:`_stored_with_weights`; ``reused`` lists their
+    names), the others are trained together by :func:`zslib.engine.grid.run_many` (one run per core) into
+    ``results/explorers/``, their own folder, so that a recorded result (metrics only) is never overwritten; a run
+    stored there with its checkpoint is loaded."""
+    from zslib.engine.grid import run_many
+    from zslib.engine.store import results_dir
+
+    found = {name: _stored_with_weights(c) for name, c in configs.items()}
+    reused = [name for name, r in found.items() if r is not None]
+    missing = {name: c for name, c in configs.items() if found[name] is None}
+    if missing:
+        trained = run_many(list(missing.values()), results_dir=results_dir() / "explorers", progress=False)
+        found.update(zip(missing, trained))
+    return found, reused
+
+
+def _origin_note(seed: int, names: Sequence[str], reused: Sequence[str], label: Callable[[str], str] = str) -> str:
+    """The sentence of an explorer's note that says where its trained networks come from: seed ``seed`` of each of
+    the runs ``names``, those in ``reused`` loaded with the weights the results folder holds, the others trained
+    again from their configurations; ``label`` names a run in the sentence."""
+    if not reused:
+        return f" Seed {seed} of each run, trained again from its configuration."
+    listed = ", ".join(label(n) for n in reused)
+    if len(reused) == len(names):
+        return f" Seed {seed} of each run, the stored runs ({listed}) loaded with their weights."
+    several = len(reused) > 1
+    return (f" Seed {seed} of each run; {listed}: the run{'s' if several else ''} stored in the results folder, "
+            f"loaded with {'their' if several else 'its'} weights; the others trained again from their configurations.")
+
+
+def _models_of_runs(configs: Mapping[str, object], seed: int, fallback: str | None,
+                    label: Callable[[str], str] = str):
+    """The trained networks of ``configs`` (each at ``seed``), their unseen split, the first config, a note on the
+    data and a sentence on where the networks come from (:func:`_origin_note`, naming runs by ``label``): what
+    :func:`retrieval_of_runs` and :func:`cml_confusion` show. A run that trains is loaded with its checkpoint when
+    the results folder holds it (e.g. a run of the chapter's table), else trained again, the missing runs in
+    parallel, in ``results/explorers/`` (:func:`_trained_runs`); the pretrained features are built as :func:`run`
+    would. Without the configs' data, and with ``fallback`` a profile, the same methods and losses run on that
+    profile instead."""
     from zslib.engine.config import Config
     from zslib.engine.data.errors import MissingDataError
-    from zslib.engine.runner import build_data, build_model, load_model, run
-    from zslib.engine.store import results_dir
+    from zslib.engine.runner import build_data, build_model, load_model
     from zslib.engine.train import set_seed
     from zslib.methods.registry import get_method
 
@@ -515,16 +564,19 @@ def _models_of_runs(configs: Mapping[str, object], seed: int, fallback: str | No
         note = (f"The {first.dataset} profile's data is not on this machine ({str(err).splitlines()[0][:120]}); "
                 f"the same methods run on the {fallback} profile. ")
     unseen = data["unseen"]
-    models = {}
     for name, c in configs.items():
         if (c.dataset, c.backbone, c.image_size) != (first.dataset, first.backbone, first.image_size):
             raise ValueError(f"{name!r} reads other data than {next(iter(configs))!r}; give runs of one dataset")
-        if get_method(c.method).trains:  # its own folder: a recorded result (metrics only) is never overwritten
-            models[name] = load_model(run(c, results_dir() / "explorers", progress=False), device="cpu")
+    trains = {name: c for name, c in configs.items() if get_method(c.method).trains}
+    runs, reused = _trained_runs(trains)
+    models = {}
+    for name, c in configs.items():
+        if name in runs:
+            models[name] = load_model(runs[name], device="cpu")
         else:  # nothing to train (the pretrained features): the network as run() would build it
             set_seed(c.seed)
             models[name] = build_model(c).eval()
-    return models, unseen, first, note
+    return models, unseen, first, note, _origin_note(seed, list(trains), reused, label)
 
 
 def retrieval_of_runs(configs: Mapping[str, object], *, seed: int = 0, fallback: str | None = "quick",
@@ -532,10 +584,11 @@ def retrieval_of_runs(configs: Mapping[str, object], *, seed: int = 0, fallback:
     """The retrieval explorer (:func:`retrieval`) of runs given by their configurations, e.g. the untrained
     pretrained features, a baseline and a method of the real profile (Flowers-102 photographs).
 
-    A result keeps metrics, not weights, so each configuration (with ``seed``) is trained again by
-    :func:`zslib.experiment.run` into ``results/explorers/`` (a run of the real profile trains a head on the
-    cached features: seconds; a result with its checkpoint there is loaded instead; a recorded result in
-    ``results/recorded/`` is left alone). Where the configurations' data
+    A recorded result keeps metrics, not weights, so each configuration (with ``seed``) is trained again, the
+    missing runs in parallel (:func:`zslib.engine.grid.run_many`), into ``results/explorers/`` (a run of the real
+    profile trains a head on the cached features: seconds; a result with its checkpoint there is loaded instead; a
+    recorded result in ``results/recorded/`` is left alone); a run the results folder holds with its checkpoint (one
+    a chapter trained already) is loaded, not trained again. Where the configurations' data
     is absent (no Flowers-102 under ``$ZS_DATA``) and ``fallback`` names a profile, the same methods and
     losses run on that profile instead (SynthParts for ``"quick"``), and the explorer says so. The
     photographs shown come from the dataset itself, or, where a run reads cached features, from the image
@@ -543,7 +596,7 @@ def retrieval_of_runs(configs: Mapping[str, object], *, seed: int = 0, fallback:
     """
     from zslib.engine.models import normalization
 
-    models, unseen, first, note = _models_of_runs(configs, seed, fallback)
+    models, unseen, first, note, origin = _models_of_runs(configs, seed, fallback)
     mean, std = normalization(first.backbone)
     images = unseen
     if unseen[0][0].ndim == 1:  # cached pooled features: the photographs of the same split, in the same order
@@ -556,7 +609,7 @@ def retrieval_of_runs(configs: Mapping[str, object], *, seed: int = 0, fallback:
                                "orders; rebuild the feature cache (zslib.engine.data.features)")
     embs = {name: _embeddings(m, unseen) for name, m in models.items()}
     explorer = retrieval(images, embs, labels=np.asarray(unseen.labels), mean=mean, std=std, **kwargs)
-    explorer.note = note + explorer.note + f" Seed {seed} of each run, trained again from its configuration."
+    explorer.note = note + explorer.note + origin
     return explorer
 
 
@@ -639,11 +692,12 @@ def cml_confusion(base, lambdas: Sequence[float] = (0.0, 0.2, 2.0, 20.0), *, lam
                   fallback: str | None = "quick", **kwargs) -> Explorer:
     """CML's energy-confusion weight as a slider (Chen et al. 2022, Eq. 11: the loss plus lambda1 times the energy
     confusion of Eq. 3 and lambda2 times the diversity confusion): for each ``lambdas`` value the run ``base``
-    with that weight (:func:`zslib.methods.cml.method.with_confusion`; 0 is the loss alone) is trained again at
-    ``seed`` and its unseen embedding drawn as a t-SNE map (:func:`embedding`), with the run's unseen Recall@1 and
-    the ratio of the mean distance between class centres to the mean distance of an image to its own class
-    centre (how far apart the unseen classes sit, in units of their own spread) under each map. ``kwargs`` go to
-    :func:`embedding`."""
+    with that weight (:func:`zslib.methods.cml.method.with_confusion`; 0 is the loss alone) at ``seed`` is loaded
+    with its weights where the results folder holds it (a run of the chapter's table), else trained again (the
+    missing runs in parallel, :func:`_trained_runs`), and its unseen embedding drawn as a t-SNE map
+    (:func:`embedding`), with the run's unseen Recall@1 and the ratio of the mean distance between class centres to
+    the mean distance of an image to its own class centre (how far apart the unseen classes sit, in units of their
+    own spread) under each map. ``kwargs`` go to :func:`embedding`."""
     from zslib.engine.evaluate import recall_at_k
     from zslib.engine.models import normalization
     from zslib.methods.cml.method import with_confusion
@@ -652,7 +706,7 @@ def cml_confusion(base, lambdas: Sequence[float] = (0.0, 0.2, 2.0, 20.0), *, lam
     if len(set(lambdas)) != len(lambdas) or any(not v >= 0 for v in lambdas):
         raise ValueError(f"lambdas must be distinct non-negative weights, got {lambdas}")
     configs = {f"{v:g}": with_confusion(base, lambda1=v, lambda2=lambda2) for v in sorted(lambdas)}
-    models, unseen, first, note = _models_of_runs(configs, seed, fallback)
+    models, unseen, first, note, origin = _models_of_runs(configs, seed, fallback, label=lambda n: f"lambda1 = {n}")
     y = np.asarray(unseen.labels)
     embs = {name: _embeddings(m, unseen) for name, m in models.items()}
     captions = {}
@@ -664,7 +718,7 @@ def cml_confusion(base, lambdas: Sequence[float] = (0.0, 0.2, 2.0, 20.0), *, lam
     explorer = embedding(embs, unseen, mean=mean, std=std, seed=seed, knob="lambda1", kind="slider",
                          captions=captions, title="CML's energy-confusion weight lambda1 and the unseen embedding",
                          **kwargs)
-    explorer.note = note + explorer.note + " Each map is its own t-SNE: compare the clusters, not the axes."
+    explorer.note = note + explorer.note + origin + " Each map is its own t-SNE: compare the clusters, not the axes."
     return explorer
 
 
