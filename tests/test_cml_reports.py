@@ -141,3 +141,25 @@ def test_the_rule_keeps_the_loss_alone_unless_a_weight_is_clearly_above_it_on_va
     caption = reports.weights_caption(sweep, reports.choose_weights(sweep), 1.0, False)
     if all(c.off_won for c in choices.values()):
         assert "no weight is chosen" in caption
+
+
+def test_the_grid_note_counts_recorded_and_trained_runs_from_their_paths(tmp_path):
+    """The quick table's note says how many runs were loaded from the recorded runs (with their commit) and how
+    many were trained by this execution, read from where each result file lies."""
+    from types import SimpleNamespace
+
+    from zslib.methods.cml.reports import grid_note
+
+    def result(folder, params=None):
+        pv = {"device": "cpu (x86_64, 2 cores)", "git_commit": "0123456789abcdef", "timestamp": "2026-11-26T01:50:00"}
+        return SimpleNamespace(path=tmp_path / folder / "r.json", provenance=pv,
+                               config=SimpleNamespace(method_params=params or {}))
+
+    runs = {("triplet", "baseline"): [result("recorded"), result("results")],
+            ("triplet", "cml"): [result("recorded", {"lambda1": 0.02}), result("recorded")]}
+    note = grid_note(runs, 1.25)
+    assert note.startswith("4 runs ready in 1.2 s; 3 of them are recorded runs")
+    assert "commit `0123456789ab`, 2026-11-26" in note and "1 trained here" in note
+    assert note.endswith("triplet: `{'lambda1': 0.02}`.")
+    trained = {k: [result("results") for _ in v] for k, v in runs.items()}
+    assert "recorded" not in grid_note(trained, 3.0)

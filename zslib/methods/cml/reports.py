@@ -190,6 +190,22 @@ def real_table(runs: Mapping, floor):
     return pd.DataFrame(rows).set_index(["loss", "variant"])
 
 
+def grid_note(runs: Mapping, seconds: float) -> str:
+    """Markdown under the quick table's grid: how many runs, how many were trained by this execution and how many
+    are recorded runs (their machine, commit and date), and the CML weights the triplet rows trained with."""
+    flat = [r for rs in runs.values() for r in rs]
+    recorded = [r for r in flat if r.path is not None and r.path.parent.name == "recorded"]
+    text = f"{len(flat)} runs ready in {seconds:.1f} s"
+    if recorded:
+        pv = recorded[0].provenance
+        text += (f"; {len(recorded)} of them are recorded runs, loaded (made on {pv.get('device')}, commit "
+                 f"`{str(pv.get('git_commit'))[:12]}`, {str(pv.get('timestamp'))[:10]}; the page of recorded runs "
+                 f"lists them), {len(flat) - len(recorded)} trained here")
+    weights = next((rs[0].config.method_params for (loss, variant), rs in runs.items()
+                    if loss == "triplet" and variant == "cml"), None)
+    return text + (f". CML weights as trained, triplet: `{weights}`." if weights is not None else ".")
+
+
 def provenance_caption(runs: Mapping, floor) -> str:
     """Markdown: seeds per row of the real-photograph table (CML, TNNLS 2022, Tables II-V analogue) and where and when
     the untrained floor was recorded."""
