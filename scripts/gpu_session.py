@@ -145,7 +145,7 @@ def worker(queue: Path, results: Path, device: str, deadline: float) -> int:
 def campaign(args, out: Path, deadline: float) -> list[str]:
     """Queue the campaign's runs, start the workers, queue each method's test runs once it is chosen; return the
     methods whose every run is stored by the deadline."""
-    from zslib.campaign.run import _best_non_off, campaign_configs
+    from zslib.campaign.run import campaign_configs, setting_to_test
     from zslib.engine.choice import choose
 
     configs = campaign_configs(args.dataset, methods=args.methods, validation_seeds=args.validation_seeds,
@@ -197,7 +197,7 @@ def campaign(args, out: Path, deadline: float) -> list[str]:
                 runs = {k: [_stored(c, results) for c in seeds] for k, seeds in configs["validation"][m].items()}
                 if all(r is not None for rs in runs.values() for r in rs):
                     choice = choose(runs, off="off", metric="R@1", split="val")
-                    setting = choice.chosen if not choice.off_won else _best_non_off(choice)
+                    setting = setting_to_test(choice)
                     chosen[m] = setting
                     print(f"{m}: {choice.sentence()} -> test runs of {setting!r} queued", flush=True)
                     for c in configs["test"][m][setting]:

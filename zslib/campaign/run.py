@@ -35,7 +35,7 @@ from zslib.engine.choice import choose
 from zslib.engine.config import Config
 from zslib.engine.stats import format_interval, interval, paired
 
-__all__ = ["STAGES", "Campaign", "run_campaign", "device_settings", "comparison_rows", "markdown_table",
+__all__ = ["STAGES", "Campaign", "run_campaign", "setting_to_test", "device_settings", "comparison_rows", "markdown_table",
            "campaign_configs", "estimate_minutes", "ASSUMED_RATES", "record_campaigns", "load_manifest"]
 
 #: The stages, in order, with what each does (``--help`` prints them).
@@ -230,7 +230,7 @@ def run_campaign(dataset: str = "flowers102", *, smoke: bool = False, methods=ME
     out(f"stage 3/4 test: {STAGES['test']}")
     for m, candidates in configs["test"].items():
         choice = camp.choices[m]
-        setting = choice.chosen if not choice.off_won else _best_non_off(choice)
+        setting = setting_to_test(choice)
         camp.test[m] = {"setting": setting, "ablation": choice.off_won,
                         "off": [runner(c, "test", "unseen") for c in candidates["off"]],
                         "method": [runner(c, "test", "unseen") for c in candidates[setting]]}
@@ -246,8 +246,11 @@ def run_campaign(dataset: str = "flowers102", *, smoke: bool = False, methods=ME
     return camp
 
 
-def _best_non_off(choice) -> str:
-    """The best candidate other than "off" by validation mean (trained at test only as a labelled ablation)."""
+def setting_to_test(choice) -> str:
+    """The setting the test stage trains beside "off": the chosen one, or, when the rule kept "off", the best
+    candidate other than "off" by validation mean (its row is then labelled an ablation)."""
+    if not choice.off_won:
+        return choice.chosen
     others = {k: v for k, v in choice.means.items() if k != choice.off}
     return max(others, key=lambda k: others[k].mean)
 
