@@ -84,3 +84,13 @@ def test_the_papers_claimed_gains_are_read_from_their_tables():
         paper, table, row, base, column, _ = entry.reported
         want = reported_value(table, row, column, paper) - reported_value(table, base, column, paper)
         assert cmp._reported_gain(entry) == pytest.approx(want)
+
+
+def test_zsml_test_rows_rank_every_unseen_image_against_the_cosine_of_its_inputs(real):
+    """ZSML's test rows (not its validation runs) rank every unseen image for their sampled queries, and its
+    "off" is the cosine of the same input features on the same queries."""
+    row = next(r for r in real.rows if r.method == "ZSML")
+    for r in row.runs:
+        p = r.config.method_params
+        assert p["gallery_splits"] == ["unseen"] and p["input_metric"] == "normalized", r.config.name
+    assert [b.metric("R@1") for b in row.baseline] == [r.metric("input R@1") for r in row.runs]

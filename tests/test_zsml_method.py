@@ -14,7 +14,8 @@ from zslib.methods.zsml import cross_update as cu
 from zslib.engine.config import Config
 from zslib.methods import METHODS
 from zslib.methods.zsml.method import ZSML
-from zslib.methods.zsml.pairwise import class_sample, euclidean_scorer, matrix_metrics, neighbor_graph, pairwise_metrics
+from zslib.methods.zsml.pairwise import (class_sample, euclidean_scorer, matrix_metrics, neighbor_graph,
+                                        normalized_euclidean_scorer, pairwise_metrics)
 from zslib.engine.train import train
 from toys import Blocks
 
@@ -205,6 +206,60 @@ def test_pairwise_metrics_of_the_euclidean_scorer_equal_the_full_distance_matrix
     got = pairwise_metrics(euclidean_scorer, torch.tensor(x), y, per_class=3, seed=2, neighbors=3, max_pairs=7)
     want = matrix_metrics(-d2, y[keep], neighbors=3, seed=2, ks=(1, 2, 4, 8))
     assert got == pytest.approx(want)
+
+
+def test_full_gallery_ranks_every_item_for_the_sampled_queries_by_brute_force():
+    """Recall@K of the sampled queries against every item of the set (the query itself left out), checked by
+    loops over the full distance matrix; the clustering columns are those of the sample alone."""
+    rng = np.random.default_rng(4)
+    y = np.repeat(np.arange(5), 9)
+    x = rng.normal(size=(5, 6))[y] + 0.9 * rng.normal(size=(45, 6))
+    keep = class_sample(y, 3, seed=1)
+    d2 = ((x[:, None, :] - x[None, :, :]) ** 2).sum(-1)
+    got = pairwise_metrics(euclidean_scorer, torch.tensor(x), y, per_class=3, seed=1, neighbors=3, max_pairs=11,
+                           full_gallery=True)
+    for k in (1, 2, 4, 8):
+        hits = [any(y[j] == y[i] for j in sorted((j for j in range(45) if j != i), key=lambda j: (d2[i, j], j))[:k])
+                for i in keep]
+        assert got[f"R@{k}"] == pytest.approx(np.mean(hits))
+    sample = pairwise_metrics(euclidean_scorer, torch.tensor(x), y, per_class=3, seed=1, neighbors=3)
+    assert {m: got[m] for m in ("ACC", "NMI", "Purity")} == pytest.approx({m: sample[m] for m in ("ACC", "NMI", "Purity")})
+    assert got["R@1"] != sample["R@1"]  # a different retrieval task from the sample's own
+    # every item a query: the same as the square protocol on the whole set
+    assert pairwise_metrics(euclidean_scorer, torch.tensor(x), y, full_gallery=True) == pytest.approx(
+        pairwise_metrics(euclidean_scorer, torch.tensor(x), y))
+
+
+def test_normalized_euclidean_scorer_ranks_as_the_cosine():
+    rng = np.random.default_rng(5)
+    a, b = torch.tensor(rng.normal(size=(30, 7)) * rng.uniform(0.1, 9, size=(30, 1))), torch.tensor(rng.normal(size=(30, 7)))
+    cos = torch.nn.functional.cosine_similarity(a, b)
+    assert torch.allclose(normalized_euclidean_scorer(a, b), 2 * cos - 2)
+
+
+def test_gallery_splits_and_input_metric_change_only_the_named_split_and_the_comparator():
+    """A ZSML evaluator with ``gallery_splits=["unseen"]`` ranks every image only when told the split is unseen,
+    and ``input_metric="normalized"`` scores the input features by their cosine (unseen: an independent loop)."""
+    rng = np.random.default_rng(6)
+    y = np.repeat(np.arange(4), 8)
+    x = torch.tensor(rng.normal(size=(4, 12))[y] * rng.uniform(0.2, 5, size=(32, 1)) + rng.normal(size=(32, 12)),
+                     dtype=torch.float32)
+    model, method = _build(gallery_splits=["unseen"], input_metric="normalized")
+    evaluate = method.pair_evaluator(model)
+    seen, unseen = evaluate(x, y, seed=2, split="seen"), evaluate(x, y, seed=2, split="unseen")
+    keep = class_sample(y, 3, seed=2)
+    xn = torch.nn.functional.normalize(x, dim=1).numpy()
+    cos = xn @ xn.T
+    hits = [y[max((j for j in range(32) if j != i), key=lambda j: (cos[i, j], -j))] == y[i] for i in keep]
+    assert unseen["input R@1"] == pytest.approx(np.mean(hits))
+    sub = cos[np.ix_(keep, keep)]
+    hits_sample = [y[keep][max((j for j in range(len(keep)) if j != i), key=lambda j: (sub[i, j], -j))] == y[keep][i]
+                   for i in range(len(keep))]
+    assert seen["input R@1"] == pytest.approx(np.mean(hits_sample))
+    plain = _build()[1].pair_evaluator(model)(x, y, seed=2, split="unseen")
+    assert plain["R@1"] == seen["R@1"]  # without gallery_splits every split is the sample against itself
+    with pytest.raises(ValueError, match="split names"):
+        _build(gallery_splits=["test"])
 
 
 # ------------------------------------------------------------------------------------- end to end

@@ -102,10 +102,17 @@ _ZSML = {"hidden": [256, 256], "eval_per_class": 4}
 
 
 def _zsml(base: Config, alpha: float | None = None) -> Config:
-    """ZSML at ``alpha``; its "off" is the same run's own input features compared by the Euclidean distance on
-    the same sample of images (the ``input`` metrics every ZSML result carries), so ``alpha=None`` returns the
-    ZSML run whose input metrics stand for "off"."""
-    return base.replace(method="zsml", method_params={**_ZSML, "alpha": 0.5 if alpha is None else alpha})
+    """ZSML at ``alpha``; its "off" is the same run's own input features on the same images (the ``input`` metrics
+    every ZSML result carries), so ``alpha=None`` returns the ZSML run whose input metrics stand for "off". The
+    choice (a config with a validation split) reads its recorded validation runs, each scoring a 4-per-class sample
+    of the validation classes; a test run ranks every unseen image
+    (:data:`zslib.methods.zsml.method.EVERY_UNSEEN_IMAGE`), its "off" being the cosine of the input features."""
+    from zslib.methods.zsml.method import EVERY_UNSEEN_IMAGE
+
+    params = {**_ZSML, "alpha": 0.5 if alpha is None else alpha}
+    if not base.validation_fraction:
+        params.update(EVERY_UNSEEN_IMAGE)
+    return base.replace(method="zsml", method_params=params)
 
 
 def _jrd(base: Config, alpha: float = 0.0) -> Config:

@@ -57,6 +57,8 @@ def check_param(spec: dict | None, value, name: str):
             raise ValueError(f"{name} must be {'null or ' if spec.get('optional') else ''}a list of names, got {value!r}")
         if len(set(names)) != len(names):
             raise ValueError(f"{name} must name distinct items, got {value!r}")
+        if spec.get("options") and any(n not in spec["options"] for n in names):
+            raise ValueError(f"{name} must name items from {spec['options']}, got {value!r}")
         return value
     if kind == "choice":
         if value not in spec["options"]:

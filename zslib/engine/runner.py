@@ -145,7 +145,8 @@ def split_metrics(config: Config, model: nn.Module, data: dict, device, method=N
                 raise NotImplementedError(f"method {config.method!r} evaluates pairs of one set; separate query "
                                           "and gallery sets (In-Shop) are not supported")
             with torch.no_grad():
-                row = pairwise(*emb(data[split]), seed=config.seed if cluster_seed is None else int(cluster_seed))
+                row = pairwise(*emb(data[split]), seed=config.seed if cluster_seed is None else int(cluster_seed),
+                               split=split)
         elif isinstance(data[split], tuple):  # In-Shop: queries against the gallery
             (q, ql), (g, gl) = emb(data[split][0]), emb(data[split][1])
             row = score(g, gl, query_embeddings=q, query_labels=ql)

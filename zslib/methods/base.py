@@ -38,8 +38,8 @@ name::
   closed-form fit (scikit-learn's NCA). Default: nothing.
 * ``pair_evaluator(model)``: ``None`` (the default) for methods that embed images, which are evaluated
   by distances of ``model(x)``. A method that learns a similarity of *two* vectors instead returns a
-  function ``evaluator(features, labels, seed) -> {metric: value}`` of the rows ``model(x)`` of one
-  split (for instance :func:`zslib.methods.zsml.pairwise.pairwise_metrics` with its scorer); the runner then uses it
+  function ``evaluator(features, labels, seed, split) -> {metric: value}`` of the rows ``model(x)`` of one
+  split (``split``: its name, ``"seen"``, ``"val"`` or ``"unseen"``) (for instance :func:`zslib.methods.zsml.pairwise.pairwise_metrics` with its scorer); the runner then uses it
   for every split.
 
 ``params`` declares the method's hyperparameters (``Config.method_params``): each with its default, a

@@ -106,7 +106,7 @@ class NCA(Method):
     def pair_evaluator(self, model):
         p = self.p
 
-        def evaluate(features, labels, seed=0):
+        def evaluate(features, labels, seed=0, split=None):
             return pairwise_metrics(euclidean_scorer, features, labels, per_class=p["eval_per_class"], seed=seed,
                                     neighbors=p["neighbors"])
 

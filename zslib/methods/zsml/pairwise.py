@@ -75,6 +75,7 @@ __all__ = [
     "matrix_metrics",
     "pairwise_metrics",
     "euclidean_scorer",
+    "normalized_euclidean_scorer",
 ]
 
 PairScorer = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
@@ -418,20 +419,58 @@ def matrix_metrics(similarity, labels, *, ks: Sequence[int] = (1, 2, 4, 8), neig
 
 def pairwise_metrics(scorer: PairScorer, features, labels, *, per_class: int | None = None, seed: int = 0,
                      symmetric: bool = False, ks: Sequence[int] = (1, 2, 4, 8), neighbors: int = 10,
-                     max_pairs: int = DEFAULT_MAX_PAIRS, device=None) -> dict[str, float]:
+                     max_pairs: int = DEFAULT_MAX_PAIRS, device=None, full_gallery: bool = False) -> dict[str, float]:
     """The book's evaluation of a pair scorer on one split: :func:`class_sample` (``per_class``,
     ``seed``), the :func:`score_matrix` of the sample against itself (averaged with its transpose when
-    ``symmetric``), and :func:`matrix_metrics` of it. Memory: the ``n x n`` matrix plus one chunk."""
+    ``symmetric``), and :func:`matrix_metrics` of it. Memory: the ``n x n`` matrix plus one chunk.
+
+    ``full_gallery``: the sample is only the set of *queries*; each is scored against every item of the split
+    (itself left out), so Recall@K is the every-item Recall@K of those queries. Recall@K is a mean over
+    queries, so a class-stratified sample of them estimates the every-item value without bias; only the
+    sampling error remains (and it is in the spread over seeds, which draw different queries). ACC, NMI and
+    purity still cluster the sample, from the block of the matrix where the gallery items are the queries
+    themselves (the same numbers as without ``full_gallery``). Cost: ``queries x items`` scorer calls."""
     x = checks.features(features, "features", detach=True)
     y = checks.class_id_array(labels, x.shape[0], of="features")
     keep = class_sample(y, per_class, seed)
-    s = score_matrix(scorer, x[torch.from_numpy(keep)], max_pairs=max_pairs, device=device)
+    if not full_gallery:
+        s = score_matrix(scorer, x[torch.from_numpy(keep)], max_pairs=max_pairs, device=device)
+        if symmetric:
+            s = 0.5 * (s + s.T)
+        return matrix_metrics(s.numpy(), y[keep], ks=ks, neighbors=neighbors, seed=seed)
+    s = score_matrix(scorer, x[torch.from_numpy(keep)], x, max_pairs=max_pairs, device=device)
     if symmetric:
-        s = 0.5 * (s + s.T)
-    return matrix_metrics(s.numpy(), y[keep], ks=ks, neighbors=neighbors, seed=seed)
+        s = 0.5 * (s + score_matrix(scorer, x, x[torch.from_numpy(keep)], max_pairs=max_pairs, device=device).T)
+    s = s.numpy()
+    row = matrix_metrics(s[:, keep], y[keep], ks=ks, neighbors=neighbors, seed=seed)
+    row.update(_gallery_recall(s, keep, y, ks))
+    return row
+
+
+def _gallery_recall(scores: np.ndarray, queries: np.ndarray, labels: np.ndarray, ks: Sequence[int]) -> dict:
+    """Recall@K of the ``queries`` (indices into ``labels``) from their ``(len(queries), n)`` rows of scores
+    against every item, each query's own column left out; ties by index (as :func:`matrix_metrics`)."""
+    ks = tuple(int(k) for k in ks)
+    masked = np.array(scores, dtype=np.float64)
+    masked[np.arange(len(queries)), queries] = -np.inf
+    order = np.argsort(-masked, axis=1, kind="stable")[:, :max(ks)]
+    yq = labels[queries]
+    classes, counts = np.unique(labels, return_counts=True)
+    valid = counts[np.searchsorted(classes, yq)] > 1
+    if not valid.any():
+        raise ValueError("no query has a same-class item in the gallery; Recall@K is undefined")
+    hit = labels[order] == yq[:, None]
+    first = np.where(hit.any(1), hit.argmax(1), max(ks))[valid]
+    return {f"R@{k}": float(np.mean(first < k)) for k in ks}
 
 
 def euclidean_scorer(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """The negative squared Euclidean distance of each pair, ``-||a - b||^2``: the fixed metric the
     learned ones are compared with (larger means more similar)."""
     return -(a - b).pow(2).sum(1)
+
+
+def normalized_euclidean_scorer(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """:func:`euclidean_scorer` of the L2-normalized vectors, ``-||a/|a| - b/|b|||^2 = 2 cos(a, b) - 2``: it ranks
+    exactly as the cosine similarity does, the comparison the book's untrained-feature floor uses."""
+    return euclidean_scorer(torch.nn.functional.normalize(a, dim=1), torch.nn.functional.normalize(b, dim=1))
