@@ -180,6 +180,10 @@ def _parser() -> argparse.ArgumentParser:
         who.add_argument("--user", default="auto", help="run submissions as this user (default: nobody when run as root)")
         who.add_argument("--same-user", action="store_true",
                          help="run submissions as the grader's own user (only for trusted code; see the teacher's README)")
+        parser.add_argument("--isolation", choices=["auto", "namespaces", "process"], default="auto",
+                            help="namespaces: each submission in a jail of Linux namespaces (no network, its own "
+                                 "processes, nothing writable but its folder; needs root and util-linux); process: "
+                                 "its own process group and folders only; auto (default): namespaces where they work")
 
     g = sub.add_parser("grade", help="grade one submitted notebook in a separate, limited process",
                        description="Execute the notebook in its own process and folders (zslib.teaching.grading) "
@@ -476,7 +480,8 @@ def _sandbox(args):
         raise UsageError("--timeout must be a positive number of seconds")
     if args.memory < 512:
         raise UsageError("--memory must be at least 512 (MB); torch alone needs a few GB of address space")
-    return {"timeout": args.timeout, "memory_mb": args.memory, "user": None if args.same_user else args.user}
+    return {"timeout": args.timeout, "memory_mb": args.memory, "user": None if args.same_user else args.user,
+            "isolation": args.isolation}
 
 
 def _check_notebook(path) -> None:
@@ -499,11 +504,12 @@ def _grade(args) -> int:
     if args.rubric and not Path(args.rubric).is_file():
         raise UsageError(f"no such rubric: {args.rubric}")
     _check_notebook(Path(args.notebook))
-    from zslib.teaching.grading import RefusedUser, grade_submission, probe_user, resolve_user
+    from zslib.teaching.grading import RefusedUser, grade_submission, probe_user, resolve_isolation, resolve_user
 
     options = _sandbox(args)
     try:
         probe_user(resolve_user(options["user"]))
+        options["isolation"] = resolve_isolation(options["isolation"], resolve_user(options["user"]))
     except RefusedUser as err:
         raise UsageError(str(err)) from None
     graded = grade_submission(args.notebook, args.rubric, **options)
@@ -528,7 +534,9 @@ def _grade_all(args) -> int:
         grades = grade_all(args.submissions, args.rubric, args.out, **_sandbox(args))
     except RefusedUser as err:
         raise UsageError(str(err)) from None
-    print(f"graded {len(grades)} notebook(s): {Path(args.out) / 'gradebook.csv'}, {Path(args.out) / 'feedback'}/")
+    used = json.loads((Path(args.out) / "grading.json").read_text()).get("isolation", "process")
+    print(f"graded {len(grades)} notebook(s) ({'in the namespace jail' if used == 'namespaces' else 'isolated by process only'}): "
+          f"{Path(args.out) / 'gradebook.csv'}, {Path(args.out) / 'feedback'}/")
     return 0
 
 

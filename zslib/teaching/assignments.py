@@ -174,7 +174,14 @@ def _readme(rubric: dict, titles: dict, times: dict) -> str:
              "`check`, reading the registry or the caller's frame earn nothing. A notebook that hangs or dies "
              "keeps the points of the answers it gave before; the gradebook's status says where it stopped. "
              "When it is done, every process it started is killed.", "",
-             "**Which user, and what that protects.** No container engine is used.", "",
+             "**Which user, which isolation, and what that protects.** No container engine (Docker) is needed. "
+             "Where the grader runs as root on Linux with util-linux (`unshare`, `mount`), each notebook also runs "
+             "in a container of the grader's own (`--isolation namespaces`, the default there; "
+             "`zslib.teaching.jail`): its own mount, process and network namespaces, the network unreachable, "
+             "every file outside its temporary folder read-only (`/tmp` and `/dev/shm` included), and every "
+             "process it started killed when it ends, however it detached. It shares the kernel (as any container "
+             "does) and can read world-readable files. `grading.json` records which isolation was used; "
+             "`--isolation process` turns the jail off.", "",
              "* Grader running as root (the default then runs each notebook as `nobody`): the submission "
              "cannot write your files, the shared results or cache, other students' folders, nor read files only "
              "you can read (hence `chmod 700` on `instructor/` and `grader/`); it can still read world-readable "
@@ -185,8 +192,8 @@ def _readme(rubric: dict, titles: dict, times: dict) -> str:
              "and the temporary folders protect. A submission can read and write anything you can, by absolute "
              "path (e.g. execute the instructor notebooks). Use it for trusted code, or inside a throwaway "
              "virtual machine or container.",
-             "* Neither mode stops a process that leaves the process group and clears its environment, limits "
-             "network access, or detects a student who copied the book's solution, wraps the zslib function "
+             "* Without the jail, neither mode stops a process that leaves the process group and clears its "
+             "environment or limits network access; no mode detects a student who copied the book's solution, wraps the zslib function "
              "the exercise asks to re-implement, or re-imports the exercise bank from zslib's source: skim the "
              "submitted code, and read the notebooks for the "
              "derivations and written answers, which no check tests.", "",

@@ -6,7 +6,9 @@ How a submission is graded (:func:`grade_submission`, :func:`grade_all`):
 1. The notebook is copied into a fresh temporary folder with its own ``HOME``, ``ZS_RESULTS``, ``ZS_CACHE``
    and ``TMPDIR``, and executed by :mod:`zslib.teaching.sandbox` in a child process: a new process group
    (session), an address-space limit, a file-size limit and a total time limit; as the user ``nobody``
-   when the grader is root. In that process ``check(name, answer)`` decides nothing: it writes the answer
+   when the grader is root, and then, where Linux allows it, inside a container of our own
+   (:mod:`zslib.teaching.jail`: new mount, PID, network, IPC and UTS namespaces, every mount read-only but
+   the submission's folder). In that process ``check(name, answer)`` decides nothing: it writes the answer
    as JSON on a pipe the grader reads, at the moment it is called.
 2. The grader scores each exercise's last answer: a number against the exercise's expected value, a
    choice against the decision of the values the chapter printed, a function by its outputs (and
@@ -28,9 +30,9 @@ function earns the share of inputs it gets right, a tuple of numbers the share o
 with hidden tests, and ``grade`` runs each submission in its own Docker container, executes the notebook
 there and runs the tests against the notebook's global variables inside that container, collecting the
 scores into ``final_grades.csv``. Its safety comes from the container: the tests share the process with
-the submission's objects, so without one a submission could reach them. A container engine is not
-available on the machines this book targets (a shared 2-core CPU box, Colab), and its tests are OK-format
-doctests, whereas this book's checks are its own (function vs reference with gradients, numbers with
+the submission's objects, so without one a submission could reach them. A container engine (a Docker
+daemon) is not available on the machines this book targets (a shared 2-core CPU box, Colab), and its tests are
+OK-format doctests, whereas this book's checks are its own (function vs reference with gradients, numbers with
 tolerances, choices decided by the run's printed numbers) and already drive every chapter. Keeping our
 own grader reuses those checks, needs no daemon, and scores outside the submission's process; otter is
 still the better choice where Docker is available and a course already uses it: :mod:`zslib.teaching.export`
@@ -38,18 +40,24 @@ writes the pack as otter master notebooks (or nbgrader source notebooks) whose t
 nbgrader says in its FAQ that it does not protect against unsafe code; neither does a same-user run here
 (see below).
 
-**What each mode protects against** (without a container):
+**What each mode protects against** (``isolation``, :func:`resolve_isolation`; ``"auto"`` takes the first that
+works here):
 
-* as ``nobody`` (grader is root): the submission cannot write the grader's files, other students'
+* ``"namespaces"`` (grader is root, submission as ``nobody``, util-linux's ``unshare`` and ``mount``): all of
+  the next item, and the network is unreachable, nothing outside the submission's folder can be written (not
+  even ``/tmp`` or ``/dev/shm``), the submission sees only its own processes, and every process it started
+  dies when its first one ends, however it detached. Not closed: the kernel is shared (as in any container),
+  world-readable files stay readable, CPU share is bounded only by the time limits.
+* as ``nobody`` (grader is root), ``"process"``: the submission cannot write the grader's files, other students'
   folders, the shared results or cache, nor read files only root can read (keep ``instructor/`` and
   ``grader/`` of the pack mode 700); it cannot signal the grader. It can read world-readable files (the
   book's chapters with their solutions among them) and use the network.
 * as the grader's own user (``user=None``, ``--same-user``): only the process group, the limits and the
   temporary folders protect; the submission can read and write everything the grader can, by absolute
   path. Use it for trusted code or inside a throwaway machine or container.
-* in both: a process that leaves the process group *and* clears its environment survives the cleanup; no
-  limit on network, CPU share or the number of open files beyond the defaults. A container (otter's way)
-  or a disposable VM closes these. And the references are zslib's own functions, which the course hands
+* in both ``"process"`` cases: a process that leaves the process group *and* clears its environment survives the
+  cleanup; no limit on network, CPU share or the number of open files beyond the defaults. The namespace jail
+  closes the first two; a disposable VM closes all of them. And the references are zslib's own functions, which the course hands
   out: a submission that wraps the function an exercise asks to re-implement, copies the book's solution,
   or undoes the sandbox's module replacement (removes its import guard and re-imports the exercise bank
   from zslib's source) gets the points, as it would with any autograder; that is copying, found by
@@ -399,6 +407,55 @@ def probe_user(user) -> None:
     _PROBED.add(user)
 
 
+ISOLATIONS = ("auto", "namespaces", "process")
+_ISOLATED: dict = {}
+
+
+def _namespaces_problem(ids) -> str:
+    """Why the namespace jail (:mod:`zslib.teaching.jail`) cannot be used here, or ``""`` when its probe held."""
+    if ids is None:
+        return "it needs a grader running as root that runs submissions as another user"
+    if shutil.which("unshare") is None or shutil.which("mount") is None:
+        return "the util-linux commands unshare and mount are not installed"
+    if ids in _ISOLATED:
+        return _ISOLATED[ids]
+    from zslib.teaching.jail import UNSHARE
+
+    folder = tempfile.mkdtemp(prefix="zs-jail-probe-")
+    try:
+        os.chown(folder, *ids)
+        out = subprocess.run([*UNSHARE, sys.executable, "-m", "zslib.teaching.jail", "--probe", folder],
+                             capture_output=True, text=True, timeout=120,
+                             env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": _zslib_root()})
+        said = (out.stdout.strip().splitlines() or [""])[-1]
+        problem = "" if out.returncode == 0 and said == "isolated" else (
+            said or (out.stderr.strip().splitlines() or ["the probe failed"])[-1])
+    except (OSError, subprocess.TimeoutExpired) as err:
+        problem = str(err)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    _ISOLATED[ids] = problem
+    return problem
+
+
+def resolve_isolation(isolation="auto", user=None) -> str:
+    """``"namespaces"`` (each submission in the jail of :mod:`zslib.teaching.jail`: no network, its own process
+    namespace, nothing writable but its folder) or ``"process"`` (its own process group and folders only).
+    ``"auto"``: namespaces where the probe holds (a root grader with another user and util-linux), else process;
+    ``"namespaces"`` asked for where the probe fails raises :class:`RefusedUser` with the reason."""
+    if isolation not in ISOLATIONS:
+        raise ValueError(f"isolation must be one of {list(ISOLATIONS)}, got {isolation!r}")
+    if isolation == "process":
+        return "process"
+    problem = _namespaces_problem(_user_ids(user))
+    if not problem:
+        return "namespaces"
+    if isolation == "namespaces":
+        raise RefusedUser(f"cannot grade in the namespace jail: {problem}. Run the grader as root with util-linux "
+                          "installed (submissions then run as nobody), or pass --isolation process.")
+    return "process"
+
+
 def _limits(memory_mb, ids, timeout):
     import resource
 
@@ -441,8 +498,10 @@ def _chown_tree(root: Path, uid: int, gid: int) -> None:
             os.chown(os.path.join(dirpath, f), uid, gid)
 
 
-def _execute(notebook: Path, names, seed: int, timeout: float, memory_mb: int, user) -> tuple[dict, str, str]:
-    """Run ``notebook`` in the sandbox; the answer records by exercise, the status and the log's tail."""
+def _execute(notebook: Path, names, seed: int, timeout: float, memory_mb: int, user,
+             isolation: str = "process") -> tuple[dict, str, str]:
+    """Run ``notebook`` in the sandbox (in the namespace jail when ``isolation`` is ``"namespaces"``); the answer
+    records by exercise, the status and the log's tail."""
     registry, ids = _registry(), _user_ids(user)
     token = secrets.token_hex(16)
     root = Path(tempfile.mkdtemp(prefix="zs-grade-"))
@@ -471,10 +530,15 @@ def _execute(notebook: Path, names, seed: int, timeout: float, memory_mb: int, u
     proc = None
     try:
         with open(log_path, "wb") as log:
-            proc = subprocess.Popen([sys.executable, "-m", "zslib.teaching.sandbox", str(copy), str(out_w), str(in_r)],
-                                    cwd=dirs["work"], env=env, stdin=subprocess.DEVNULL, stdout=log,
+            argv = [sys.executable, "-m", "zslib.teaching.sandbox", str(copy), str(out_w), str(in_r)]
+            jailed = isolation == "namespaces" and ids is not None
+            if jailed:  # the jail drops to the user itself, after its mounts
+                from zslib.teaching.jail import command
+
+                argv = command(str(root), ids[0], ids[1], argv)
+            proc = subprocess.Popen(argv, cwd=dirs["work"], env=env, stdin=subprocess.DEVNULL, stdout=log,
                                     stderr=subprocess.STDOUT, pass_fds=(out_w, in_r), start_new_session=True,
-                                    preexec_fn=_limits(memory_mb, ids, timeout))
+                                    preexec_fn=_limits(memory_mb, None if jailed else ids, timeout))
         os.close(out_w)
         os.close(in_r)
         out_w = in_r = None
@@ -589,14 +653,16 @@ def _check_notebook(path: Path) -> str | None:
 
 
 def grade_submission(notebook, rubric=None, *, student: str | None = None, timeout: float = DEFAULT_TIMEOUT,
-                     memory_mb: int = DEFAULT_MEMORY_MB, user="auto", seed: int | None = None) -> Graded:
+                     memory_mb: int = DEFAULT_MEMORY_MB, user="auto", seed: int | None = None,
+                     isolation: str = "auto") -> Graded:
     """Grade one notebook (see the module docstring). ``rubric``: a pack's ``rubric.json``, a dict, or ``None``
     (the exercises the notebook's metadata or check calls name, at their registered points). ``timeout``:
     seconds for the whole notebook. ``user``: ``"auto"`` (``nobody`` when root), a user name, or ``None``
-    (the grader's own user)."""
+    (the grader's own user). ``isolation``: see :func:`resolve_isolation`."""
     path = Path(notebook)
     user = resolve_user(user)
     probe_user(user)
+    isolation = resolve_isolation(isolation, user)
     table = None
     if isinstance(rubric, (str, os.PathLike)):
         table = json.loads(Path(rubric).read_text()) if Path(rubric).is_file() else None
@@ -618,7 +684,7 @@ def grade_submission(notebook, rubric=None, *, student: str | None = None, timeo
     if problem:
         run, status, tail = {"answers": {}, "cases": {}}, problem, ""
     else:
-        run, status, tail = _execute(path, list(items), seed, timeout, memory_mb, user)
+        run, status, tail = _execute(path, list(items), seed, timeout, memory_mb, user, isolation)
     registry, exercises = _registry(), {}
     for name, item in items.items():
         ex = registry[name]
@@ -678,7 +744,7 @@ def _feedback(student: str, grades: list) -> str:
 
 
 def grade_all(submissions, rubric, out, *, timeout: float = DEFAULT_TIMEOUT, memory_mb: int = DEFAULT_MEMORY_MB,
-              user="auto", seed: int | None = None, progress=print) -> list:
+              user="auto", seed: int | None = None, progress=print, isolation: str = "auto") -> list:
     """Grade every notebook under ``submissions`` with the pack's ``rubric`` (a ``rubric.json``); write
     ``out/gradebook.csv`` and ``out/feedback/<student>.md``; return the :class:`Graded` list. The hidden
     inputs' seed is ``seed``, else the pack's ``grader/hidden.json`` beside the rubric, else a fresh one
@@ -697,6 +763,7 @@ def grade_all(submissions, rubric, out, *, timeout: float = DEFAULT_TIMEOUT, mem
         _items(entry)  # an unknown exercise or bad points fail before anything runs
     user = resolve_user(user)
     probe_user(user)
+    isolation = resolve_isolation(isolation, user)
     if seed is None:
         secret = rubric_path.parent / "grader" / "hidden.json"
         seed = json.loads(secret.read_text())["seed"] if secret.is_file() else secrets.randbits(62)
@@ -710,7 +777,7 @@ def grade_all(submissions, rubric, out, *, timeout: float = DEFAULT_TIMEOUT, mem
                 raise ValueError(f"no rubric entry for chapter {chapter!r}: keep the pack's notebook metadata, or "
                                  f"name the file after its chapter (e.g. {student}_cml.ipynb)")
             g = grade_submission(nb, table, student=student, timeout=timeout, memory_mb=memory_mb, user=user,
-                                 seed=seed)
+                                 seed=seed, isolation=isolation)
         except (ValueError, OSError, RuntimeError) as err:  # one bad file must not stop the class's grading
             g = Graded(student, nb.name, chapter, f"not graded: {err}", 0.0, 0.0)
         progress(f"{student}/{nb.name}: {g.points:g} / {g.total:g} ({g.status}, {time.monotonic() - start:.0f} s)")
@@ -719,5 +786,6 @@ def grade_all(submissions, rubric, out, *, timeout: float = DEFAULT_TIMEOUT, mem
     for student in dict.fromkeys(g.student for g in grades):
         (out / "feedback" / f"{student}.md").write_text(_feedback(student, [g for g in grades if g.student == student]))
     (out / "grading.json").write_text(json.dumps({"seed": seed, "rubric": str(rubric_path.resolve()),
-                                                  "timeout_s": timeout, "memory_mb": memory_mb, "user": user}) + "\n")
+                                                  "timeout_s": timeout, "memory_mb": memory_mb, "user": user,
+                                                  "isolation": isolation}) + "\n")
     return grades
