@@ -58,7 +58,8 @@ def jailed(tmp_path):
     def run(script: str):
         here = str(Path(jail.__file__).resolve().parents[2])
         out = subprocess.run(jail.command(str(box), nobody.pw_uid, nobody.pw_gid, ["bash", "-c", script]),
-                             capture_output=True, text=True, timeout=60, env=dict(os.environ, PYTHONPATH=here))
+                             capture_output=True, text=True, timeout=60, env=dict(os.environ, PYTHONPATH=here),
+                             cwd=box)  # as the grader starts it: in its folder
         return out
 
     yield run, box
@@ -71,6 +72,7 @@ def test_the_jail_allows_its_folder_only_and_no_network(jailed, tmp_path):
     out = run(f"""
         id -un
         echo inside > {box}/answer && echo wrote-box
+        echo here > relative && echo wrote-relative
         for place in /tmp /var/tmp /dev/shm {tmp_path}; do echo x 2>/dev/null > $place/{marker} && echo wrote-$place; done
         echo x > /dev/null && echo devnull
         (exec 3<>/dev/tcp/1.1.1.1/53) 2>/dev/null && echo network
@@ -79,6 +81,7 @@ def test_the_jail_allows_its_folder_only_and_no_network(jailed, tmp_path):
     """)
     lines = out.stdout.split()
     assert lines[0] == "nobody" and "wrote-box" in lines and "devnull" in lines, out.stdout + out.stderr
+    assert "wrote-relative" in lines  # its working directory is the writable folder, not the read-only view of it
     assert not [w for w in lines if w.startswith("wrote-/")], lines  # nothing outside its folder
     assert "network" not in lines
     assert "pid-1" in lines  # its own PID namespace: the shell is process 1
@@ -118,7 +121,8 @@ def test_a_root_grader_grades_in_the_jail_where_nobody_can_run_python(tmp_path):
     escape = (f"import subprocess; subprocess.Popen(['setsid', 'env', '-i', 'sleep', '298.5']); "
               f"open({str(marker)!r}, 'w').write('x')")
     nb = tmp_path / "nb.ipynb"
-    nb.write_text(json.dumps(_nb([IMPORT, SOLUTIONS[0], f"try:\n    {escape}\nexcept OSError:\n    pass"])))
+    relative = "open('written_here.txt', 'w').write('ok')"  # its working folder is writable: no error, the check runs
+    nb.write_text(json.dumps(_nb([IMPORT, relative, SOLUTIONS[0], f"try:\n    {escape}\nexcept OSError:\n    pass"])))
     os.chmod(tmp_path, 0o755)
     g = grading.grade_submission(nb, {"metrics.duplicated_r1": 1}, user="nobody", timeout=300,
                                  isolation="namespaces")

@@ -85,6 +85,13 @@ def _enclose(folder: str) -> None:
         problem = _mount(*args)
         if problem:
             raise RuntimeError(f"could not give the submission its folder {folder} ({problem})")
+    # the working directory was entered before the bind: enter it again by its path, through the new mount, or
+    # a relative path would still write into the read-only one
+    try:
+        here = os.getcwd()
+    except OSError:
+        here = folder
+    os.chdir(here)
 
 
 def _drop(uid: int, gid: int) -> None:
