@@ -399,19 +399,8 @@ def matrix_metrics(similarity, labels, *, ks: Sequence[int] = (1, 2, 4, 8), neig
     ks = tuple(int(k) for k in ks)
     if not ks or any(k < 1 or k > n - 1 for k in ks):
         raise ValueError(f"ks must be integers in [1, {n - 1}], got {ks}")
-    masked = np.array(s, dtype=np.float64)
-    np.fill_diagonal(masked, -np.inf)
-    order = np.argsort(-masked, axis=1, kind="stable")[:, :max(ks)]
-    hit = y[order] == y[:, None]
-    classes, counts = np.unique(y, return_counts=True)
-    valid = counts[np.searchsorted(classes, y)] > 1
-    if not valid.any():
-        raise ValueError("no item has a same-class partner; Recall@K is undefined")
-    if not valid.all():
-        warnings.warn(f"{int((~valid).sum())} of {n} queries have no same-label item and are left out of "
-                      "Recall@K", UserWarning, stacklevel=2)
-    first = np.where(hit.any(1), hit.argmax(1), max(ks))[valid]
-    row = {f"R@{k}": float(np.mean(first < k)) for k in ks}
+    row = _gallery_recall(s, np.arange(n), y, ks)
+    classes = np.unique(y)
     graph = neighbor_graph(s, min(neighbors, n - 1))
     row.update(cluster_scores(spectral_clusters(graph, len(classes), seed=seed), y))
     return row
@@ -449,7 +438,8 @@ def pairwise_metrics(scorer: PairScorer, features, labels, *, per_class: int | N
 
 def _gallery_recall(scores: np.ndarray, queries: np.ndarray, labels: np.ndarray, ks: Sequence[int]) -> dict:
     """Recall@K of the ``queries`` (indices into ``labels``) from their ``(len(queries), n)`` rows of scores
-    against every item, each query's own column left out; ties by index (as :func:`matrix_metrics`)."""
+    against every item, each query's own column left out; ties by index. Queries whose class has no other item
+    are left out with a ``UserWarning``."""
     ks = tuple(int(k) for k in ks)
     masked = np.array(scores, dtype=np.float64)
     masked[np.arange(len(queries)), queries] = -np.inf
@@ -458,7 +448,10 @@ def _gallery_recall(scores: np.ndarray, queries: np.ndarray, labels: np.ndarray,
     classes, counts = np.unique(labels, return_counts=True)
     valid = counts[np.searchsorted(classes, yq)] > 1
     if not valid.any():
-        raise ValueError("no query has a same-class item in the gallery; Recall@K is undefined")
+        raise ValueError("no query has a same-class item to find; Recall@K is undefined")
+    if not valid.all():
+        warnings.warn(f"{int((~valid).sum())} of {len(yq)} queries have no same-label item and are left out of "
+                      "Recall@K", UserWarning, stacklevel=3)
     hit = labels[order] == yq[:, None]
     first = np.where(hit.any(1), hit.argmax(1), max(ks))[valid]
     return {f"R@{k}": float(np.mean(first < k)) for k in ks}
