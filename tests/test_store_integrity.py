@@ -251,3 +251,30 @@ def test_a_grid_names_its_diverged_runs(stored, tmp_path):
         out = recorded_grid(grid, "a test", seeds=[0], results_dir=tmp_path, progress=False)
     assert diverged(out) == {"triplet": ["buffer bn.running_var reached 2e+08"]}
     assert "diverged: 1 of 1 seed" in format_interval(summarize(out["triplet"]))
+
+
+def test_record_replace_rewrites_only_with_a_newer_run_and_keeps_what_it_replaced(stored, tmp_path):
+    """A recorded run trained again (here: the same result, dated later and with one more metric) replaces the
+    record only with ``replace``; the new record says what it replaced and how every old metric moved."""
+    path = _copy(stored, tmp_path)
+    for f in tmp_path.glob("*.json"):
+        if f != path:
+            f.unlink()
+    result = load_result(path)
+    assert record_runs(result.config.profile, tmp_path) == [tmp_path / "recorded" / path.name]
+    old = load_result(tmp_path / "recorded" / path.name)
+    d = json.loads(path.read_text())
+    d["provenance"]["timestamp"] = "2099-01-01T00:00:00+00:00"
+    d["metrics"]["unseen"]["R@1"] += 0.25
+    d["metrics"]["unseen"]["MAP@R"] = 0.5
+    path.write_text(json.dumps(d))
+    assert record_runs(result.config.profile, tmp_path) == []  # recorded already: kept as it is
+    assert load_result(tmp_path / "recorded" / path.name).metrics == old.metrics
+    assert record_runs(result.config.profile, tmp_path, replace=True) == [tmp_path / "recorded" / path.name]
+    new = load_result(tmp_path / "recorded" / path.name)
+    assert new.metrics["unseen"]["MAP@R"] == 0.5
+    replaced = new.provenance["replaced"]
+    assert replaced["timestamp"] == old.provenance["timestamp"]
+    assert replaced["metric_changes"]["unseen R@1"] == pytest.approx(0.25)
+    assert set(replaced["metric_changes"]) == {f"{s} {m}" for s, row in old.metrics.items() for m in row}
+    assert record_runs(result.config.profile, tmp_path, replace=True) == []  # the record is this run now

@@ -230,6 +230,34 @@ def test_full_gallery_ranks_every_item_for_the_sampled_queries_by_brute_force():
         pairwise_metrics(euclidean_scorer, torch.tensor(x), y))
 
 
+def test_full_gallery_map_at_r_against_brute_force_and_pytorch_metric_learning():
+    """MAP@R of the sampled queries against every item: a loop over each query's first R neighbours, and, with
+    every item a query, pytorch-metric-learning's AccuracyCalculator (an independent implementation)."""
+    from pytorch_metric_learning.distances import LpDistance
+    from pytorch_metric_learning.utils.accuracy_calculator import AccuracyCalculator
+    from pytorch_metric_learning.utils.inference import CustomKNN
+
+    rng = np.random.default_rng(7)
+    y = np.repeat(np.arange(4), [6, 9, 5, 8])
+    x = rng.normal(size=(4, 5))[y] + 1.1 * rng.normal(size=(len(y), 5))
+    d2 = ((x[:, None, :] - x[None, :, :]) ** 2).sum(-1)
+    keep = class_sample(y, 3, seed=3)
+    got = pairwise_metrics(euclidean_scorer, torch.tensor(x), y, per_class=3, seed=3, neighbors=3, ks=(1,),
+                           full_gallery=True)
+    aps = []
+    for i in keep:
+        r = int((y == y[i]).sum()) - 1
+        ranked = sorted((j for j in range(len(y)) if j != i), key=lambda j: (d2[i, j], j))[:r]
+        correct = [y[j] == y[i] for j in ranked]
+        aps.append(sum(np.mean(correct[:n + 1]) for n in range(r) if correct[n]) / r)
+    assert got["MAP@R"] == pytest.approx(np.mean(aps))
+    every = pairwise_metrics(euclidean_scorer, torch.tensor(x), y, ks=(1,), full_gallery=True)
+    pml = AccuracyCalculator(include=("mean_average_precision_at_r",), device=torch.device("cpu"),
+                             knn_func=CustomKNN(LpDistance(normalize_embeddings=False)))
+    want = pml.get_accuracy(torch.tensor(x, dtype=torch.float32), torch.tensor(y), ref_includes_query=True)
+    assert every["MAP@R"] == pytest.approx(want["mean_average_precision_at_r"], abs=1e-6)
+
+
 def test_normalized_euclidean_scorer_ranks_as_the_cosine():
     rng = np.random.default_rng(5)
     a, b = torch.tensor(rng.normal(size=(30, 7)) * rng.uniform(0.1, 9, size=(30, 1))), torch.tensor(rng.normal(size=(30, 7)))

@@ -159,6 +159,9 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--profile", required=True, choices=[p for p in sorted(PROFILES) if p != "quick"])
     r.add_argument("--results-dir", help="where results are (default: $ZS_RESULTS or results/)")
     r.add_argument("--dry-run", action="store_true", help="only list what would be copied")
+    r.add_argument("--replace", action="store_true",
+                   help="also rewrite recorded runs of which the folder holds a newer run of the same config (its "
+                        "provenance keeps the replaced run's date, commit and metric changes)")
 
     a = sub.add_parser("assignments", help="write the assignment pack (student and instructor notebooks, rubric)",
                        description="Generate the assignment pack from the book's chapters: student notebooks "
@@ -442,11 +445,18 @@ def _record(args) -> int:
 
     from zslib.analysis.records import record_analyses
 
-    copied = record_runs(args.profile, args.results_dir, dry_run=args.dry_run)
+    copied = record_runs(args.profile, args.results_dir, dry_run=args.dry_run, replace=args.replace)
     verb = "would copy" if args.dry_run else "copied"
     print(f"{verb} {len(copied)} run(s) of the {args.profile} profile to the recorded runs")
     for path in copied:
         print(f"  {path}")
+        if args.replace and not args.dry_run:
+            from zslib.engine.store import load_result
+
+            changes = load_result(path).provenance.get("replaced", {}).get("metric_changes", {})
+            if changes:
+                name, gap = max(changes.items(), key=lambda kv: abs(kv[1]) if kv[1] == kv[1] else float("inf"))
+                print(f"    replaced a run recorded earlier; largest change: {name} {gap:+.4f}")
     if args.profile == "full":  # the fine-tuning campaign's tables and choices (python -m zslib finetune)
         from zslib.campaign.run import record_campaigns
 

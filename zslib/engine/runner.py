@@ -33,6 +33,7 @@ from zslib.engine.train import default_eval, distributed, embed, load_checkpoint
 from zslib.engine.train.precision import Precision
 
 __all__ = ["build_data", "build_model", "build_method", "run", "load_model", "evaluate_checkpoint", "split_metrics",
+           "HELD_OUT_EXTRA",
            "checkpoint_config"]
 
 
@@ -118,10 +119,16 @@ def build_method(config: Config, model: nn.Module, classes, method_cls: type[Met
     return method
 
 
+#: Metrics every held-out split (validation, unseen) reports beyond its dataset's standard row: MAP@R (Musgrave
+#: et al. 2020, "A Metric Learning Reality Check", Sec. 3.2), which reads the whole first R neighbours of a query
+#: rather than the first one, so that two methods with one Recall@1 can still be told apart.
+HELD_OUT_EXTRA = ("MAP@R",)
+
+
 def split_metrics(config: Config, model: nn.Module, data: dict, device, method=None, cluster_seed: int | None = None,
                   splits=("seen", "val", "unseen")) -> dict[str, dict[str, float]]:
     """The final evaluation of a trained model: the full :func:`zslib.engine.evaluate.evaluate` row on the unseen (and
-    validation) classes, Recall@K on the seen classes, as ``{split: {metric: value}}``.
+    validation) classes with :data:`HELD_OUT_EXTRA`, Recall@K on the seen classes, as ``{split: {metric: value}}``.
 
     A method with a pair evaluator (:meth:`zslib.methods.Method.pair_evaluator`, e.g. ZSML) scores pairs of
     the rows ``model(x)`` instead, with the same evaluator on every split. ``cluster_seed`` seeds the clustering
@@ -139,7 +146,8 @@ def split_metrics(config: Config, model: nn.Module, data: dict, device, method=N
     for split in splits:
         if split not in data:
             continue
-        score = default_eval if split == "seen" else partial(evaluate, dataset=config.dataset, seed=kmeans_seed)
+        score = default_eval if split == "seen" else partial(evaluate, dataset=config.dataset, seed=kmeans_seed,
+                                                             extra=HELD_OUT_EXTRA)
         if pairwise is not None:
             if isinstance(data[split], tuple):
                 raise NotImplementedError(f"method {config.method!r} evaluates pairs of one set; separate query "

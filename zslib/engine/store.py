@@ -36,7 +36,7 @@ from zslib.engine.train.history import History
 __all__ = ["Result", "ResultFileError", "check_key", "hash_in_name",
            "ResultsNotWritableError", "results_dir", "result_path", "load_result",
            "load_results", "check_writable", "code_fingerprint", "stale_code_warning",
-           "record_runs", "recorded_runs", "provenance_summary", "utc_minute", "short_commit", "git_commit", "device_name", "cpu_model", "provenance",
+           "record_runs", "metric_changes", "recorded_runs", "provenance_summary", "utc_minute", "short_commit", "git_commit", "device_name", "cpu_model", "provenance",
            "json_default", "file_slug", "write_json", "recorded_dir", "installed_recorded_dir", "recorded_runs_table"]
 
 
@@ -374,10 +374,16 @@ def load_results(directory: str | os.PathLike | None = None, **match) -> list[Re
     return out
 
 
-def record_runs(profile: str, directory: str | os.PathLike | None = None, dry_run: bool = False) -> list[Path]:
+def record_runs(profile: str, directory: str | os.PathLike | None = None, dry_run: bool = False,
+                replace: bool = False) -> list[Path]:
     """Copy the complete results of ``profile`` from ``directory`` into ``directory/recorded`` (the folder
     committed to the repository), unless a run is recorded already; returns the recorded paths. The copy
-    keeps the provenance and drops the checkpoint reference (checkpoints are not committed)."""
+    keeps the provenance and drops the checkpoint reference (checkpoints are not committed).
+
+    ``replace``: a run recorded already (the same file name, so the same config) is rewritten by a newer run of
+    it, e.g. one trained again to measure a metric the record lacks. Its provenance keeps what it replaced
+    (``replaced``: the old timestamp and commit, and :func:`metric_changes`, every metric the old record had
+    against the new value), so that a replacement that no longer reproduces is visible, not hidden."""
     root = results_dir(directory)
     if not root.is_dir():
         raise FileNotFoundError(f"no results folder at {root}; pass the folder that holds the finished runs "
@@ -389,15 +395,28 @@ def record_runs(profile: str, directory: str | os.PathLike | None = None, dry_ru
     todo = [(path, load_result(path)) for path in sorted(root.glob("*.json"))]
     out = []
     for path, result in todo:
-        if result.config.profile != profile or path.name in have:
+        if result.config.profile != profile or (path.name in have and not replace):
             continue
         target = recorded / path.name
+        old = load_result(target) if path.name in have else None
+        if old is not None and old.provenance.get("timestamp", "") >= result.provenance.get("timestamp", ""):
+            continue  # the record is this run, or newer than it
         out.append(target)
         if not dry_run:
             provenance = {k: v for k, v in result.provenance.items() if k != "checkpoint"}
             provenance["recorded_from"] = str(path.name)
+            if old is not None:
+                provenance["replaced"] = {"timestamp": old.provenance.get("timestamp"),
+                                          "git_commit": old.provenance.get("git_commit"),
+                                          "metric_changes": metric_changes(old, result)}
             Result(result.config, result.metrics, result.history, provenance, diverged=result.diverged).save(target)
     return out
+
+
+def metric_changes(old: Result, new: Result) -> dict[str, float]:
+    """``{"split metric": new - old}`` for every metric ``old`` has (``nan`` where ``new`` lacks it)."""
+    return {f"{split} {name}": float(new.metrics.get(split, {}).get(name, float("nan")) - value)
+            for split, row in old.metrics.items() for name, value in row.items()}
 
 
 # ----------------------------------------------------------------------------------------------------

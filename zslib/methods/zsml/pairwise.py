@@ -437,24 +437,31 @@ def pairwise_metrics(scorer: PairScorer, features, labels, *, per_class: int | N
 
 
 def _gallery_recall(scores: np.ndarray, queries: np.ndarray, labels: np.ndarray, ks: Sequence[int]) -> dict:
-    """Recall@K of the ``queries`` (indices into ``labels``) from their ``(len(queries), n)`` rows of scores
-    against every item, each query's own column left out; ties by index. Queries whose class has no other item
-    are left out with a ``UserWarning``."""
+    """Recall@K and MAP@R of the ``queries`` (indices into ``labels``) from their ``(len(queries), n)`` rows of
+    scores against every item, each query's own column left out; ties by index. MAP@R is Musgrave et al. 2020,
+    Sec. 3.2: with R the query's same-class items, the mean over its first R neighbours of the precision at each
+    correct one, divided by R. Queries whose class has no other item are left out with a ``UserWarning``."""
     ks = tuple(int(k) for k in ks)
     masked = np.array(scores, dtype=np.float64)
     masked[np.arange(len(queries)), queries] = -np.inf
-    order = np.argsort(-masked, axis=1, kind="stable")[:, :max(ks)]
     yq = labels[queries]
     classes, counts = np.unique(labels, return_counts=True)
-    valid = counts[np.searchsorted(classes, yq)] > 1
+    r = counts[np.searchsorted(classes, yq)] - 1
+    order = np.argsort(-masked, axis=1, kind="stable")[:, :max(max(ks), int(r.max()))]
+    valid = r > 0
     if not valid.any():
         raise ValueError("no query has a same-class item to find; Recall@K is undefined")
     if not valid.all():
         warnings.warn(f"{int((~valid).sum())} of {len(yq)} queries have no same-label item and are left out of "
                       "Recall@K", UserWarning, stacklevel=3)
     hit = labels[order] == yq[:, None]
-    first = np.where(hit.any(1), hit.argmax(1), max(ks))[valid]
-    return {f"R@{k}": float(np.mean(first < k)) for k in ks}
+    first = np.where(hit[:, :max(ks)].any(1), hit[:, :max(ks)].argmax(1), max(ks))[valid]
+    row = {f"R@{k}": float(np.mean(first < k)) for k in ks}
+    rank = np.arange(1, hit.shape[1] + 1)
+    within = (rank[None, :] <= r[:, None]) & hit  # a correct neighbour among the first R
+    precision = np.cumsum(within, axis=1) / rank
+    row["MAP@R"] = float(np.mean(((precision * within).sum(1) / np.maximum(r, 1))[valid]))
+    return row
 
 
 def euclidean_scorer(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
