@@ -52,13 +52,55 @@ def test_check_protocol_names_the_field_that_differs():
         cmp.check_protocol([a, a.replace(embedding_dim=128)])
 
 
-def test_the_paired_changes_are_the_means_of_the_per_seed_differences(real):
+@pytest.mark.parametrize("metric", cmp.METRICS)
+def test_the_paired_changes_are_the_means_of_the_per_seed_differences(real, metric):
     for row in real.rows:
-        if "R@1" not in row.vs_baseline:
+        if metric not in row.vs_baseline:
+            # left out only where some run of the row was recorded without the metric
+            assert any(metric not in r.metrics["unseen"] for r in row.runs) or any(
+                getattr(r, "prefix", "") + metric not in getattr(r, "run", r).metrics["unseen"] for r in row.baseline)
             continue
-        by_seed = {r.config.seed: r.metric("R@1") for r in row.baseline}
-        diffs = [r.metric("R@1") - by_seed[r.config.seed] for r in row.runs]
-        assert row.vs_baseline["R@1"].mean == pytest.approx(sum(diffs) / len(diffs))
+        by_seed = {r.config.seed: r.metric(metric) for r in row.baseline}
+        diffs = [r.metric(metric) - by_seed[r.config.seed] for r in row.runs]
+        assert row.vs_baseline[metric].mean == pytest.approx(sum(diffs) / len(diffs))
+        if metric in row.vs_floor and real.floor is not None and row.method != "ZSML":
+            floor = real.floor.metric(metric)
+            assert row.vs_floor[metric].mean == pytest.approx(sum(r.metric(metric) - floor for r in row.runs)
+                                                              / len(row.runs))
+
+
+def test_map_at_r_verdicts_are_compared_with_recall_in_words(real):
+    from zslib.engine.stats import verdict
+
+    text = cmp.metric_agreement([real])
+    same = text.split("same verdict as R@1 for ")[1].split(";")[0] if "same verdict" in text else ""
+    for row in real.rows:
+        a, m = row.vs_baseline.get("R@1"), row.vs_baseline.get("MAP@R")
+        if a is None or m is None:
+            continue
+        assert (row.method in same) == (verdict(a) == verdict(m)), (row.method, text)
+
+
+def test_a_row_without_map_at_r_says_not_recorded_and_has_no_interval():
+    from zslib.engine.choice import Choice
+
+    class Run:
+        def __init__(self, seed, r1):
+            self.config, self.metrics = Config(seed=seed), {"unseen": {"R@1": r1, "NMI": 0.5}}
+
+        def metric(self, name="R@1", split="unseen"):
+            return self.metrics[split][name]
+
+    runs, base = [Run(s, 0.5 + 0.01 * s) for s in range(3)], [Run(s, 0.4) for s in range(3)]
+    row = cmp.Row("X", "quick", choice=None, runs=runs, baseline=base)
+    row.vs_baseline = cmp._differences(base, runs)
+    assert set(row.vs_baseline) == {"R@1", "NMI"}
+    row.choice = Choice.__new__(Choice)
+    row.chosen = "a"
+    table = cmp.comparison_table([cmp.Comparison("quick", [row])])
+    assert table.loc[0, "vs baseline MAP@R (pts)"] == "not recorded"
+    assert table.loc[0, "vs baseline R@1 (pts)"].startswith("+11.0")
+    assert "MAP@R is not recorded for X" in cmp.metric_agreement([cmp.Comparison("quick", [row])])
 
 
 def test_the_words_follow_the_verdicts(real):

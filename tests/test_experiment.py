@@ -103,7 +103,7 @@ def test_run_trains_stores_provenance_and_then_loads(tiny_config, tmp_path, monk
                 "profile"):
         assert key in prov
     assert prov["zslib_version"] == zslib.__version__ and prov["torch_version"] == torch.__version__
-    assert set(r.metrics["unseen"]) == {"R@1", "R@2", "R@4", "R@8", "NMI", "F1"}
+    assert set(r.metrics["unseen"]) == {"R@1", "R@2", "R@4", "R@8", "NMI", "F1", "MAP@R"}  # the row + HELD_OUT_EXTRA
     assert all(0.0 <= v <= 1.0 for v in r.metrics["unseen"].values())
     assert [row["step"] for row in r.history.evals] == [0, 3, 6]
     # the final curve point of the unseen classes is the final row's recall
@@ -244,7 +244,7 @@ def test_full_profile_end_to_end_on_a_cub_fixture(tmp_path, monkeypatch, capsys)
     result = load_result(path)
     c = result.config
     assert (c.profile, c.dataset, c.backbone, c.lr, c.weight_decay) == ("full", "cub200", "resnet50", 1e-5, 2e-4)
-    assert set(result.metrics["unseen"]) == {"R@1", "R@2", "R@4", "R@8", "NMI", "F1"}
+    assert set(result.metrics["unseen"]) == {"R@1", "R@2", "R@4", "R@8", "NMI", "F1", "MAP@R"}
     assert [r["step"] for r in result.history.evals] == [2]  # eval_every == iterations: only the final model
     assert result.provenance["profile"] == "full" and result.provenance["device"].startswith("cpu")
     # 15 test images of 3 classes: recall of a random-init network is a valid fraction, and the stored

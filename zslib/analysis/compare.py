@@ -40,7 +40,7 @@ from zslib.engine.stats import Interval, interval, paired, verdict
 
 __all__ = ["PROTOCOL_FIELDS", "VAL_FRACTION", "Entry", "ENTRIES", "Row", "Comparison", "regime_config",
            "validation_grid", "compare", "check_protocol", "comparison_table", "forest_plot", "findings",
-           "REGIMES", "protocol_frame", "choice_sentences", "context_sentence", "mean_r1", "adaptation_sentences",
+           "REGIMES", "METRICS", "protocol_frame", "metric_agreement", "choice_sentences", "context_sentence", "mean_r1", "adaptation_sentences",
            "method_table"]
 
 #: The config fields that must be equal for every row of one regime.
@@ -276,7 +276,13 @@ def _one_session(runs, hours: float = 3.0) -> bool:
     return same_cpu and (max(times) - min(times)).total_seconds() <= hours * 3600
 
 
-def _differences(a: Sequence, b: Sequence, metrics=("R@1", "NMI")) -> dict:
+#: The unseen-class metrics each row compares, paired by seed: Recall@1 (the choice rule's metric), MAP@R (the
+#: whole first R neighbours of a query, Musgrave et al. 2020) and NMI. A metric some run of a row lacks (a run
+#: recorded before it was measured) is left out of that row, never filled in.
+METRICS = ("R@1", "MAP@R", "NMI")
+
+
+def _differences(a: Sequence, b: Sequence, metrics=METRICS) -> dict:
     out = {}
     for m in metrics:
         try:
@@ -286,7 +292,7 @@ def _differences(a: Sequence, b: Sequence, metrics=("R@1", "NMI")) -> dict:
     return out
 
 
-def _vs_floor(runs: Sequence, floor, metrics=("R@1", "NMI")) -> dict:
+def _vs_floor(runs: Sequence, floor, metrics=METRICS) -> dict:
     out = {}
     for m in metrics:
         try:
@@ -384,7 +390,8 @@ def _pts(i: Interval | None) -> str:
 
 def comparison_table(comparisons: Sequence[Comparison]):
     """One DataFrame, a line per (regime, method): chosen setting, test R@1, the paired change against the same-loss
-    baseline and against the untrained floor (R@1 and NMI, points, 95% intervals), cost and parameters."""
+    baseline (R@1, MAP@R and NMI) and against the untrained floor (R@1 and MAP@R), in points with 95% intervals,
+    cost and parameters. A MAP@R cell of runs recorded without it says "not recorded"."""
     import pandas as pd
 
     lines = []
@@ -402,8 +409,10 @@ def comparison_table(comparisons: Sequence[Comparison]):
                 line["unseen R@1 %"] = f"{100 * m.mean:.1f} [{100 * m.low:.1f}, {100 * m.high:.1f}]"
                 line["vs baseline R@1 (pts)"] = _pts(r.vs_baseline.get("R@1"))
                 line["verdict"] = verdict(r.vs_baseline["R@1"]) if "R@1" in r.vs_baseline else ""
+                line["vs baseline MAP@R (pts)"] = _pts(r.vs_baseline.get("MAP@R")) or "not recorded"
                 line["vs baseline NMI (pts)"] = _pts(r.vs_baseline.get("NMI"))
                 line["vs untrained R@1 (pts)"] = _pts(r.vs_floor.get("R@1"))
+                line["vs untrained MAP@R (pts)"] = _pts(r.vs_floor.get("MAP@R")) or "not recorded"
                 ratio = r.seconds_per_step_ratio
                 line["time per step vs baseline"] = (f"{ratio:.1f}x" if ratio == ratio else "no baseline run"
                                                      if not r.baseline or isinstance(r.baseline[0], _Prefixed)
@@ -426,20 +435,22 @@ def method_table(method: str, regimes: Sequence[str] = ("real frozen", "real ada
     return table.drop(columns=["method"]).set_index("regime")
 
 
-def forest_plot(comparisons: Sequence[Comparison], metric: str = "R@1"):
-    """The paired change of ``metric`` against the same-loss baseline, per method, one panel per regime: a dot
-    for the mean over seeds and a bar for its 95% interval; hollow for a row whose setting "off" won
-    (an ablation)."""
+def forest_plot(comparisons: Sequence[Comparison], metrics: Sequence[str] = ("R@1",)):
+    """The paired change of each of ``metrics`` against the same-loss baseline, per method: one panel per regime
+    (columns) and metric (rows), a dot for the mean over seeds and a bar for its 95% interval; hollow for a row
+    whose setting "off" won (an ablation)."""
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, len(comparisons), figsize=(4.2 * len(comparisons), 3.2), sharey=True, squeeze=False)
-    for ax, comp in zip(axes[0], comparisons):
+    metrics = (metrics,) if isinstance(metrics, str) else tuple(metrics)
+    fig, axes = plt.subplots(len(metrics), len(comparisons), figsize=(4.2 * len(comparisons), 3.2 * len(metrics)),
+                             sharey=True, squeeze=False)
+    for ax, (metric, comp) in zip(axes.flat, [(m, c) for m in metrics for c in comparisons]):
         names = [r.method for r in comp.rows]
         for y, r in enumerate(comp.rows):
             d = r.vs_baseline.get(metric)
             if d is None:
-                ax.text(0, y, "not recorded" if r.missing else "off chosen, nothing to test", va="center",
-                        ha="center", fontsize=8, color="0.4")
+                why = ("not recorded" if r.missing or r.runs else "off chosen, nothing to test")
+                ax.text(0, y, why, va="center", ha="center", fontsize=8, color="0.4")
                 continue
             lo, hi = (d.low, d.high) if not math.isnan(d.low) else (d.mean, d.mean)
             ax.plot([100 * lo, 100 * hi], [y, y], color="C0")
@@ -480,6 +491,35 @@ def findings(comparisons: Sequence[Comparison]) -> str:
             parts.append(f"no clear difference: {', '.join(flat)}")
         if missing:
             parts.append(f"not recorded in this copy: {', '.join(missing)}")
+        bullets.append(f"- **{comp.regime}**: " + ("; ".join(parts) if parts else "no rows") + ".")
+    return "\n".join(bullets)
+
+
+def metric_agreement(comparisons: Sequence[Comparison], metric: str = "MAP@R", against: str = "R@1") -> str:
+    """Markdown bullets, one per regime: for which methods ``metric``'s verdict against the same-loss baseline
+    (up, down, no clear difference) is the same as ``against``'s, for which it is not (with both intervals), and
+    which rows lack ``metric``."""
+    bullets = []
+    for comp in comparisons:
+        same, other, lacking = [], [], []
+        for r in comp.rows:
+            a = r.vs_baseline.get(against)
+            if a is None:
+                continue
+            m = r.vs_baseline.get(metric)
+            if m is None:
+                lacking.append(r.method)
+            elif verdict(m) == verdict(a):
+                same.append(r.method)
+            else:
+                other.append(f"{r.method} ({against} {_said(a)}, {metric} {_said(m)})")
+        parts = []
+        if same:
+            parts.append(f"{metric} gives the same verdict as {against} for {', '.join(same)}")
+        if other:
+            parts.append(f"a different one for {'; '.join(other)}")
+        if lacking:
+            parts.append(f"{metric} is not recorded for {', '.join(lacking)}")
         bullets.append(f"- **{comp.regime}**: " + ("; ".join(parts) if parts else "no rows") + ".")
     return "\n".join(bullets)
 

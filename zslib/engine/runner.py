@@ -395,9 +395,10 @@ def evaluate_checkpoint(checkpoint: str | os.PathLike, split: str = "test", devi
         ds = build_dataset(config.to_profile(), name, train=False, mean=mean, std=std)
         return embed(model, ds, batch_size=config.eval_batch_size, device=device, num_workers=config.num_workers)
 
+    extra = HELD_OUT_EXTRA if split == "test" else ()  # the unseen row of the run's own result
     if config.dataset == "inshop" and split == "test":
         (q, ql), (g, gl) = emb("query"), emb("gallery")
-        row = evaluate(g, gl, dataset=config.dataset, query_embeddings=q, query_labels=ql)
+        row = evaluate(g, gl, dataset=config.dataset, query_embeddings=q, query_labels=ql, extra=extra)
     else:
-        row = evaluate(*emb(split), dataset=config.dataset)
+        row = evaluate(*emb(split), dataset=config.dataset, extra=extra)
     return {str(k): float(v) for k, v in row.items()}
