@@ -41,7 +41,7 @@ from zslib.engine.stats import Interval, interval, paired, verdict
 __all__ = ["PROTOCOL_FIELDS", "VAL_FRACTION", "Entry", "ENTRIES", "Row", "Comparison", "regime_config",
            "validation_grid", "compare", "check_protocol", "comparison_table", "forest_plot", "findings",
            "REGIMES", "METRICS", "protocol_frame", "metric_agreement", "choice_sentences", "context_sentence", "mean_r1", "adaptation_sentences",
-           "method_table"]
+           "method_table", "mean_metric"]
 
 #: The config fields that must be equal for every row of one regime.
 PROTOCOL_FIELDS = ("profile", "dataset", "backbone", "pretrained", "embedding_dim", "image_size", "batch_classes",
@@ -616,4 +616,9 @@ def context_sentence() -> str:
 
 def mean_r1(runs, split: str = "unseen") -> float:
     """The mean Recall@1 of ``runs`` over their seeds (what a row's "unseen R@1" column shows, as a fraction)."""
-    return float(np.mean([r.metric("R@1", split) for r in runs]))
+    return mean_metric(runs, "R@1", split)
+
+
+def mean_metric(runs, metric: str, split: str = "unseen") -> float:
+    """The mean of ``metric`` over the seeds of ``runs`` (a fraction)."""
+    return float(np.mean([r.metric(metric, split) for r in runs]))

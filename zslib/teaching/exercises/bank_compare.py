@@ -24,6 +24,10 @@ def _adapted_vs_frozen(frozen, adapted):
     return "above" if float(adapted) > float(frozen) else "below"
 
 
+def _larger_gain(r1_gain, map_gain):
+    return "MAP@R" if float(map_gain) > float(r1_gain) else "Recall@1"
+
+
 EXERCISES = [
     ChoiceExercise("compare.cml_vs_floor", "CML's unseen Recall@1 against the untrained network (real frozen regime)",
                    "Compare the CML row's unseen R@1 with the untrained features' R@1 (the 'vs untrained' column is "
@@ -40,4 +44,8 @@ EXERCISES = [
                    "Compare the unseen R@1 of CML's baseline (the triplet loss alone) in the real adapted regime with "
                    "the same baseline in the real frozen regime.",
                    options=("above", "below"), context=("frozen", "adapted"), decide=_adapted_vs_frozen),
+    ChoiceExercise("compare.map_at_r_gain", "What training on the seen classes buys: the first neighbour or the class",
+                   "Subtract the untrained network's unseen Recall@1 and MAP@R from those of CML's baseline (the "
+                   "triplet loss alone) in the real frozen regime, and compare the two gains in points.",
+                   options=("Recall@1", "MAP@R"), context=("r1_gain", "map_gain"), decide=_larger_gain),
 ]
