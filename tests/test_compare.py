@@ -136,3 +136,20 @@ def test_zsml_test_rows_rank_every_unseen_image_against_the_cosine_of_its_inputs
         p = r.config.method_params
         assert p["gallery_splits"] == ["unseen"] and p["input_metric"] == "normalized", r.config.name
     assert [b.metric("R@1") for b in row.baseline] == [r.metric("input R@1") for r in row.runs]
+
+
+@pytest.mark.parametrize("metrics", [("R@1",), ("R@1", "MAP@R")])
+def test_the_forest_plot_puts_the_first_method_on_top_in_every_panel(real, metrics):
+    import matplotlib.pyplot as plt
+
+    fig = cmp.forest_plot([real, real], metrics=metrics)
+    try:
+        assert len(fig.axes) == 2 * len(metrics)
+        for i, ax in enumerate(fig.axes):
+            low, high = ax.get_ylim()
+            assert low > high  # inverted: row 0 (the first method) at the top
+            if i % 2 == 0:  # the first column names the rows (the panels beside it share them)
+                fig.canvas.draw()
+                assert [t.get_text() for t in ax.get_yticklabels()] == [r.method for r in real.rows]
+    finally:
+        plt.close(fig)

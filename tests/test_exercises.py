@@ -94,6 +94,7 @@ def test_a_choice_check_follows_the_printed_numbers(ex):
         low_high = {a: 0.2, b: 0.4}
         right = ex.decide(**low_high)
         assert verdict(ex.name, right, **low_high).passed
+        assert verdict(ex.name, f" {right.swapcase()} ", **low_high).passed  # read without regard to case
         wrong = next(o for o in ex.options if o != right)
         out = verdict(ex.name, wrong, **low_high)
         assert not out.passed and ex.hint in out.message

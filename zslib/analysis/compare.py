@@ -457,9 +457,9 @@ def forest_plot(comparisons: Sequence[Comparison], metrics: Sequence[str] = ("R@
             ax.plot(100 * d.mean, y, "o", color="C0", mfc="white" if r.ablation else "C0")
         ax.axvline(0, color="0.5", lw=0.8)
         ax.set_yticks(range(len(names)), names)
-        ax.invert_yaxis()
         ax.set_title(comp.regime)
         ax.set_xlabel(f"unseen {metric}: method - baseline (points)")
+    axes[0, 0].invert_yaxis()  # once: the panels share their y axis, the first method on top
     fig.tight_layout()
     return fig
 

@@ -300,14 +300,14 @@ class ChoiceExercise(_Base):
         self._require_context(context)
         text = str(answer).strip().lower()
         # no fixed options: the keys of the chapter's table (e.g. the losses it compared)
-        options = self.options or tuple(str(k).lower() for k in context.get("table", {}))
-        if text not in options:
+        options = self.options or tuple(str(k) for k in context.get("table", {}))
+        if text not in (o.lower() for o in options):  # answers are read without regard to case
             return Outcome(self.name, False, f"{self.header()}: answer one of {', '.join(map(repr, options))}; "
                                              f"got {answer!r}.")
         truth = self._decided(self.decide, context)
         if isinstance(truth, Outcome):
             return truth
-        if text != truth:
+        if text != str(truth).lower():
             return Outcome(self.name, False, f"{self.header()}: {text!r} is not what this run's numbers show.\n"
                                              f"Hint: {self.hint}")
         return Outcome(self.name, True, f"{self.header()}: passed: {text!r} is what this run's numbers show.")
