@@ -153,3 +153,11 @@ def test_the_forest_plot_puts_the_first_method_on_top_in_every_panel(real, metri
                 assert [t.get_text() for t in ax.get_yticklabels()] == [r.method for r in real.rows]
     finally:
         plt.close(fig)
+
+
+def test_every_tested_row_and_the_untrained_network_report_map_at_r(real):
+    """The recorded test runs of every regime carry MAP@R, so every row of the table has its MAP@R change."""
+    assert "MAP@R" in real.floor.metrics["unseen"]
+    for row in real.rows:
+        assert row.runs, row.method
+        assert "MAP@R" in row.vs_baseline and "MAP@R" in row.vs_floor, row.method

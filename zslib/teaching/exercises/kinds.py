@@ -307,7 +307,8 @@ class ChoiceExercise(_Base):
         truth = self._decided(self.decide, context)
         if isinstance(truth, Outcome):
             return truth
-        if text != str(truth).lower():
+        text = next(o for o in options if o.lower() == text)  # as the option is written
+        if text.lower() != str(truth).lower():
             return Outcome(self.name, False, f"{self.header()}: {text!r} is not what this run's numbers show.\n"
                                              f"Hint: {self.hint}")
         return Outcome(self.name, True, f"{self.header()}: passed: {text!r} is what this run's numbers show.")
