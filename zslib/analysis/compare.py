@@ -40,8 +40,8 @@ from zslib.engine.stats import Interval, interval, paired, verdict
 
 __all__ = ["PROTOCOL_FIELDS", "VAL_FRACTION", "Entry", "ENTRIES", "Row", "Comparison", "regime_config",
            "validation_grid", "compare", "check_protocol", "comparison_table", "forest_plot", "findings",
-           "REGIMES", "METRICS", "protocol_frame", "metric_agreement", "choice_sentences", "context_sentence", "mean_r1", "adaptation_sentences",
-           "method_table", "mean_metric"]
+           "REGIMES", "METRICS", "protocol_frame", "metric_agreement", "choice_sentences", "context_sentence",
+           "mean_r1", "mean_metric", "adaptation_sentences", "method_table"]
 
 #: The config fields that must be equal for every row of one regime.
 PROTOCOL_FIELDS = ("profile", "dataset", "backbone", "pretrained", "embedding_dim", "image_size", "batch_classes",
