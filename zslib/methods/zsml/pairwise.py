@@ -450,10 +450,10 @@ def _gallery_recall(scores: np.ndarray, queries: np.ndarray, labels: np.ndarray,
     order = np.argsort(-masked, axis=1, kind="stable")[:, :max(max(ks), int(r.max()))]
     valid = r > 0
     if not valid.any():
-        raise ValueError("no query has a same-class item to find; Recall@K is undefined")
+        raise ValueError("no query has a same-class item to find; Recall@K and MAP@R are undefined")
     if not valid.all():
         warnings.warn(f"{int((~valid).sum())} of {len(yq)} queries have no same-label item and are left out of "
-                      "Recall@K", UserWarning, stacklevel=3)
+                      "Recall@K and MAP@R", UserWarning, stacklevel=3)
     hit = labels[order] == yq[:, None]
     first = np.where(hit[:, :max(ks)].any(1), hit[:, :max(ks)].argmax(1), max(ks))[valid]
     row = {f"R@{k}": float(np.mean(first < k)) for k in ks}
