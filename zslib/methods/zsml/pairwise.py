@@ -241,12 +241,7 @@ def pair_recall_at_k(scorer: PairScorer, features, labels, ks: Sequence[int] | i
     classes, counts = np.unique(gl, return_counts=True)
     at = np.searchsorted(classes, ql).clip(max=len(classes) - 1)
     n_pos = np.where(classes[at] == ql, counts[at], 0) - (1 if loo else 0)
-    valid = n_pos > 0
-    if not valid.any():
-        raise ValueError("no query has a same-label item in the gallery; Recall@K is undefined")
-    if not valid.all():
-        warnings.warn(f"{int((~valid).sum())} of {len(valid)} queries have no same-label gallery item and are "
-                      "left out of Recall@K", UserWarning, stacklevel=2)
+    valid = _answerable(n_pos, "Recall@K", stacklevel=3)
     nb = score_topk(scorer, g if loo else query, None if loo else g, max(ks), max_pairs=max_pairs, device=device)
     hit = gl[nb.indices.numpy()] == ql[:, None]
     first = np.where(hit.any(1), hit.argmax(1), max(ks))[valid]
@@ -448,12 +443,7 @@ def _gallery_recall(scores: np.ndarray, queries: np.ndarray, labels: np.ndarray,
     classes, counts = np.unique(labels, return_counts=True)
     r = counts[np.searchsorted(classes, yq)] - 1
     order = np.argsort(-masked, axis=1, kind="stable")[:, :max(max(ks), int(r.max()))]
-    valid = r > 0
-    if not valid.any():
-        raise ValueError("no query has a same-class item to find; Recall@K and MAP@R are undefined")
-    if not valid.all():
-        warnings.warn(f"{int((~valid).sum())} of {len(yq)} queries have no same-label item and are left out of "
-                      "Recall@K and MAP@R", UserWarning, stacklevel=3)
+    valid = _answerable(r, "Recall@K and MAP@R", stacklevel=4)
     hit = labels[order] == yq[:, None]
     first = np.where(hit[:, :max(ks)].any(1), hit[:, :max(ks)].argmax(1), max(ks))[valid]
     row = {f"R@{k}": float(np.mean(first < k)) for k in ks}
@@ -462,6 +452,18 @@ def _gallery_recall(scores: np.ndarray, queries: np.ndarray, labels: np.ndarray,
     precision = np.cumsum(within, axis=1) / rank
     row["MAP@R"] = float(np.mean(((precision * within).sum(1) / np.maximum(r, 1))[valid]))
     return row
+
+
+def _answerable(n_pos: np.ndarray, what: str, stacklevel: int) -> np.ndarray:
+    """The queries with at least one same-label item to find (``n_pos`` per query); an error when there is none,
+    a ``UserWarning`` (at ``stacklevel`` from here) naming how many are left out of ``what`` otherwise."""
+    valid = n_pos > 0
+    if not valid.any():
+        raise ValueError(f"no query has a same-label item in the gallery; {what} is undefined")
+    if not valid.all():
+        warnings.warn(f"{int((~valid).sum())} of {len(valid)} queries have no same-label gallery item and are "
+                      f"left out of {what}", UserWarning, stacklevel=stacklevel)
+    return valid
 
 
 def euclidean_scorer(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
