@@ -11,7 +11,7 @@ import torch
 
 from zslib.methods.adapt_adv.class_adversary import adaptive_lambda
 from zslib.engine.config import Config
-from zslib.methods import METHODS, get_method
+from zslib.engine.registry import METHODS, get_method
 from zslib.methods.adapt_adv.method import AdaptAdv, lambda_trace
 from zslib.methods.adapt_adv.gdfl import GDFLNet
 from zslib.engine.runner import build_data, build_method, build_model, run

@@ -166,7 +166,7 @@ def test_maps_reach_the_methods_that_read_them():
 
 def test_cml_energy_confusion_on_unit_features_cannot_be_lowered_by_shrinking_norms():
     from zslib.methods.cml.confusion import energy_confusion
-    from zslib.methods.registry import METHODS
+    from zslib.engine.registry import METHODS
 
     cml = METHODS["cml"]
     assert "ec_features" not in cml.validate({"lambda1": 0.2})  # the default is left out of the hash

@@ -34,7 +34,7 @@ def test_the_catalog_equals_the_registries():
 
 
 def test_the_catalog_checks_agree_with_the_methods_own_checks():
-    from zslib.methods import METHODS
+    from zslib.engine.registry import METHODS
 
     samples = [-1, 0, 0.5, 1, 3, 2.5, float("nan"), float("inf"), True, "random", "paper", "x", None]
     for name, params in catalog.load()["methods"].items():

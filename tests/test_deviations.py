@@ -14,8 +14,8 @@ import pytest
 from zslib.analysis import deviations as D
 from zslib.engine.config import config_hash
 from zslib.engine.losses import LOSSES
-from zslib.methods import get_method
-from zslib.methods.base import Param
+from zslib.engine.registry import get_method
+from zslib.engine.method import Param
 
 ROWS = [(paper, row) for paper in D.PAPERS for row in D.deviations(paper)]
 SWITCHED = [(paper, row) for paper, row in ROWS if row.switch is not None]

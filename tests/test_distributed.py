@@ -21,7 +21,7 @@ import torch.multiprocessing as mp
 from torch import nn
 
 from zslib.engine.data import ClassBalancedSampler, split_batch
-from zslib.methods import objective_method
+from zslib.engine.method import objective_method
 from zslib.engine.train import train
 from zslib.engine.train.distributed import GatheredModel, SyncedBatchNorm, world
 

@@ -90,7 +90,7 @@ def test_cached_backbone_unpacks_the_maps_and_a_real_run_trains(tmp_path, monkey
     with pytest.raises(ValueError, match="unknown feature map"):
         pooled_model.backbone.features(pooled[:2], ["block4"])
     # a method that reads the maps gets all cached stages
-    from zslib.methods import get_method
+    from zslib.engine.registry import get_method
     monkeypatch.setattr(get_method(config.method), "uses_maps", True)
     data = build_data(config)
     assert isinstance(data["train"], FeatureDataset) and isinstance(data["unseen"], FeatureDataset)

@@ -19,7 +19,7 @@ from zslib.methods.jrd import diversification as D
 from zslib.methods.cml import confusion as R
 from zslib.methods.jrd.intra import gaussian_intra_class_distance
 from zslib.engine.config import Config
-from zslib.methods import METHODS, get_method
+from zslib.engine.registry import METHODS, get_method
 from zslib.methods.jrd.method import JRD_PRESETS, jrd_method, jrd_preset
 from zslib.engine.models import CachedBackbone, EmbeddingNet, build_model
 from zslib.engine.train.optim import OptimSettings

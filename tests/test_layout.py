@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import ast
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -110,13 +112,26 @@ def test_the_top_level_is_short_and_each_paper_has_one_folder():
 
 
 def test_the_engine_imports_no_paper():
-    """The engine imports no paper's folder: methods plug into it (through :mod:`zslib.methods`, its registry and
-    the :class:`~zslib.methods.base.Method` hooks), never the reverse."""
-    papers = tuple(f"zslib.methods.{p}" for p in PAPERS)
+    """The engine owns the method interface and its registry and imports nothing from ``zslib.methods`` (nor
+    from the floors above it); the papers plug into it (:data:`zslib.engine.registry.PLUGINS`), never the
+    reverse."""
+    upstairs = ("zslib.methods", "zslib.analysis", "zslib.campaign", "zslib.teaching", "zslib.experiment")
     for name, deps in import_graph().items():
         if name.startswith("zslib.engine"):
-            bad = sorted(d for d in deps if d.startswith(papers))
+            bad = sorted(d for d in deps if d.startswith(upstairs))
             assert not bad, f"{name} imports {bad}"
+    offenders = [str(path.relative_to(ROOT)) for path in (PACKAGE / "engine").rglob("*.py")
+                 if "from zslib.methods" in path.read_text() or "import zslib.methods" in path.read_text()]
+    assert not offenders, offenders
+
+
+def test_a_method_lookup_imports_only_what_it_needs():
+    """``get_method`` of one name imports plug-in modules until the name is found, not every paper."""
+    code = ("import sys; from zslib.engine.registry import get_method; get_method('baseline'); "
+            "print(sorted(m for m in sys.modules if m.startswith('zslib.methods.')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    loaded = {m.split(".")[2] for m in eval(out)}
+    assert "baseline" in loaded and not {"zsml", "jrd"} & loaded, loaded
 
 
 def test_methods_never_import_the_runner_outside_their_analyses():

@@ -13,7 +13,8 @@ from torch import nn
 from zslib.methods.cml import confusion as R
 from zslib.methods.jrd.intra import intra_class_distance
 from zslib.engine.config import Config, config_hash
-from zslib.methods import METHODS, Method, Param, get_method, number, objective_method, one_of
+from zslib.engine.registry import METHODS, get_method
+from zslib.engine.method import Method, Param, number, objective_method, one_of
 from zslib.methods.cml.method import CML_PRESETS, CML_TRAINING, cml_method, cml_preset, with_confusion
 from zslib.engine.models.grl import grad_reverse
 from zslib.engine.train import train

@@ -14,7 +14,7 @@ import torch
 from torch import nn
 
 from zslib.engine.data import LabeledSubset, split_classes
-from zslib.methods import objective_method
+from zslib.engine.method import objective_method
 from zslib.engine.train import History, embed, load_checkpoint, make_scheduler, train
 
 # ----------------------------------------------------------------------------------------------------

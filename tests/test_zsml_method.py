@@ -12,7 +12,7 @@ from torch import nn
 
 from zslib.methods.zsml import cross_update as cu
 from zslib.engine.config import Config
-from zslib.methods import METHODS
+from zslib.engine.registry import METHODS
 from zslib.methods.zsml.method import ZSML
 from zslib.methods.zsml.pairwise import (class_sample, euclidean_scorer, matrix_metrics, neighbor_graph,
                                         normalized_euclidean_scorer, pairwise_metrics)

@@ -551,7 +551,7 @@ def _grade_all(args) -> int:
 
 
 def _methods(args) -> int:
-    from zslib.methods import describe_methods
+    from zslib.engine.registry import describe_methods
 
     print(describe_methods())
     return 0

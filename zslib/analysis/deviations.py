@@ -13,7 +13,7 @@ difference in one Markdown table, a row per :class:`Deviation`:
 
 The book-default cell is *read*, never typed: it is filled in when the table is drawn from the config the chapter
 trains (built by the paper's own functions, hence from :data:`zslib.engine.profile.PROFILES`, the ``Config``
-field defaults and the declared :class:`~zslib.methods.base.Param` defaults of the method). For a row with a
+field defaults and the declared :class:`~zslib.engine.method.Param` defaults of the method). For a row with a
 switch the cell opens with the current values of the switch's settings; if a default ever becomes the paper's
 value, the row says so instead of repeating a stale sentence. Prose in ``book_form`` may quote the code through
 ``str.format`` fields (:func:`namespace` lists them), e.g. ``"{real.iterations} steps"``.
@@ -85,7 +85,7 @@ def read_setting(config, key: str):
     (``"loss_params.margin"``, the loss's default when the config leaves it out) or a method parameter
     (``"method_params.adversary_input"``, the method's declared default when the config leaves it out)."""
     from zslib.engine.losses import LOSSES
-    from zslib.methods import get_method
+    from zslib.engine.registry import get_method
 
     kind, name = _kind(key)
     if kind == "method":
@@ -225,7 +225,7 @@ def namespace(config) -> dict:
     from zslib.engine.data.datasets import get_dataset_class
     from zslib.engine.losses import LOSSES
     from zslib.engine.profile import ADAPTED_REAL, PROFILES
-    from zslib.methods import get_method
+    from zslib.engine.registry import get_method
 
     real = PROFILES["real"]
     official = get_dataset_class(real.dataset).official

@@ -546,7 +546,7 @@ def _models_of_runs(configs: Mapping[str, object], seed: int, fallback: str | No
     from zslib.engine.data.errors import MissingDataError
     from zslib.engine.runner import build_data, build_model, load_model
     from zslib.engine.train import set_seed
-    from zslib.methods.registry import get_method
+    from zslib.engine.registry import get_method
 
     configs = {name: c.replace(seed=seed) for name, c in configs.items()}
     first = next(iter(configs.values()))

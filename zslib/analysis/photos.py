@@ -100,7 +100,7 @@ def unseen_embeddings(result, device="cpu", tolerance: float = 0.01, *, with_mod
     import tempfile
 
     from zslib.engine.runner import build_data, load_model, run
-    from zslib.methods import get_method
+    from zslib.engine.registry import get_method
 
     config, device = result.config, torch.device(device)
     if not get_method(config.method).trains or (result.checkpoint is not None and result.checkpoint.is_file()):

@@ -22,7 +22,7 @@ def build() -> dict:
     """The catalog of the live registries (imports them, hence PyTorch)."""
     from zslib.engine.data.datasets import DATASETS
     from zslib.engine.losses import LOSSES
-    from zslib.methods import METHODS
+    from zslib.engine.registry import METHODS
     from zslib.engine.models.embedding import BACKBONES
     from zslib.engine.profile import PROFILES
 

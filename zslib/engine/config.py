@@ -3,7 +3,7 @@
 A :class:`Config` is built from a profile (:meth:`Config.from_profile`) and changed with
 :meth:`Config.replace`. Fields left out take the value of the profile named by ``profile`` -- the
 profile is the only source of defaults, so ``Config()`` is the quick profile's recipe. ``method`` names
-a method of :data:`zslib.methods.METHODS` and ``method_params`` its hyperparameters, completed with the
+a method of :data:`zslib.engine.registry.METHODS` and ``method_params`` its hyperparameters, completed with the
 method's defaults and checked when the config is made (an unknown key lists the accepted ones).
 
 :func:`config_hash` names a run: 12 hex digits of the SHA-256 of every field but those of :data:`NOT_HASHED`
@@ -162,7 +162,7 @@ class Config:
         if not 0.0 <= self.validation_fraction < 1.0:
             raise ValueError(f"Config.validation_fraction must be in [0, 1), got {self.validation_fraction!r}")
         from zslib.engine.losses import LOSSES
-        from zslib.methods import get_method
+        from zslib.engine.registry import get_method
 
         if self.loss not in LOSSES:
             raise ValueError(f"unknown loss {self.loss!r}; choose one of {sorted(LOSSES)}")

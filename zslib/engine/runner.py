@@ -1,7 +1,7 @@
 """One run, from a :class:`~zslib.engine.config.Config` to a stored :class:`~zslib.engine.store.Result`.
 
 :func:`run` builds what the config names -- the data (:mod:`zslib.engine.data`), the network
-(:mod:`zslib.engine.models`, extended by the method's ``attach``) and the method (:data:`zslib.methods.METHODS`,
+(:mod:`zslib.engine.models`, extended by the method's ``attach``) and the method (:data:`zslib.engine.registry.METHODS`,
 which builds the metric loss) -- trains with :func:`zslib.engine.train.train`, evaluates the unseen (and
 validation) classes once with :func:`zslib.engine.evaluate.evaluate`, and stores everything with its provenance
 (:mod:`zslib.engine.store`). A run whose result exists is loaded, not repeated; an interrupted one resumes from
@@ -26,7 +26,8 @@ import torch
 from torch import nn
 
 from zslib.engine.config import Config
-from zslib.methods import Method, get_method
+from zslib.engine.registry import get_method
+from zslib.engine.method import Method
 from zslib.engine.store import (Result, ResultFileError, check_writable, code_fingerprint, hash_in_name,
                                 load_result, provenance, result_path, results_dir, stale_code_warning)
 from zslib.engine.train import default_eval, distributed, embed, load_checkpoint, set_seed, train

@@ -5,8 +5,8 @@ extra terms and modules removed. ``Config.loss`` names the loss (:data:`zslib.en
 """
 from __future__ import annotations
 
-from zslib.methods.registry import register
-from zslib.methods.base import Method
+from zslib.engine.registry import register
+from zslib.engine.method import Method
 
 __all__ = ["Baseline"]
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 import torch.nn.functional as F
 from torch import nn
 
-from zslib.methods.registry import register
-from zslib.methods.base import Method
+from zslib.engine.registry import register
+from zslib.engine.method import Method
 
 __all__ = ["Pretrained", "PooledFeatures"]
 

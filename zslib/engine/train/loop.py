@@ -47,7 +47,7 @@ __all__ = ["train"]
 
 
 def _as_method(method):
-    from zslib.methods.base import Method, objective_method
+    from zslib.engine.method import Method, objective_method
 
     if isinstance(method, Method):
         return method

@@ -57,8 +57,8 @@ from zslib.methods.adapt_adv.class_adversary import (L_THRESH, AdversarialClassi
                                                      classification_loss, replay_lambda)
 from zslib.methods.adapt_adv.spatial_attention import ATTENTION_FORMS
 from zslib.engine.train.optim import model_groups, own_parameters_group
-from zslib.methods.registry import register
-from zslib.methods.base import Method, Param, boolean, number, one_of
+from zslib.engine.registry import register
+from zslib.engine.method import Method, Param, boolean, number, one_of
 
 __all__ = ["AdaptAdv", "lambda_trace", "PAPER_TRIPLET"]
 

@@ -678,7 +678,7 @@ def show_stopping(study: RealStudy) -> None:
 
 def _lambda0_choice(configs: Mapping, runs: Mapping, stop: Stopping, train: bool, missing: dict) -> Lambda0Choice | None:
     from zslib.engine.stats import interval, paired
-    from zslib.methods import get_method
+    from zslib.engine.registry import get_method
 
     lam_grid = {0.0: configs[GDFL].replace(validation_fraction=VALIDATION)}  # lambda0 = 0: no adversary
     val_aa = configs[METHOD].replace(validation_fraction=VALIDATION)

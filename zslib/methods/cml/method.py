@@ -31,8 +31,8 @@ import warnings
 import torch.nn.functional as F
 
 from zslib.methods.cml.confusion import diversity_confusion, energy_confusion
-from zslib.methods.registry import register
-from zslib.methods.base import Method, Param, number, one_of
+from zslib.engine.registry import register
+from zslib.engine.method import Method, Param, number, one_of
 
 __all__ = ["CML", "CML_TRAINING", "CML_PRESETS", "PAPER_LOSSES", "cml_method", "cml_preset", "with_confusion"]
 

@@ -63,8 +63,8 @@ from zslib.engine.checks import finite_number
 from zslib.methods.deml.decoupled_losses import NONTRIVIAL_FORMS, activation_decay, nontrivial_term
 from zslib.methods.deml.network import DeMLNet
 from zslib.methods.deml.learner_adversary import LearnerAdversary, adversary_loss, learner_hinge_loss
-from zslib.methods.registry import register
-from zslib.methods.base import Method, Param, boolean, number, one_of
+from zslib.engine.registry import register
+from zslib.engine.method import Method, Param, boolean, number, one_of
 
 __all__ = ["DeML", "ADVERSARIES", "split_learners", "DEML_TRAINING"]
 

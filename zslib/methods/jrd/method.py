@@ -35,8 +35,8 @@ from zslib.engine.checks import finite_number
 from zslib.methods.jrd.diversification import (JRD_SETTINGS, KERNELS, PAPER_MIXTURE, REGULARIZERS, VARIANTS,
                                                jrd_representations)
 from zslib.methods.jrd.intra import gaussian_intra_class_distance, intra_class_distance
-from zslib.methods.registry import register
-from zslib.methods.base import Method, Param, number, one_of
+from zslib.engine.registry import register
+from zslib.engine.method import Method, Param, number, one_of
 
 __all__ = ["JRD", "IntraClassPenalty", "JRD_PRESETS", "jrd_method", "jrd_preset"]
 

@@ -64,7 +64,7 @@ def transfer(model, data: dict, config: Config, *, dataset: str, split: str = "u
     :func:`zslib.engine.evaluate.evaluate`. The model's input must mean the same on both datasets: on a cached-feature
     profile (``real``) both are read through the same frozen pretrained backbone, so the pooled features agree."""
     from zslib.engine.evaluate import evaluate
-    from zslib.methods import get_method
+    from zslib.engine.registry import get_method
     from zslib.engine.runner import build_data
     from zslib.engine.train import embed
 

@@ -55,8 +55,8 @@ from zslib.methods.zsml import cross_update as cu
 from zslib.methods.zsml.relation import ZSML_ARCHITECTURE, pair_similarity
 from zslib.methods.zsml.pairwise import euclidean_scorer, normalized_euclidean_scorer, pairwise_metrics
 from zslib.engine.train.optim import model_groups, own_parameters_group
-from zslib.methods.registry import register
-from zslib.methods.base import Method, Param, boolean, number, one_of
+from zslib.engine.registry import register
+from zslib.engine.method import Method, Param, boolean, number, one_of
 
 __all__ = ["ZSML", "ZSMLNet", "EVERY_UNSEEN_IMAGE"]
 

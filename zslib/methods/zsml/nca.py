@@ -25,8 +25,8 @@ from torch import nn
 
 from zslib.methods.zsml.pairwise import euclidean_scorer, pairwise_metrics
 from zslib.engine.threads import one_thread
-from zslib.methods.registry import register
-from zslib.methods.base import Method, Param, number
+from zslib.engine.registry import register
+from zslib.engine.method import Method, Param, number
 
 __all__ = ["NCA", "LinearMap"]
 

@@ -108,7 +108,7 @@ boolean.spec = {"kind": "bool"}
 
 
 class Method(nn.Module):
-    """Base class of the methods in :data:`zslib.methods.METHODS` (see the module docstring).
+    """Base class of the methods in :data:`zslib.engine.registry.METHODS` (see the module docstring).
 
     Registered methods are built by the runner as ``Method(config, model, num_classes)``; the base
     class validates ``config.method_params`` into ``self.p`` and builds the metric loss ``config.loss``
