@@ -438,7 +438,8 @@ def retrieval(dataset, models: Mapping[str, object], *, labels=None, k: int = 5,
     :func:`zslib.engine.evaluate.knn` (cosine by default, as the chapters evaluate); a neighbour of the
     query's class gets a green frame, another a red one. The query's Recall@1 and Recall@k (1 when one of
     the first 1 or k neighbours shares its class) are printed per model. The live menu offers ``queries``
-    photographs of different classes; the static page carries the first ``static_queries``.
+    photographs of different classes; the static page carries the first ``static_queries``. The query shown
+    first is one that at least one model answers right at rank 1, when the menu holds such a query.
     """
     from zslib.engine.evaluate import knn
 
@@ -456,6 +457,14 @@ def retrieval(dataset, models: Mapping[str, object], *, labels=None, k: int = 5,
     neighbours = {}
     for name in embs:
         neighbours[name] = np.stack([[j for j in row if j != q][:k] for q, row in zip(picks, n_plus[name])])
+    # the query shown first is one that some model answers right at rank 1 (when there is one): a reader's first
+    # look shows what a correct neighbour looks like, the later queries show the misses
+    right = [any(y[neighbours[name][q, 0]] == y[p] for name in embs) for q, p in enumerate(picks)]
+    if any(right) and not right[0]:
+        first = right.index(True)
+        order = [first] + [q for q in range(len(picks)) if q != first]
+        picks = [picks[q] for q in order]
+        neighbours = {name: nb[order] for name, nb in neighbours.items()}
     thumbs: dict[int, np.ndarray] = {}
 
     def tile(i):
@@ -514,7 +523,16 @@ def _trained_runs(configs: Mapping[str, object]) -> tuple[dict, list]:
     reused = [name for name, r in found.items() if r is not None]
     missing = {name: c for name, c in configs.items() if found[name] is None}
     if missing:
-        trained = run_many(list(missing.values()), results_dir=results_dir() / "explorers", progress=False)
+        folder = results_dir() / "explorers"
+        # A results folder's own recorded/ sub-folder is where its recorded runs are looked up
+        # (zslib.engine.store.recorded_dir); an empty one here keeps the runs installed with zslib (metrics only,
+        # no weights) from standing in for the runs this explorer must train.
+        (folder / "recorded").mkdir(parents=True, exist_ok=True)
+        trained = run_many(list(missing.values()), results_dir=folder, progress=False)
+        weightless = [r.path.name for r in trained if r.checkpoint is None or not r.checkpoint.is_file()]
+        if weightless:
+            raise RuntimeError(f"the explorer needs trained weights, but {', '.join(weightless)} has none; delete "
+                               f"it from {folder} to train it again")
         found.update(zip(missing, trained))
     return found, reused
 
@@ -551,6 +569,7 @@ def _models_of_runs(configs: Mapping[str, object], seed: int, fallback: str | No
     configs = {name: c.replace(seed=seed) for name, c in configs.items()}
     first = next(iter(configs.values()))
     note = ""
+    profile, dataset = first.profile, first.dataset
     try:
         data = build_data(first)
     except (MissingDataError, FileNotFoundError) as err:
@@ -561,8 +580,10 @@ def _models_of_runs(configs: Mapping[str, object], seed: int, fallback: str | No
                                        loss_params=c.loss_params) for name, c in configs.items()}
         first = next(iter(configs.values()))
         data = build_data(first)
-        note = (f"The {first.dataset} profile's data is not on this machine ({str(err).splitlines()[0][:120]}); "
-                f"the same methods run on the {fallback} profile. ")
+        from zslib.analysis.photos import missing_photos_text
+
+        missing = missing_photos_text(err, profile=profile, dataset=dataset, markdown=False)
+        note = f"{missing} Meanwhile the same methods run on the {fallback} profile. "
     unseen = data["unseen"]
     for name, c in configs.items():
         if (c.dataset, c.backbone, c.image_size) != (first.dataset, first.backbone, first.image_size):

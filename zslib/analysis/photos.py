@@ -25,9 +25,9 @@ import torch
 
 from zslib.analysis.viz import CORRECT, WRONG, _frame, embedding_scatter, to_display
 
-__all__ = ["REQUIRE_DATA_ENV", "PhotosRequiredError", "data_required", "photos_unavailable", "flower_photos",
-           "query_rows", "unseen_embeddings", "nearest", "retrieval_grid", "overlay_maps", "tsne_photos",
-           "SOURCE_NOTE", "show", "retrieval_section"]
+__all__ = ["REQUIRE_DATA_ENV", "PhotosRequiredError", "data_required", "photos_unavailable", "missing_photos_text",
+           "shown_path", "flower_photos", "query_rows", "unseen_embeddings", "nearest", "retrieval_grid",
+           "overlay_maps", "tsne_photos", "SOURCE_NOTE", "show", "retrieval_section"]
 
 REQUIRE_DATA_ENV = "ZS_REQUIRE_DATA"
 
@@ -48,10 +48,48 @@ def data_required() -> bool:
     return os.environ.get(REQUIRE_DATA_ENV, "").strip().lower() in ("1", "true", "yes")
 
 
-def photos_unavailable(what: str, err: BaseException | str | None = None):
-    """A short Markdown note that ``what`` cannot be drawn on this machine, and what gives it the photographs;
-    with ``ZS_REQUIRE_DATA=1`` a :class:`PhotosRequiredError` instead (a build that promised the data must
-    not publish a page without its photographs)."""
+def shown_path(path) -> str:
+    """``path`` as a reader can use it and a page may show it: under the home folder as ``~/...``, inside the
+    book's checkout as ``<checkout>/...``, else as it is."""
+    from pathlib import Path
+
+    from zslib.engine.profile import repository_root
+
+    path = Path(path).expanduser()
+    for base, prefix in ((repository_root(), "<checkout>"), (Path.home(), "~")):
+        if base is not None and path.is_relative_to(base):
+            rel = path.relative_to(base).as_posix()
+            return prefix if rel == "." else f"{prefix}/{rel}"
+    return path.as_posix()
+
+
+def missing_photos_text(err: BaseException | str | None = None, *, profile: str = "real",
+                        dataset: str = "flowers102", markdown: bool = True) -> str:
+    """What is missing, where it was looked for and the one command that fetches it, as one paragraph (inline
+    code in backticks when ``markdown``): the note of a photo figure or explorer that cannot draw the ``profile``
+    profile's photographs (``dataset`` under ``$ZS_DATA``, :func:`zslib.engine.data.data_root`)."""
+    from zslib.engine.data import data_root, get_dataset_class
+
+    cls = get_dataset_class(dataset)
+    root = data_root()
+    code = (lambda t: f"`{t}`") if markdown else (lambda t: t)
+    chosen = os.environ.get("ZS_DATA", "").strip()
+    where = f"ZS_DATA={shown_path(root)} " if chosen else ""
+    missing = err is None or isinstance(err, (str, FileNotFoundError))  # MissingDataError is one
+    state = "are not on this machine" if missing else f"could not be read ({type(err).__name__})"
+    fetch = f"{where}python -c \"import zslib.engine.data as d; d.download('{dataset}')\""
+    return (f"The {profile} profile's photographs ({cls.title}) {state}: looked for in "
+            f"{code(shown_path(root / cls.name))} and {code(shown_path(root))} "
+            f"({'ZS_DATA' if chosen else 'the default; ZS_DATA names another folder'}). "
+            f"To fetch them{' (about 330 MB)' if dataset == 'flowers102' else ''}: {code(fetch)}, or set {code('ZS_DOWNLOAD=1')} "
+            "and run the chapter again (the Colab setup cell sets it).")
+
+
+def photos_unavailable(what: str, err: BaseException | str | None = None, *, profile: str = "real"):
+    """A short Markdown note that ``what`` cannot be drawn on this machine: which data is missing, where it was
+    looked for and the command that fetches it (:func:`missing_photos_text`); with ``ZS_REQUIRE_DATA=1`` a
+    :class:`PhotosRequiredError` instead (a build that promised the data must not publish a page without its
+    photographs)."""
     from IPython.display import Markdown
 
     reason = type(err).__name__ if isinstance(err, BaseException) else (err or "missing data")
@@ -60,9 +98,7 @@ def photos_unavailable(what: str, err: BaseException | str | None = None):
             f"{what} needs the Flowers-102 photographs, but they could not be read ({reason}: {err}). "
             f"{REQUIRE_DATA_ENV}=1 declares them present: set ZS_DATA to the folder that holds flowers102/, "
             f"or unset {REQUIRE_DATA_ENV}.")
-    return Markdown(f"*{what} is drawn on the Flowers-102 photographs, which this build could not read "
-                    f"({reason}). Set `ZS_DATA` to the folder that holds `flowers102/`, or `ZS_DOWNLOAD=1` to "
-                    "download them (about 330 MB), and run the chapter again.*")
+    return Markdown(f"*{what} is drawn on the Flowers-102 photographs. {missing_photos_text(err, profile=profile)}*")
 
 
 def flower_photos(config, split: str = "test"):
@@ -293,8 +329,9 @@ def retrieval_section(results: Mapping, *, scorers: Mapping | None = None, tsne_
     embedded by :func:`unseen_embeddings`), ranked by cosine similarity or, for a name in ``scorers``, by
     ``scorers[name](model)`` (a pair scorer), then, with ``tsne_of``, :func:`tsne_photos` of that model.
     ``note`` is added to the retrieval caption; ``tolerance`` (name -> float) widens the reproduction check of a
-    run whose recorded metrics are measured on a small sample (see :func:`unseen_embeddings`). Returns ``{name: (embeddings, labels)}``, or ``None`` after a
-    note when the photographs are missing (an error under ``ZS_REQUIRE_DATA=1``)."""
+    run whose recorded metrics are measured on a small sample (see :func:`unseen_embeddings`). Returns
+    ``{name: (embeddings, labels)}``, or ``None`` after a note when the photographs are missing (an error under
+    ``ZS_REQUIRE_DATA=1``)."""
     from IPython.display import display
 
     from zslib.engine.data import DataError
