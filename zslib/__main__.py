@@ -169,6 +169,8 @@ def _parser() -> argparse.ArgumentParser:
                                    "for the teacher (see zslib.teaching.assignments).")
     a.add_argument("--out", required=True, help="folder to write the pack into (created if missing)")
     a.add_argument("--chapter", action="append", help="only this chapter (a notebook stem; repeatable)")
+    a.add_argument("--book", metavar="DIR", help="folder of the chapters (default: book/ of the checkout zslib runs "
+                                                 "from, else the chapters installed with zslib)")
     a.add_argument("--format", choices=["book", "otter", "nbgrader"], default="book",
                    help="book: the pack only (default); otter: also OUT/otter/<chapter>/<chapter>.ipynb, otter-grader "
                         "master notebooks; nbgrader: also OUT/nbgrader/source/<chapter>/<chapter>.ipynb "
@@ -473,7 +475,7 @@ def _record(args) -> int:
 def _assignments(args) -> int:
     from zslib.teaching.assignments import build_pack
 
-    out = build_pack(args.out, chapters=args.chapter)
+    out = build_pack(args.out, chapters=args.chapter, book_dir=args.book)
     print(f"assignment pack written to {out} (student/, instructor/, rubric.json, README.md)")
     if args.format != "book":
         from zslib.teaching import export

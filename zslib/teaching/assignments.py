@@ -27,12 +27,35 @@ from pathlib import Path
 from zslib.teaching.grading import exercise_names  # noqa: F401  (part of this module's interface)
 
 __all__ = ["SOLUTION_TAG", "HIDE_TAG", "strip_solutions", "solution_text", "exercise_names", "build_pack", "grade", "Score",
-           "BOOK_DIR", "chapters_with_exercises"]
+           "BOOK_DIR", "chapters_with_exercises", "default_book_dir", "installed_book_dir"]
 
 SOLUTION_TAG = "solution"
 HIDE_TAG = "hide-cell"
 BEGIN, END, LINE = "# BEGIN SOLUTION", "# END SOLUTION", "# SOLUTION"
-BOOK_DIR = Path(__file__).resolve().parents[2] / "book"
+
+
+def installed_book_dir() -> Path:
+    """Where a pip install of zslib keeps the chapters: ``<prefix>/share/zslib/book`` (the ``data-files`` of
+    pyproject.toml, copied from ``book/`` when the wheel is built); for a ``--user`` install, under the user's
+    prefix."""
+    import sysconfig
+
+    schemes = [sysconfig.get_default_scheme(), f"{os.name}_user"]
+    folders = [Path(sysconfig.get_path("data", scheme)) / "share" / "zslib" / "book"
+               for scheme in schemes if scheme in sysconfig.get_scheme_names()]
+    return next((f for f in folders if f.is_dir()), folders[0])
+
+
+def default_book_dir() -> Path:
+    """The chapters an assignment pack is made from: ``book/`` of the checkout zslib runs from, else the copy
+    installed with zslib (:func:`installed_book_dir`)."""
+    from zslib.engine.profile import repository_root
+
+    root = repository_root()
+    return root / "book" if root is not None else installed_book_dir()
+
+
+BOOK_DIR = default_book_dir()
 
 # Seconds each chapter took on the quick profile in the book build of 2026-11-23 on the project's 2-core
 # reference machine (its _build/execution_times.json; cml and deep_metric_learning_compare were not timed in
@@ -248,11 +271,15 @@ def _readme(rubric: dict, titles: dict, times: dict) -> str:
     return "\n".join(lines)
 
 
-def build_pack(out: str | os.PathLike, chapters=None, book_dir: str | os.PathLike = BOOK_DIR) -> Path:
-    """Write the pack (student/, instructor/, rubric.json, README.md, grader/hidden.json) to ``out``; returns
-    ``out``."""
-    out, book_dir = Path(out), Path(book_dir)
+def build_pack(out: str | os.PathLike, chapters=None, book_dir: str | os.PathLike | None = None) -> Path:
+    """Write the pack (student/, instructor/, rubric.json, README.md, grader/hidden.json) to ``out`` from the
+    chapters in ``book_dir`` (default :data:`BOOK_DIR`: the checkout's ``book/``, else the chapters installed with
+    zslib); returns ``out``. Refuses, before writing anything, a folder without chapters with exercises."""
+    out, book_dir = Path(out), Path(BOOK_DIR if book_dir is None else book_dir)
     paths = [book_dir / f"{c}.ipynb" for c in chapters] if chapters else chapters_with_exercises(book_dir)
+    if not paths:
+        raise FileNotFoundError(f"no chapter with exercises in {book_dir}: give the book's chapters with --book DIR "
+                                "(the book/ folder of a checkout of the book's repository)")
     missing = [str(p) for p in paths if not p.exists()]
     if missing:
         raise FileNotFoundError(f"no such chapter: {', '.join(missing)}")
