@@ -12,6 +12,12 @@ how long it took. What it adds to a plain `jupyter-book build`:
   output also depends on zslib, on the pinned packages and on the recorded runs (results/recorded/, which
   chapters and the "Recorded runs" page show). When their fingerprint changed since the last build, every
   chapter is executed again (stored runs in results/ are still reused).
+* **The chapters as a reader runs them.** By default (``--zslib wheel``, for the book's own checkout) zslib's
+  wheel is built from the files a clone holds and installed, not editable, into a virtual environment of its
+  own (``_build/reader/env``, scripts/reader_env.py); the chapters execute in its kernel with the recorded runs
+  and chapters the wheel carries and a results folder outside the checkout's ``results/``
+  (``_build/reader/results`` unless ``ZS_RESULTS`` says otherwise), so a chapter that breaks on a pip install
+  (on Colab) fails the build. ``--zslib checkout`` executes them with the running Python's zslib instead.
 * **Times that mean something on a shared machine.** A short fixed workload (:data:`CALIBRATION`) is
   timed before and after the build and compared with its time on the reference machine (the speed
   factor), and a monitor samples, every two seconds, how many other programs competed for the CPU. The
@@ -20,7 +26,7 @@ how long it took. What it adds to a plain `jupyter-book build`:
   seconds. Nothing is killed for being slow: the per-cell timeout is generous (``ZS_CELL_TIMEOUT``,
   default :data:`DEFAULT_CELL_TIMEOUT` s) and the budget is checked by the tests from the report.
 
-    python scripts/build_book.py [--root .] [--builder html]
+    python scripts/build_book.py [--root .] [--builder html] [--zslib wheel|checkout]
 """
 from __future__ import annotations
 
@@ -173,10 +179,10 @@ class LoadMonitor(threading.Thread):
 # The execution cache: stale detection and per-chapter records
 
 
-def fingerprint(root: Path) -> str:
+def fingerprint(root: Path, zslib_from: str = "checkout") -> str:
     """SHA-256 over what a chapter's output depends on besides its own source: zslib's code, the pinned
-    environment and the recorded runs."""
-    h = hashlib.sha256()
+    environment, the recorded runs and where the chapters take zslib from (``zslib_from``)."""
+    h = hashlib.sha256(zslib_from.encode())
     files = (sorted((root / "zslib").rglob("*.py")) + [root / "constraints.txt", root / "pyproject.toml"]
              + sorted((root / "results" / "recorded").rglob("*.json")))  # runs and analyses/
     for f in files:
@@ -187,14 +193,14 @@ def fingerprint(root: Path) -> str:
     return h.hexdigest()
 
 
-def invalidate_if_stale(root: Path) -> bool:
+def invalidate_if_stale(root: Path, zslib_from: str = "checkout") -> bool:
     """Drop the execution cache when zslib, the environment or the recorded runs changed since it was
     written, and Sphinx's saved environment with it: Sphinx re-reads only pages whose source changed, so with
     the environment kept, an unchanged chapter would be neither read nor executed again and its page would keep
     the old outputs."""
     stamp = root / "_build" / ".zslib_fingerprint"
     cache = root / "_build" / ".jupyter_cache"
-    now = fingerprint(root)
+    now = fingerprint(root, zslib_from)
     stale = cache.exists() and (not stamp.exists() or stamp.read_text().strip() != now)
     if stale:
         shutil.rmtree(cache)
@@ -300,41 +306,98 @@ def cell_timeout(root: Path) -> int:
         "timeout", DEFAULT_CELL_TIMEOUT))
 
 
+def _reader_env_module():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("reader_env", Path(__file__).with_name("reader_env.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+CHECKOUT_FOLDERS = r"""
+import json
+from zslib.engine.cache import cache_dir
+from zslib.engine.data import data_root
+print(json.dumps({"ZS_DATA": str(data_root()), "ZS_CACHE": str(cache_dir() or "off")}))
+"""
+
+
+def reader_setup(root: Path, project: Path | None = None) -> tuple[str, dict, dict]:
+    """(Python, environment variables, facts) for executing the chapters of the book at ``root`` with zslib
+    installed from the wheel of ``project`` (default ``root``; scripts/reader_env.py) into ``_build/reader/env``.
+    The data and cache folders stay those of the checkout (``data/``, ``data/cache``) unless the caller set
+    ``ZS_DATA`` / ``ZS_CACHE``: where a reader keeps the photographs is not what this build checks, and the real
+    profile's feature cache takes minutes to build."""
+    env = dict(os.environ)
+    env.pop("PYTHONPATH", None)
+    project = root if project is None else project
+    out = subprocess.run([sys.executable, "-c", CHECKOUT_FOLDERS], cwd=project, env=env, capture_output=True,
+                         text=True)
+    if out.returncode != 0:
+        raise SystemExit(f"cannot import zslib from {project}:\n{out.stderr[-2000:]}")
+    for name, value in json.loads(out.stdout.strip().splitlines()[-1]).items():
+        if not env.get(name, "").strip():
+            env[name] = value
+    folder = root / "_build" / "reader"
+    env.setdefault("ZS_RESULTS", str(folder / "results"))
+    python, env, facts = _reader_env_module().reader_env(project, folder, env)
+    return str(python), env, facts
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--root", default=str(Path(__file__).resolve().parents[1]))
     parser.add_argument("--builder", default="html")
     parser.add_argument("--no-calibration", action="store_true", help="skip the speed measurement")
+    parser.add_argument("--zslib", choices=["wheel", "checkout"],
+                        help="wheel: execute the chapters with zslib installed from the wheel of ROOT, as a reader "
+                             "installs it (default when ROOT is the book's checkout); checkout: with the running "
+                             "Python's zslib (default for any other book)")
+    parser.add_argument("--project", help="with --zslib wheel: the zslib checkout whose wheel is built (default ROOT)")
     args = parser.parse_args(argv)
     root = Path(args.root).resolve()
+    zslib_from = args.zslib or ("wheel" if (root / "pyproject.toml").is_file() and (root / "zslib").is_dir()
+                                else "checkout")
     os.environ.setdefault("ZS_PROFILE", "quick")
     # No training progress on the pages: a reader of the static book sees results, not progress bars.
     os.environ.setdefault("ZS_PROGRESS", "none")
     # The interactive explorers as their static view only: no live widget whose state the page would carry.
     os.environ.setdefault("ZS_EXPLORERS", "static")
     (root / "_build").mkdir(exist_ok=True)
+    python, env, reader = sys.executable, dict(os.environ), None
+    if zslib_from == "wheel":
+        python, env, reader = reader_setup(root, Path(args.project).resolve() if args.project else None)
+        print(f"zslib installed from its wheel ({reader['wheel']}: built in {reader['wheel_seconds']} s, installed in "
+              f"{reader['install_seconds']} s) into {Path(python).parent.parent}; the chapters execute with it, "
+              f"results in {env['ZS_RESULTS']}", flush=True)
 
-    if invalidate_if_stale(root):
+    if invalidate_if_stale(root, zslib_from):
         print("zslib, the pinned environment or the recorded runs changed since the last build: every chapter "
               "is executed again (stored runs in results/ are reused).", flush=True)
     findings = root / "book" / "_findings.md"
     if findings.is_file():  # the index's main findings, generated from the recorded runs of this checkout
-        subprocess.run([sys.executable, "-m", "zslib.methods.book_findings", str(findings)], cwd=root, check=True)
+        subprocess.run([python, "-m", "zslib.methods.book_findings", str(findings)], check=True, env=env,
+                       cwd=root if reader is None else root / "_build" / "reader" / "away")
     timeout = cell_timeout(root)
     config_path = effective_config(root, timeout)
     calibration = {"before": None if args.no_calibration else calibrate()}
     monitor = LoadMonitor()
     monitor.start()
 
-    jb = Path(sys.executable).with_name("jupyter-book")
-    cmd = [str(jb if jb.exists() else "jupyter-book"), "build", str(root),
-           "--builder", args.builder, "--warningiserror", "--keep-going"]
+    if reader is None:
+        jb = Path(sys.executable).with_name("jupyter-book")
+        cmd = [str(jb if jb.exists() else "jupyter-book")]
+    else:  # jupyter-book in the reader's environment: its kernel python3 is that environment's Python
+        cmd = [python, "-c", "import sys; from jupyter_book.cli.main import main; sys.argv[0] = 'jupyter-book'; "
+                             "sys.exit(main())"]
+    cmd += ["build", str(root), "--builder", args.builder, "--warningiserror", "--keep-going"]
     if config_path is not None:
         cmd += ["--config", str(config_path)]
     print("$", " ".join(cmd), flush=True)
     start = time.perf_counter()
     try:
-        proc = subprocess.run(cmd, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        proc = subprocess.run(cmd, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     finally:
         if config_path is not None:
             config_path.unlink(missing_ok=True)
@@ -353,7 +416,8 @@ def main(argv=None) -> int:
               "reference_seconds": REFERENCE_SECONDS, "calibration_seconds": calibration, "speed_factor": factor,
               "machine": {"cpus": os.cpu_count(), "processor": platform.processor() or platform.machine(),
                           "python": platform.python_version()},
-              "load_monitor": monitor.available, "wall_seconds": round(wall, 1), "chapters": {}}
+              "load_monitor": monitor.available, "wall_seconds": round(wall, 1),
+              "zslib": {"from": zslib_from, **(reader or {})}, "chapters": {}}
     for r in rows:
         entry = {"seconds": r["seconds"], "status": "FAILED" if r["traceback"] else "ok" if r["executed"] else "-"}
         if r["seconds"] is not None and r["ended"] is not None:

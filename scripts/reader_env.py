@@ -38,10 +38,12 @@ CHECKOUT_VARIABLES = ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PYTHONSTARTUP"
 
 def reader_environ(env_dir: Path, base: dict | None = None) -> dict:
     """The caller's environment (``base``, default ``os.environ``) without what points at the checkout, with the
-    environment's ``bin/`` first on ``PATH`` and its kernelspecs first for Jupyter."""
+    environment's ``bin/`` first on ``PATH``, its kernelspecs first for Jupyter and the current folder left off
+    ``sys.path`` (Python 3.11's ``PYTHONSAFEPATH``)."""
     env = {k: v for k, v in (os.environ if base is None else base).items() if k not in CHECKOUT_VARIABLES}
     env["PATH"] = f"{env_dir / 'bin'}{os.pathsep}{env.get('PATH', '')}"
     env["JUPYTER_PATH"] = str(env_dir / "share" / "jupyter")
+    env["PYTHONSAFEPATH"] = "1"  # `python -m`/`-c` in a checkout's folder must not import the checkout's zslib
     return env
 
 

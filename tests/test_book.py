@@ -59,10 +59,13 @@ def test_chapter_follows_the_template(path):
     nb = nbformat.read(path, as_version=4)
     assert nb.cells[0].cell_type == "markdown" and nb.cells[0].source.startswith("# "), \
         f"{path.name}: the first cell must be the markdown title"
-    code = [c.source for c in nb.cells if c.cell_type == "code"]
-    setup = code[0]
-    assert f"git+{repository_url()}" in setup, \
-        f"{path.name}: the setup cell must install zslib from {repository_url()} (_config.yml)"
+    cells = [c for c in nb.cells if c.cell_type == "code"]
+    setup = cells[0].source
+    assert f'"zslib[notebook,full] @ git+{repository_url()}"' in setup, \
+        f"{path.name}: the setup cell must install zslib[notebook,full] from {repository_url()} (_config.yml)"
+    # short for the reader: a form on Colab (its title and the profile menu), collapsed on the page
+    assert setup.startswith("# @title Setup") and 'display-mode: "form"' in setup.splitlines()[0]
+    assert cells[0].metadata.get("cellView") == "form" and "hide-input" in cells[0].metadata.get("tags", [])
     assert 'ZS_PROFILE = "quick"  # @param ["quick", "real", "full"]' in setup
     assert 'os.environ.setdefault("ZS_DOWNLOAD", "1")' in setup
     assert "zslib.get_profile()" in setup
@@ -242,3 +245,43 @@ def test_the_execution_cache_is_dropped_when_the_recorded_runs_change(tmp_path):
     doctrees.mkdir()
     (tmp_path / "results" / "run-4567.json").write_text("{}")  # a run made here, not recorded: no effect
     assert bb.invalidate_if_stale(tmp_path) is False and cache.exists() and doctrees.exists()
+
+
+WHERE_CELL = """\
+import json
+from zslib.engine.profile import repository_root
+from zslib.engine.store import recorded_dir, recorded_runs, results_dir
+import zslib
+print("WHERE", json.dumps({"zslib": zslib.__file__, "checkout": str(repository_root()),
+                           "recorded": str(recorded_dir()), "runs": len(recorded_runs()),
+                           "results": str(results_dir())}))
+"""
+
+
+@pytest.mark.book
+def test_the_build_executes_the_chapters_with_zslib_installed_from_its_wheel(tmp_path):
+    """--zslib wheel (the default for the book's checkout): the chapters' kernel imports zslib from the wheel
+    installed in _build/reader/env, finds the recorded runs the wheel carries and stores its runs outside the
+    checkout; a chapter that works only in a checkout fails the build."""
+    import os
+    _tiny_book(tmp_path, {"where": [WHERE_CELL],
+                          "checkout_only": ["from zslib.engine.profile import repository_root",
+                                            "assert repository_root() is not None, 'not a checkout'"]})
+    env = {k: v for k, v in os.environ.items() if k != "ZS_RESULTS"}
+    proc = subprocess.run([sys.executable, str(BUILD_SCRIPT), "--root", str(tmp_path), "--no-calibration",
+                           "--zslib", "wheel", "--project", str(REPO)], stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, env=env)
+    assert proc.returncode != 0 and "checkout_only.ipynb (code cell 2:" in proc.stdout, proc.stdout[-3000:]
+    from jupyter_cache import get_cache
+    cache = get_cache(tmp_path / "_build" / ".jupyter_cache")
+    (record,) = [r for r in cache.list_cache_records() if Path(r.uri).name == "where.ipynb"]
+    nb = cache.get_cache_bundle(record.pk).nb
+    text = "".join(o.get("text", "") for c in nb.cells for o in c.get("outputs", []))
+    where = json.loads(text.split("WHERE ", 1)[1].splitlines()[0])
+    env_dir = tmp_path / "_build" / "reader" / "env"
+    assert Path(where["zslib"]).is_relative_to(env_dir) and where["checkout"] == "None", where
+    assert Path(where["recorded"]).is_relative_to(env_dir) and where["runs"] == len(
+        list((REPO / "results" / "recorded").glob("*.json")))
+    assert where["results"] == str(tmp_path / "_build" / "reader" / "results")
+    report = json.loads((tmp_path / "_build" / "build_report.json").read_text())
+    assert report["zslib"]["from"] == "wheel" and report["zslib"]["wheel_seconds"] > 0
