@@ -107,8 +107,9 @@ print(json.dumps(None if camp is None else campaign_frame(camp).to_dict(orient="
 
 def test_an_installed_wheel_shows_the_recorded_campaign_as_the_checkout_does(installed):
     """The comparison chapter's fine-tuned section: the same table from the install as from the checkout."""
-    here = subprocess.run([sys.executable, "-c", CAMPAIGN], capture_output=True, text=True, cwd=REPO)
-    checkout = _last_json(here)
+    from zslib.campaign.report import campaign_frame, recorded_campaign
+
+    checkout = campaign_frame(recorded_campaign("flowers102")).to_dict(orient="records")
     assert checkout, "the checkout records a fine-tuned campaign"
     assert _last_json(_ask(installed, CAMPAIGN)) == checkout
 
@@ -140,7 +141,19 @@ def test_assignments_without_chapters_refuse_in_one_line(installed, tmp_path):
     assert first == (f"python -m zslib assignments: error: no chapter with exercises in {empty}: give the book's "
                      "chapters with --book DIR (the book/ folder of a checkout of the book's repository)"), proc.stderr
     assert not (tmp_path / "pack").exists()
-    ok = subprocess.run([str(python), "-m", "zslib", "assignments", "--out", str(tmp_path / "pack2"), "--chapter",
-                         "metrics", "--book", str(REPO / "book")], capture_output=True, text=True, env=env, cwd=away)
-    assert ok.returncode == 0, ok.stderr[-2000:]
-    assert [p.name for p in (tmp_path / "pack2" / "student").iterdir()] == ["metrics.ipynb"]
+
+
+CHAPTERS = r"""
+import json
+from zslib.teaching.assignments import default_book_dir
+from zslib.teaching.path import PREREQUISITES, reading_minutes, title
+print(json.dumps({c: [title(c), reading_minutes(default_book_dir() / f"{c}.ipynb")] for c in sorted(PREREQUISITES)}))
+"""
+
+
+def test_an_installed_wheel_titles_the_chapters_as_the_checkout_does(installed):
+    """The line under a chapter's title (zslib.teaching.path.chapter_card) names the chapters to read first by
+    their titles and gives the reading time, read from the chapters the wheel carries."""
+    checkout = _last_json(subprocess.run([sys.executable, "-c", CHAPTERS], capture_output=True, text=True, cwd=REPO))
+    assert checkout["cml"][0] == "Confusion-based metric learning (CML)" and len(checkout) == 21
+    assert _last_json(_ask(installed, CHAPTERS)) == checkout

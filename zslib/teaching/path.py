@@ -81,11 +81,17 @@ def real_seconds(chapter: str, runs=None) -> tuple[float, int] | None:
     return sum(float(r.provenance.get("train_seconds") or 0.0) for r in chosen), len(chosen)
 
 
+def _chapter_file(chapter: str) -> Path:
+    """A chapter's notebook: in the checkout's ``book/``, else among the chapters installed with zslib."""
+    from zslib.teaching.assignments import default_book_dir
+
+    return default_book_dir() / f"{chapter}.ipynb"
+
+
 def title(chapter: str) -> str:
     """The first heading of a chapter's notebook (its name when the notebook is not here)."""
-    root = _root()
-    path = root / "book" / f"{chapter}.ipynb" if root is not None else None
-    if path is not None and path.is_file():
+    path = _chapter_file(chapter)
+    if path.is_file():
         for cell in json.loads(path.read_text())["cells"]:
             m = re.match(r"#\s+(.+)", "".join(cell["source"]).strip()) if cell["cell_type"] == "markdown" else None
             if m:
@@ -101,11 +107,11 @@ def chapter_card(chapter: str):
     """The line under a chapter's title: prerequisites, reading time, compute time (quick and real profiles)."""
     from IPython.display import Markdown
 
-    root = _root()
     pre = PREREQUISITES.get(chapter, ())
     parts = ["**Before this chapter:** " + ("; ".join(f"*{title(c)}*" for c in pre) if pre else "nothing")]
-    if root is not None and (root / "book" / f"{chapter}.ipynb").is_file():
-        parts.append(f"**Reading:** about {reading_minutes(root / 'book' / f'{chapter}.ipynb')} min")
+    notebook = _chapter_file(chapter)
+    if notebook.is_file():
+        parts.append(f"**Reading:** about {reading_minutes(notebook)} min")
     quick = quick_seconds(chapter)
     parts.append("**Compute, quick profile:** " + (f"{_duration(quick)} in the last book build" if quick is not None
                                                    else "measured by each book build"))
