@@ -2,7 +2,10 @@
 #   make book   executes every chapter on the quick profile and writes _build/html
 #   make test   runs the unit tests of zslib, the book build (the integration test) and the browser tests
 #               of the built pages (these need Chromium and `make mathjax`; without them they skip)
-# Both create the virtual environment .venv on first use, with the exact versions of constraints.txt.
+# Both create the virtual environment .venv on first use, with the exact versions of constraints.txt. The unit
+# tests use the checkout's zslib (installed editable into .venv); the book build executes the chapters as a reader
+# runs them, with zslib installed from its wheel into _build/reader/env (scripts/build_book.py, --zslib wheel: a
+# chapter that breaks on a pip install fails the build). `make book-checkout` executes them with the checkout's.
 
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   ?= .venv
@@ -14,7 +17,7 @@ export ZS_PROFILE ?= quick
 MATHJAX_VERSION := 3.2.2
 MATHJAX         := .vendor/mathjax
 
-.PHONY: book test test-unit env lock clean mathjax assignments
+.PHONY: book book-checkout test test-unit env lock clean mathjax assignments
 
 env: $(STAMP)
 
@@ -26,6 +29,10 @@ $(STAMP): pyproject.toml constraints.txt
 
 book: $(STAMP)
 	$(BIN)/python scripts/build_book.py
+
+# The same build with the checkout's zslib (editable) in the chapters' kernel: for writing a chapter.
+book-checkout: $(STAMP)
+	$(BIN)/python scripts/build_book.py --zslib checkout
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
