@@ -11,7 +11,10 @@ line to ``OUT_FD`` at once, so a notebook that later hangs or dies keeps what it
 * a number question: the numbers (``values``);
 * a choice question: the word and the chapter's printed values it is decided from;
 * a function: the grader sends the inputs (published and hidden) on ``IN_FD`` only now; the function runs
-  on each under a time limit and its outputs (and the gradient of the case's argument) go back as numbers.
+  on each under a time limit and its outputs (and the gradient of the case's argument) go back as numbers
+  (an untouched ``...`` stub is reported as not attempted).
+
+A cell that raises is reported too (its index and the error's first line), and the next cells still run.
 
 Only data crosses the pipe (JSON, never pickle), so nothing the submission writes can run in the
 grader; and no reference value exists in this process, so nothing here (a frame, the registry, the
@@ -87,7 +90,7 @@ def run_function(fn, cases: list, seconds: float | None = None) -> list:
     grader also takes of the reference (weights from 0.5 to 1.5 over the output's elements)."""
     import torch
 
-    from zslib.teaching.exercises.kinds import TimeLimit, call_limited
+    from zslib.teaching.exercises.kinds import TimeLimit, call_limited, is_stub
 
     results = []
     for case in cases:
@@ -109,6 +112,9 @@ def run_function(fn, cases: list, seconds: float | None = None) -> list:
             continue
         except Exception as err:  # noqa: BLE001  (the student's code)
             results.append({"error": f"raised {type(err).__name__}: {err}"[:500]})
+            continue
+        if got is None and is_stub(fn):
+            results.append({"unanswered": True, "stub": True})  # the student version's `...`, untouched
             continue
         if got is None:
             results.append({"error": "returned None (did you forget `return`?)"})
@@ -243,8 +249,11 @@ def main(argv=None) -> int:
     for index, source in enumerate(cells):
         channel.send({"op": "cell", "index": index, "of": len(cells)})
         print(f"----- cell {index + 1} of {len(cells)}", flush=True)
-        shell.run_cell(source, store_history=False)
+        result = shell.run_cell(source, store_history=False)
         sys.stdout.flush()
+        error = result.error_before_exec or result.error_in_exec
+        if error is not None:  # reported, and the next cells still run (answers after it keep their points)
+            channel.send({"op": "error", "index": index, "error": f"{type(error).__name__}: {error}"[:300]})
     channel.send({"op": "done"})
     return 0
 
