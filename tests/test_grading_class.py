@@ -50,9 +50,9 @@ def _class(root: Path, pidfile: Path) -> tuple[Path, Path]:
     notebooks = {
         "honest": KEY,
         "erroring": [IMPORT, "raise RuntimeError('boom in cell 2')", *KEY[1:]],
-        "stub": [IMPORT, "check('metrics.duplicated_r1', ...)", STUB],
-        # the chapter's numbers forged: before and after typed in, the answer made to fit them
-        "forger": [IMPORT, "check('deep_metric_learning.unnormalized_norms', 'grow', before=1.0, after=2.0)"],
+        # untouched stubs, and the chapter's numbers forged: before and after typed in, the answer made to fit them
+        "forger": [IMPORT, "check('metrics.duplicated_r1', ...)", STUB,
+                   "check('deep_metric_learning.unnormalized_norms', 'grow', before=1.0, after=2.0)"],
         # the other answer, with numbers made to fit it; and a process that leaves the session and clears its
         # environment, left to rewrite the gradebook after grading
         "forger2": [IMPORT, "check('deep_metric_learning.unnormalized_norms', 'shrink', before=2.0, after=1.0)",
@@ -99,7 +99,7 @@ def graded(tmp_path_factory):
 def test_each_submission_earns_what_its_own_run_shows(graded):
     rows = graded["rows"]
     assert {s: (r["points"], r["total"]) for s, r in rows.items()} == {
-        "honest": ("4", "4"), "erroring": ("4", "4"), "stub": ("0", "4"), "forger": ("0", "4"),
+        "honest": ("4", "4"), "erroring": ("4", "4"), "forger": ("0", "4"),
         "forger2": ("1", "4"), "mallory": ("0", "0")}, graded["stdout"][1]
 
 
@@ -112,7 +112,7 @@ def test_a_cell_that_raises_is_counted_and_shown(graded):
 
 
 def test_an_untouched_stub_reads_not_attempted(graded):
-    feedback = (graded["root"] / "grades_j1" / "feedback" / "stub.md").read_text()
+    feedback = (graded["root"] / "grades_j1" / "feedback" / "forger.md").read_text()
     assert f"| `metrics.purity` | 0 / 2 | {NOT_ATTEMPTED}. |" in feedback
     assert f"| `metrics.duplicated_r1` | 0 / 1 | {NOT_ATTEMPTED}. |" in feedback
     assert "did you forget" not in feedback

@@ -53,12 +53,13 @@ def _match(name: str, roster: list[dict]) -> dict | None:
     return None
 
 
-def write_canvas(grades: list, path, roster=None) -> list[str]:
-    """Write ``path``: one row per student, Canvas's identity columns, then one column per chapter. ``grades``:
+def write_canvas(grades: list, path, roster=None, chapters=None) -> list[str]:
+    """Write ``path``: one row per student, Canvas's identity columns, then one column per chapter (``chapters``,
+    default those of ``grades``; a notebook of another chapter, e.g. a refused file, gives no column). ``grades``:
     :class:`zslib.teaching.grading.Graded` objects; ``roster``: a Canvas Gradebook export (path), or ``None``.
     Returns the students that no roster row matched (their rows keep the submission's name)."""
     rows = read_roster(roster) if roster is not None else None
-    chapters = list(dict.fromkeys(g.chapter for g in grades))
+    chapters = [c for c in dict.fromkeys(g.chapter for g in grades) if chapters is None or c in chapters]
     points: dict = {}
     for g in grades:
         points.setdefault(g.student, {}).setdefault(g.chapter, 0.0)

@@ -3,28 +3,37 @@ scores the answers it hands over, in the grader's own process, against reference
 
 How a submission is graded (:func:`grade_submission`, :func:`grade_all`):
 
-1. The notebook is copied into a fresh temporary folder with its own ``HOME``, ``ZS_RESULTS``, ``ZS_CACHE``
-   and ``TMPDIR``, and executed by :mod:`zslib.teaching.sandbox` in a child process: a new process group
-   (session), an address-space limit, a file-size limit and a total time limit; as the user ``nobody``
-   when the grader is root, and then, where Linux allows it, inside a container of our own
-   (:mod:`zslib.teaching.jail`: new mount, PID, network, IPC and UTS namespaces, every mount read-only but
-   the submission's folder). In that process ``check(name, answer)`` decides nothing: it writes the answer
-   as JSON on a pipe the grader reads, at the moment it is called.
-2. The grader scores each exercise's last answer: a number against the exercise's expected value, a
-   choice against the decision of the values the chapter printed, a function by its outputs (and
-   gradients) on the published inputs *and* on hidden inputs (the published ones moved by noise from a
-   secret seed: the pack's ``grader/hidden.json`` or a fresh one per grading), compared with the zslib
-   reference computed here. The inputs reach the child only when its ``check`` asks for them; no expected
-   value ever does.
-3. When the notebook ends, overruns its time or dies, the grader kills the process group and every
-   process that still carries the grading run's token in its environment, and deletes the folder.
+1. The notebook is read without following a link (:func:`read_submission`: a symbolic link, a hard link or
+   anything but a regular file is refused, with the reason), copied into a fresh temporary folder with its
+   own ``HOME``, ``ZS_RESULTS``, ``ZS_CACHE`` and ``TMPDIR``, and executed by :mod:`zslib.teaching.sandbox` in a
+   child process: a new process group (session), an address-space limit, a file-size limit and a total time
+   limit; when the grader is root, as a uid of its own (:mod:`zslib.teaching.uidpool`) and, where Linux allows
+   it, inside a container of our own (:mod:`zslib.teaching.jail`: new mount, PID, network, IPC and UTS
+   namespaces, every mount read-only but the submission's folder). In that process ``check(name, answer)``
+   decides nothing: it writes the answer as JSON on a pipe the grader reads, at the moment it is called. A cell
+   that raises is reported on the same pipe (counted in the gradebook, listed in the feedback); the next
+   cells still run.
+2. The grader scores each exercise's last answer: a number against the exercise's expected value, a function
+   by its outputs (and gradients) on the published inputs *and* on hidden inputs (the published ones moved by
+   noise from a secret seed: the pack's ``grader/hidden.json`` or a fresh one per grading), compared with the
+   zslib reference computed here; an untouched ``...`` stub is "not attempted". A question decided by the
+   chapter's numbers (a choice, ``ex.context``) is decided by the grader's own run of the instructor notebook
+   (the key, run once per chapter like a submission), and the numbers the submission handed to its check must
+   be the ones that run computed (:data:`CONTEXT_RTOL`): numbers a submission types in decide nothing. The
+   inputs reach the child only when its ``check`` asks for them; no expected value ever does.
+3. When the notebook ends, overruns its time or dies, the grader kills the process group, every process that
+   still carries the grading run's token in its environment and, under a root grader, every process of the
+   submission's uid, and deletes the folder. In same-user mode the grader adopts every orphaned descendant
+   (:mod:`zslib.teaching.reaper`) and kills them all before it writes anything.
 
 So a forged ``ZS_GRADE_LOG`` line, a monkeypatched ``check``, a read of ``REGISTRY[name].expected()`` or of
-the caller's frame give nothing: the grade never comes from the submission's process, and the registry the
-submission sees has no references in it. What crosses the pipe is data (JSON, never pickle), so a hostile
-answer cannot run code in the grader. A notebook that loops or dies keeps the answers it handed over
-before, because each is sent when its check runs. Rubric items carry points and partial credit: a
-function earns the share of inputs it gets right, a tuple of numbers the share of its numbers.
+the caller's frame, or numbers typed into a choice check give nothing: the grade never comes from the
+submission's process, and the registry the submission sees has no references in it. What crosses the pipe is
+data (JSON, never pickle), so a hostile answer cannot run code in the grader. A notebook that loops or dies
+keeps the answers it handed over before, because each is sent when its check runs. Rubric items carry points
+and partial credit: a function earns the share of inputs it gets right, a tuple of numbers the share of its
+numbers. ``grade_all(..., jobs=N)`` runs N notebooks at once (each with its own uid under a root grader); the
+scores do not depend on N.
 
 **Why not otter-grader.** Otter's ``assign`` splits a master notebook into student and autograder versions
 with hidden tests, and ``grade`` runs each submission in its own Docker container, executes the notebook
@@ -43,25 +52,31 @@ nbgrader says in its FAQ that it does not protect against unsafe code; neither d
 **What each mode protects against** (``isolation``, :func:`resolve_isolation`; ``"auto"`` takes the first that
 works here):
 
-* ``"namespaces"`` (grader is root, submission as ``nobody``, util-linux's ``unshare`` and ``mount``): all of
-  the next item, and the network is unreachable, nothing outside the submission's folder can be written (not
-  even ``/tmp`` or ``/dev/shm``), the submission sees only its own processes, and every process it started
-  dies when its first one ends, however it detached. Not closed: the kernel is shared (as in any container),
-  world-readable files stay readable, CPU share is bounded only by the time limits.
-* as ``nobody`` (grader is root), ``"process"``: the submission cannot write the grader's files, other students'
-  folders, the shared results or cache, nor read files only root can read (keep ``instructor/`` and
-  ``grader/`` of the pack mode 700); it cannot signal the grader. It can read world-readable files (the
-  book's chapters with their solutions among them) and use the network.
+* ``"namespaces"`` (grader is root, util-linux's ``unshare`` and ``mount``): all of the next item, and the
+  network is unreachable, nothing outside the submission's folder can be written (not even ``/tmp`` or
+  ``/dev/shm``), the submission sees only its own processes, and every process it started dies when its first
+  one ends, however it detached. Not closed: the kernel is shared (as in any container), world-readable files
+  stay readable, CPU share is bounded only by the time limits.
+* ``"process"`` with a root grader (each submission as a uid of its own, ``uids``; or ``user=NAME``, one
+  submission at a time): the submission cannot write the grader's files, the shared results or cache, another
+  submission's folder, nor read files only root can read (keep ``instructor/`` and ``grader/`` of the pack mode
+  700); it cannot signal the grader or another submission, and a process it leaves behind, even outside its
+  process group with a cleared environment, is killed with its uid before the uid runs anything else. It can
+  read world-readable files (the book's chapters with their solutions among them) and use the network.
 * as the grader's own user (``user=None``, ``--same-user``): only the process group, the limits and the
-  temporary folders protect; the submission can read and write everything the grader can, by absolute
-  path. Use it for trusted code or inside a throwaway machine or container.
-* in both ``"process"`` cases: a process that leaves the process group *and* clears its environment survives the
-  cleanup; no limit on network, CPU share or the number of open files beyond the defaults. The namespace jail
-  closes the first two; a disposable VM closes all of them. And the references are zslib's own functions, which the course hands
-  out: a submission that wraps the function an exercise asks to re-implement, copies the book's solution,
-  or undoes the sandbox's module replacement (removes its import guard and re-imports the exercise bank
-  from zslib's source) gets the points, as it would with any autograder; that is copying, found by
-  reading the code, not a way to make the grader report a check it did not run.
+  temporary folders protect; the submission can read and write everything the grader can, by absolute path,
+  other submissions' folders included while they run. What it leaves behind is found through the child
+  subreaper and killed before the gradebook is written; what stays open is a process started *through
+  another program* (``systemd-run --user``, ``at``/``cron``, ``ssh`` to the same machine, a container
+  daemon), which is no descendant of the grader and survives it. Use this mode for trusted code or inside a
+  throwaway machine or container.
+* in every mode: no limit on network (but in the jail), CPU share or the number of open files beyond the
+  defaults. And the references are zslib's own functions, which the course hands out: a submission that wraps
+  the function an exercise asks to re-implement, copies the book's solution, or undoes the sandbox's module
+  replacement (removes its import guard and re-imports the exercise bank from zslib's source) gets the points,
+  as it would with any autograder; that is copying, found by reading the code, not a way to make the grader
+  report a check it did not run. A submission that copies the chapter's printed numbers into its choice check
+  earns the point if its answer fits them: those are the true numbers.
 """
 from __future__ import annotations
 
@@ -901,7 +916,9 @@ def grade_submission(notebook, rubric=None, *, student: str | None = None, timeo
     key = None
     if problem is None and _needs_key(items) and not as_key:
         key_file = _key_path(rubric, chapter, instructor)
-        if key_file is not None:
+        if key_file is not None and key_file.exists() and os.path.samefile(key_file, path):
+            as_key = True  # the key itself: one run, graded against itself
+        elif key_file is not None:
             key_source = read_submission(key_file)
             key = runner.run(key_source, list(items), seed, timeout, memory_mb)["answers"]
     run = _not_run(problem) if problem else runner.run(source, list(items), seed, timeout, memory_mb)
@@ -1120,7 +1137,7 @@ def grade_all(submissions, rubric, out, *, timeout: float = DEFAULT_TIMEOUT, mem
                            f"to {out}: end them and grade again")
     (out / "feedback").mkdir(parents=True, exist_ok=True)
     write_gradebook(grades, out / "gradebook.csv")
-    unmatched = gradebook.write_canvas(grades, out / "canvas.csv", roster)
+    unmatched = gradebook.write_canvas(grades, out / "canvas.csv", roster, chapters=list(table))
     if unmatched:
         progress(f"canvas.csv: no roster row for {', '.join(unmatched[:10])}{' ...' if len(unmatched) > 10 else ''}")
     for student in dict.fromkeys(g.student for g in grades):

@@ -9,7 +9,8 @@ the references (the exercise banks, the grader) are not importable. Each ``check
 line to ``OUT_FD`` at once, so a notebook that later hangs or dies keeps what it answered before:
 
 * a number question: the numbers (``values``);
-* a choice question: the word and the chapter's printed values it is decided from;
+* a choice question: the word and the chapter's printed values it is decided from (the grader checks those
+  values against its own run of the instructor notebook and decides from that run, never from these);
 * a function: the grader sends the inputs (published and hidden) on ``IN_FD`` only now; the function runs
   on each under a time limit and its outputs (and the gradient of the case's argument) go back as numbers
   (an untouched ``...`` stub is reported as not attempted).
