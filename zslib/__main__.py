@@ -522,9 +522,13 @@ def _sandbox(args):
 
 
 def _check_notebook(path) -> None:
-    """A submission that is not a Jupyter notebook is one line, not a schema validator's traceback."""
+    """A submission that is not a Jupyter notebook, or is a link or no regular file, is one line, not a traceback."""
+    from zslib.teaching.grading import RefusedSubmission, read_submission
+
     try:
-        nb = json.loads(path.read_text(encoding="utf-8"))
+        nb = json.loads(read_submission(path).decode("utf-8"))
+    except RefusedSubmission as err:
+        raise UsageError(str(err)) from None
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
         raise UsageError(f"{path} is not a Jupyter notebook (not valid JSON: {err}); submit the .ipynb file that "
                          "Jupyter saved") from None
@@ -536,7 +540,7 @@ def _check_notebook(path) -> None:
 def _grade(args) -> int:
     from pathlib import Path
 
-    if not Path(args.notebook).is_file():
+    if not (Path(args.notebook).exists() or Path(args.notebook).is_symlink()):
         raise UsageError(f"no such notebook: {args.notebook}")
     if args.rubric and not Path(args.rubric).is_file():
         raise UsageError(f"no such rubric: {args.rubric}")
@@ -578,7 +582,7 @@ def _grade_all(args) -> int:
     try:
         grades = grade_all(args.submissions, args.rubric, args.out, jobs=args.jobs, roster=args.roster,
                            **_sandbox(args))
-    except (RefusedUser, FileNotFoundError) as err:
+    except (RefusedUser, FileNotFoundError, ValueError) as err:  # ValueError: a bad rubric entry, a refused key
         raise UsageError(str(err)) from None
     used = json.loads((Path(args.out) / "grading.json").read_text()).get("isolation", "process")
     how = "in the namespace jail" if used == "namespaces" else "isolated by process only"

@@ -1072,6 +1072,7 @@ def grade_all(submissions, rubric, out, *, timeout: float = DEFAULT_TIMEOUT, mem
                     f"computes by running the instructor notebook, and there is no "
                     f"{path or rubric_path.parent / 'instructor' / (chapter + '.ipynb')}; give --instructor DIR")
             keys[chapter] = path
+    key_sources = {c: read_submission(p) for c, p in keys.items()}  # a linked key is refused like a submission
     threads = max(1, (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1) // jobs)
     runner = _Runner(user, isolation, uids, threads)
     same_user = user is None
@@ -1091,7 +1092,7 @@ def grade_all(submissions, rubric, out, *, timeout: float = DEFAULT_TIMEOUT, mem
 
     try:
         with ThreadPoolExecutor(max_workers=jobs) as pool:
-            key_jobs = {c: pool.submit(run_one, read_submission(p), list(items_of[c])) for c, p in keys.items()}
+            key_jobs = {c: pool.submit(run_one, key_sources[c], list(items_of[c])) for c in keys}
             work = []
             for student, nb, why in found:
                 chapter = chapters[nb]
