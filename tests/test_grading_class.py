@@ -217,3 +217,38 @@ def test_in_process_mode_a_leftover_process_cannot_reach_the_next_student(tmp_pa
         assert [(g.student, g.points) for g in grades] == [("a_mallory", 0), ("b_honest", 1)]
     finally:  # (a leftover of the shared-user grader ends by itself after 15 s)
         subprocess.run(["rm", "-rf", str(tools)])
+
+
+# ----------------------------------------------------------------------------------------------------
+# The pieces: the uid pool refuses uids that are in use, and the reaper finds a process that detached
+
+
+def test_the_uid_pool_refuses_uids_with_an_account_or_a_process():
+    from zslib.teaching.uidpool import UidPool, parse_uids, processes_of
+
+    assert parse_uids("1990000000-1990000003") == (1990000000, 4)
+    for bad in ("12-3", "0-10", "abc", "5000-4000"):
+        with pytest.raises(ValueError, match="--uids"):
+            parse_uids(bad)
+    import pwd
+
+    account = pwd.getpwnam("root").pw_uid  # uid 0 has an account everywhere
+    assert "belongs to the account 'root'" in UidPool(account, 1).problem()
+    assert os.getpid() in processes_of(os.getuid())
+    assert "has running processes" in UidPool(account=pwd.getpwuid(os.getuid()).pw_name).problem()
+    assert UidPool(1990000000, 2).problem() == ""
+
+
+def test_the_reaper_finds_a_process_that_left_its_session_and_environment():
+    from zslib.teaching import reaper
+
+    if not reaper.adopt_orphans(True):
+        pytest.skip("no child subreaper on this platform")
+    try:
+        spare = frozenset(reaper.descendants())
+        subprocess.run(["sh", "-c", "setsid env -i sleep 123.4 </dev/null >/dev/null 2>&1 &"], check=True)
+        orphans = reaper.descendants(spare=spare)
+        assert len(orphans) == 1 and "sleep" in Path(f"/proc/{orphans[0]}/cmdline").read_text()
+        assert reaper.sweep(spare) == [] and not _alive(orphans[0])
+    finally:
+        reaper.adopt_orphans(False)
