@@ -252,3 +252,26 @@ def test_the_reaper_finds_a_process_that_left_its_session_and_environment():
         assert reaper.sweep(spare) == [] and not _alive(orphans[0])
     finally:
         reaper.adopt_orphans(False)
+
+
+def test_a_function_check_leaves_the_notebooks_random_numbers_as_they_were():
+    """The chapter's numbers must match the key's run, where the reference ran instead of the student's function:
+    running the function on the grader's inputs draws nothing from the notebook's random streams."""
+    import random
+
+    import numpy as np
+    import torch
+
+    from zslib.teaching.sandbox import run_function, same_random_state
+
+    def noisy(x, labels):
+        random.random(), np.random.rand(), torch.rand(3)
+        return x.sum()
+
+    torch.manual_seed(3), np.random.seed(3), random.seed(3)
+    with same_random_state():
+        run_function(noisy, [{"args": [{"tensor": "double", "shape": [2], "data": [1.0, 2.0]},
+                                       {"tensor": "long", "shape": [2], "data": [0, 1]}], "grad": None}])
+    after = (random.random(), float(np.random.rand()), torch.rand(1).item())
+    torch.manual_seed(3), np.random.seed(3), random.seed(3)
+    assert after == (random.random(), float(np.random.rand()), torch.rand(1).item())

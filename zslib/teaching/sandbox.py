@@ -137,6 +137,39 @@ def run_function(fn, cases: list, seconds: float | None = None) -> list:
     return results
 
 
+class same_random_state:
+    """Restores Python's, NumPy's and torch's global random state on exit: running the student's function on the
+    grader's inputs leaves the notebook's next random numbers as they would have been (so the chapter's numbers
+    match the instructor notebook's run, in which the reference solution ran instead)."""
+
+    def __enter__(self):
+        import random
+
+        import torch
+
+        self._py, self._torch = random.getstate(), torch.random.get_rng_state()
+        try:
+            import numpy as np
+
+            self._np = np.random.get_state()
+        except ImportError:
+            self._np = None
+        return self
+
+    def __exit__(self, *exc):
+        import random
+
+        import torch
+
+        random.setstate(self._py)
+        torch.random.set_rng_state(self._torch)
+        if self._np is not None:
+            import numpy as np
+
+            np.random.set_state(self._np)
+        return False
+
+
 class _Channel:
     def __init__(self, out_fd: int, in_fd: int):
         self._out = os.fdopen(out_fd, "w", encoding="utf-8", buffering=1)
@@ -176,7 +209,8 @@ def _public_module(channel: _Channel, public: dict, kinds) -> types.ModuleType:
             else:
                 message["identity"] = f"{getattr(answer, '__module__', '')}.{getattr(answer, '__qualname__', '')}"
                 cases = channel.ask({"op": "inputs", "name": name}).get("cases", [])
-                message["results"] = run_function(answer, cases)
+                with same_random_state():  # a check draws nothing from the notebook's random streams
+                    message["results"] = run_function(answer, cases)
         else:
             try:
                 message["answer"] = encode(answer)
