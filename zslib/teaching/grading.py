@@ -477,7 +477,7 @@ def probe_user(user, uids=DEFAULT_UIDS) -> None:
     problem = _pool(user, uids).problem()
     if problem:
         raise RefusedUser(f"cannot run each submission as a user of its own: {problem}")
-    if ids in _PROBED:
+    if (ids, sys.executable) in _PROBED:
         return
     uid, gid = ids
 
@@ -503,7 +503,7 @@ def probe_user(user, uids=DEFAULT_UIDS) -> None:
                           f"{sys.executable} with zslib ({problem}). Install Python and zslib where other users "
                           "can read them (e.g. a venv under /opt), or pass --same-user to run submissions as "
                           "root (then a submission can read and write everything root can).")
-    _PROBED.add(ids)
+    _PROBED.add((ids, sys.executable))
 
 
 ISOLATIONS = ("auto", "namespaces", "process")
@@ -516,8 +516,8 @@ def _namespaces_problem(ids) -> str:
         return "it needs a grader running as root that runs submissions as another user"
     if shutil.which("unshare") is None or shutil.which("mount") is None:
         return "the util-linux commands unshare and mount are not installed"
-    if ids in _ISOLATED:
-        return _ISOLATED[ids]
+    if (ids, sys.executable) in _ISOLATED:
+        return _ISOLATED[ids, sys.executable]
     from zslib.teaching.jail import UNSHARE
 
     folder = tempfile.mkdtemp(prefix="zs-jail-probe-")
@@ -533,7 +533,7 @@ def _namespaces_problem(ids) -> str:
         problem = str(err)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-    _ISOLATED[ids] = problem
+    _ISOLATED[ids, sys.executable] = problem
     return problem
 
 
