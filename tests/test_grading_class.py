@@ -190,7 +190,8 @@ if grep -q MALLORY "$nb"; then
   sleep 0.5
 else
   sleep 2
-  grep -q HONEST "$nb" && echo '{{"op": "answer", "name": "metrics.duplicated_r1", "kind": "number", "answer": 1.0}}' >&$out
+  answer='{{"op": "answer", "name": "metrics.duplicated_r1", "kind": "number", "answer": 1.0}}'
+  grep -q HONEST "$nb" && echo "$answer" >&$out
 fi
 echo '{{"op": "done"}}' >&$out
 """

@@ -370,8 +370,9 @@ def score_answer(ex, record: dict | None, cases=None, key=None) -> tuple[float, 
         context, mine = _context(key[ex.name]), _context(record)
         off = [k for k in ex.context if k not in mine or _differs(mine[k], context.get(k))]
         if off:
-            return 0.0, (f"the chapter's {', '.join(off)} handed to check are not what the chapter's cells compute (the "
-                         "grader runs them itself): run the cells above unchanged and answer from what they print.")
+            return 0.0, (f"the chapter's {', '.join(off)} handed to check are not what the chapter's cells compute "
+                         "(the grader runs them itself): run the cells above unchanged and answer from what they "
+                         "print.")
     answer = decode(record.get("answer"))
     if kind == "number":
         truth = ex._decided(ex.expected, context)
