@@ -124,7 +124,7 @@ def test_the_pack_student_version_has_no_solution_and_the_grader_scores_it(tmp_p
     assert (solved.points, solved.total) == (2, 2), solved.report()
     unsolved = grade(pack / "student" / "tiny.ipynb", rubric=pack / "rubric.json", timeout=120, user=None)
     assert (unsolved.points, unsolved.total) == (0, 2), unsolved.report()
-    assert "failed: not answered" in unsolved.report()
+    assert "failed: not attempted" in unsolved.report()
 
 
 def test_the_cli_writes_a_pack_of_every_chapter(tmp_path):

@@ -198,7 +198,7 @@ def graded_class(tmp_path_factory):
     (pack / "instructor").mkdir(parents=True)
     subs.mkdir()
     (pack / "rubric.json").write_text(json.dumps(RUBRIC))
-    (pack / "instructor" / "tiny.ipynb").write_text(json.dumps(_nb([IMPORT, SOLUTIONS[-1]])))
+    (pack / "instructor" / "tiny.ipynb").write_text(json.dumps(_nb([IMPORT, *SOLUTIONS])))  # the key
     pidfile, shared = root / "leftover.pid", root / "shared_results"
     shared.mkdir()
     notebooks = {
@@ -281,12 +281,12 @@ def test_a_notebook_without_cells_is_a_one_line_status_not_a_traceback(tmp_path)
     assert (g.points, g.total) == (0, 1) and "no list of 'cells'" in g.status
 
 
-def test_as_root_submissions_run_as_nobody_or_the_grader_says_what_to_do():
+def test_as_root_submissions_run_as_uids_of_their_own_or_the_grader_says_what_to_do():
     if os.geteuid() != 0:
         pytest.skip("the unprivileged mode needs a root grader")
-    assert grading.resolve_user("auto") == "nobody"
+    assert grading.resolve_user("auto") == grading.POOL  # a uid of its own per submission
     try:
-        grading.probe_user("nobody")
+        grading.probe_user(grading.POOL)
     except grading.RefusedUser as err:
         assert "--same-user" in str(err) and sys.executable in str(err)
         return
@@ -298,7 +298,7 @@ def test_as_root_submissions_run_as_nobody_or_the_grader_says_what_to_do():
         target = Path(d) / "written_by_submission"
         nb = Path(d) / "nb.ipynb"
         nb.write_text(json.dumps(_nb([IMPORT, f"open({str(target)!r}, 'w').write('x')", SOLUTIONS[0]])))
-        g = grading.grade_submission(nb, {"metrics.duplicated_r1": 1}, user="nobody", timeout=120)
+        g = grading.grade_submission(nb, {"metrics.duplicated_r1": 1}, user=grading.POOL, timeout=120)
         assert g.points == 1 and not target.exists()
 
 
@@ -306,8 +306,8 @@ def test_the_cli_as_root_says_in_one_line_what_to_do_when_nobody_cannot_run_pyth
     if os.geteuid() != 0:
         pytest.skip("the unprivileged mode needs a root grader")
     try:
-        grading.probe_user("nobody")
-        pytest.skip("nobody can run this Python here: nothing to refuse")
+        grading.probe_user(grading.POOL)
+        pytest.skip("the pool's uids can run this Python here: nothing to refuse")
     except grading.RefusedUser:
         pass
     nb = tmp_path / "tiny.ipynb"

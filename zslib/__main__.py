@@ -176,19 +176,27 @@ def _parser() -> argparse.ArgumentParser:
                         "master notebooks; nbgrader: also OUT/nbgrader/source/<chapter>/<chapter>.ipynb "
                         "(see zslib.teaching.export)")
 
-    def sandbox_options(parser, what):
-        parser.add_argument("--rubric", help=what)
+    def sandbox_options(parser, what, required=False):
+        parser.add_argument("--rubric", help=what, required=required)
         parser.add_argument("--timeout", type=float, default=1800,
                             help="seconds for a whole notebook, then it is stopped and keeps the points it has (default 1800)")
         parser.add_argument("--memory", type=int, default=8192, help="address-space limit in MB (default 8192)")
         who = parser.add_mutually_exclusive_group()
-        who.add_argument("--user", default="auto", help="run submissions as this user (default: nobody when run as root)")
+        who.add_argument("--user", default="auto",
+                         help="run submissions as this user, one at a time, killing every process of the user after "
+                              "each (default when run as root: a uid of its own per submission, see --uids)")
         who.add_argument("--same-user", action="store_true",
                          help="run submissions as the grader's own user (only for trusted code; see the teacher's README)")
         parser.add_argument("--isolation", choices=["auto", "namespaces", "process"], default="auto",
                             help="namespaces: each submission in a jail of Linux namespaces (no network, its own "
                                  "processes, nothing writable but its folder; needs root and util-linux); process: "
                                  "its own process group and folders only; auto (default): namespaces where they work")
+        parser.add_argument("--uids", default=None, metavar="FIRST-LAST",
+                            help="as root, run each submission as a uid of this range that no account or process "
+                                 "uses (default 1990000000-1990000063)")
+        parser.add_argument("--instructor", metavar="PATH",
+                            help="the instructor notebook (or folder of them) whose run decides the questions that "
+                                 "depend on the chapter's numbers (default: the pack's instructor/ beside --rubric)")
 
     g = sub.add_parser("grade", help="grade one submitted notebook in a separate, limited process",
                        description="Execute the notebook in its own process and folders (zslib.teaching.grading) "
@@ -197,14 +205,23 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument("notebook", help="the submitted .ipynb")
     sandbox_options(g, "the pack's rubric.json (default: the exercises the notebook records)")
     g.add_argument("--json", action="store_true", help="print the score as JSON")
+    g.add_argument("--key", action="store_true",
+                   help="NOTEBOOK is the instructor's version: grade it against its own run (exit status 1 unless it "
+                        "earns every point)")
 
     ga = sub.add_parser("grade-all", help="grade a folder of submissions into a gradebook CSV and feedback files",
                         description="Grade every notebook in SUBMISSIONS (FOLDER/alice.ipynb or FOLDER/alice/*.ipynb) "
-                                    "with the pack's rubric; write OUT/gradebook.csv, OUT/feedback/<student>.md "
-                                    "and OUT/grading.json.")
+                                    "with the pack's rubric; write OUT/gradebook.csv, OUT/canvas.csv (for Canvas's "
+                                    "Gradebook import), OUT/feedback/<student>.md and OUT/grading.json.")
     ga.add_argument("submissions", help="the folder of submitted notebooks")
-    sandbox_options(ga, "the pack's rubric.json (required)")
-    ga.add_argument("--out", required=True, help="folder for gradebook.csv and feedback/")
+    sandbox_options(ga, "the pack's rubric.json", required=True)
+    ga.add_argument("--out", required=True, help="folder for gradebook.csv, canvas.csv and feedback/")
+    ga.add_argument("-j", "--jobs", type=int, default=1,
+                    help="notebooks graded at once (default 1; lowered to the CPUs and to what the memory holds at "
+                         "--memory each)")
+    ga.add_argument("--roster", metavar="CSV",
+                    help="the course's Canvas Gradebook export: canvas.csv then carries each student's Canvas "
+                         "identity (matched by login, SIS id, id or name)")
     return p
 
 
@@ -492,14 +509,28 @@ def _sandbox(args):
         raise UsageError("--timeout must be a positive number of seconds")
     if args.memory < 512:
         raise UsageError("--memory must be at least 512 (MB); torch alone needs a few GB of address space")
+    from pathlib import Path
+
+    from zslib.teaching.uidpool import DEFAULT_UIDS, parse_uids
+
+    try:
+        uids = parse_uids(args.uids) if args.uids else DEFAULT_UIDS
+    except ValueError as err:
+        raise UsageError(str(err)) from None
+    if args.instructor and not Path(args.instructor).exists():
+        raise UsageError(f"no such instructor notebook or folder: {args.instructor}")
     return {"timeout": args.timeout, "memory_mb": args.memory, "user": None if args.same_user else args.user,
-            "isolation": args.isolation}
+            "isolation": args.isolation, "uids": uids, "instructor": args.instructor}
 
 
 def _check_notebook(path) -> None:
-    """A submission that is not a Jupyter notebook is one line, not a schema validator's traceback."""
+    """A submission that is not a Jupyter notebook, or is a link or no regular file, is one line, not a traceback."""
+    from zslib.teaching.grading import RefusedSubmission, read_submission
+
     try:
-        nb = json.loads(path.read_text(encoding="utf-8"))
+        nb = json.loads(read_submission(path).decode("utf-8"))
+    except RefusedSubmission as err:
+        raise UsageError(str(err)) from None
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
         raise UsageError(f"{path} is not a Jupyter notebook (not valid JSON: {err}); submit the .ipynb file that "
                          "Jupyter saved") from None
@@ -511,7 +542,7 @@ def _check_notebook(path) -> None:
 def _grade(args) -> int:
     from pathlib import Path
 
-    if not Path(args.notebook).is_file():
+    if not (Path(args.notebook).exists() or Path(args.notebook).is_symlink()):
         raise UsageError(f"no such notebook: {args.notebook}")
     if args.rubric and not Path(args.rubric).is_file():
         raise UsageError(f"no such rubric: {args.rubric}")
@@ -520,16 +551,20 @@ def _grade(args) -> int:
 
     options = _sandbox(args)
     try:
-        probe_user(resolve_user(options["user"]))
-        options["isolation"] = resolve_isolation(options["isolation"], resolve_user(options["user"]))
+        probe_user(resolve_user(options["user"]), options["uids"])
+        options["isolation"] = resolve_isolation(options["isolation"], resolve_user(options["user"]), options["uids"])
     except RefusedUser as err:
         raise UsageError(str(err)) from None
-    graded = grade_submission(args.notebook, args.rubric, **options)
+    graded = grade_submission(args.notebook, args.rubric, as_key=args.key, **options)
     if args.json:
         print(json.dumps({"notebook": graded.notebook, "status": graded.status, "points": graded.points,
-                          "total": graded.total, "exercises": graded.exercises}, indent=1))
+                          "total": graded.total, "errors": graded.errors, "exercises": graded.exercises}, indent=1))
     else:
         print(graded.report())
+    if args.key and graded.points != graded.total:
+        print(f"the key earns {graded.points:g} of {graded.total:g} points: its solutions or its run need a look",
+              file=sys.stderr)
+        return 1
     return 0
 
 
@@ -542,13 +577,19 @@ def _grade_all(args) -> int:
         raise UsageError(f"--rubric must name the pack's rubric.json (got {args.rubric})")
     from zslib.teaching.grading import RefusedUser, grade_all
 
+    if args.jobs < 1:
+        raise UsageError("-j/--jobs must be at least 1")
+    if args.roster and not Path(args.roster).is_file():
+        raise UsageError(f"no such roster: {args.roster} (export the course's Gradebook from Canvas)")
     try:
-        grades = grade_all(args.submissions, args.rubric, args.out, **_sandbox(args))
-    except RefusedUser as err:
+        grades = grade_all(args.submissions, args.rubric, args.out, jobs=args.jobs, roster=args.roster,
+                           **_sandbox(args))
+    except (RefusedUser, FileNotFoundError, ValueError) as err:  # ValueError: a bad rubric entry, a refused key
         raise UsageError(str(err)) from None
     used = json.loads((Path(args.out) / "grading.json").read_text()).get("isolation", "process")
-    print(f"graded {len(grades)} notebook(s) ({'in the namespace jail' if used == 'namespaces' else 'isolated by process only'}): "
-          f"{Path(args.out) / 'gradebook.csv'}, {Path(args.out) / 'feedback'}/")
+    how = "in the namespace jail" if used == "namespaces" else "isolated by process only"
+    print(f"graded {len(grades)} notebook(s) ({how}): "
+          f"{Path(args.out) / 'gradebook.csv'}, {Path(args.out) / 'canvas.csv'}, {Path(args.out) / 'feedback'}/")
     return 0
 
 

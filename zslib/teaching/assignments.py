@@ -172,7 +172,9 @@ def _readme(rubric: dict, titles: dict, times: dict) -> str:
              "chapters, which hold the exercises, their checks and their solutions.", "",
              "* `student/`: one notebook per chapter, solutions replaced by `...`. Hand these out (only these: "
              "they hold no solution and no expected answer).",
-             "* `instructor/`: the same notebooks with the solutions (collapsed on the book's pages).",
+             "* `instructor/`: the same notebooks with the solutions (collapsed on the book's pages): the key. "
+             "The grader runs the key of each chapter to decide the questions that depend on the chapter's "
+             "numbers: keep `instructor/` beside `rubric.json` (or name it with `--instructor`).",
              "* `rubric.json`: the exercises each notebook is scored on and their points. An entry may be "
              "`{\"points\": 3, \"partial\": false}`: partial credit (the default for functions and tuples of "
              "numbers) gives a function the share of inputs it gets right, a tuple the share of its numbers.",
@@ -182,47 +184,62 @@ def _readme(rubric: dict, titles: dict, times: dict) -> str:
              "Put the students' notebooks in one folder (`alice.ipynb`, or `alice/cml.ipynb` for several per "
              "student) and run", "",
              "    python -m zslib grade-all SUBMISSIONS/ --rubric rubric.json --out grades/", "",
-             "It writes `grades/gradebook.csv` (one row per notebook: status, points, each exercise's points), "
-             "`grades/feedback/<student>.md` (what passed, what failed and why) and `grades/grading.json` (the "
-             "settings and the seed, to repeat the grading). `python -m zslib grade NOTEBOOK --rubric rubric.json` "
-             "grades one notebook.", "",
+             "It writes `grades/gradebook.csv` (one row per notebook: status, points, the number of cells that "
+             "raised an error, each exercise's points), `grades/canvas.csv` (for Canvas: Grades > Import; one "
+             "column per chapter, the student identified by Canvas's columns `Student`, `ID`, `SIS User ID`, "
+             "`SIS Login ID`, `Section`: give `--roster` the course's Gradebook export, and each submission is "
+             "matched to its student by login, SIS id, id or name; set the new assignment's points possible in "
+             "Canvas), `grades/feedback/<student>.md` (what passed, what failed and why, and every cell that "
+             "raised) and `grades/grading.json` (the settings and the seed, to repeat the grading). "
+             "`-j N` grades N notebooks at once (no more than the CPUs, nor than the memory holds at `--memory` "
+             "each); the gradebook is the same as with `-j 1`. "
+             "`python -m zslib grade NOTEBOOK --rubric rubric.json` grades one notebook; `python -m zslib grade "
+             "instructor/<chapter>.ipynb --rubric rubric.json --key` checks that the key earns every point.", "",
              "How a notebook is graded (`zslib.teaching.grading`): it runs from the top in a separate process, "
              "in a new temporary folder with its own `HOME`, `ZS_RESULTS`, `ZS_CACHE` and `TMPDIR` (deleted "
              "afterwards), in its own process group, with a total time limit (`--timeout`, default 1800 s) and "
              "an address-space limit (`--memory`, default 8192 MB). There `check(...)` does not decide "
              "anything: it hands the answer to the grader as it runs. The grader scores the last answer of each "
-             "exercise in its own process: a number against the expected value, a choice against the numbers "
-             "the student's own run printed, a function by its outputs and gradients on the published inputs and "
-             "on hidden ones the notebook never sees, against the zslib reference. Forged log lines, a patched "
-             "`check`, reading the registry or the caller's frame earn nothing. A notebook that hangs or dies "
-             "keeps the points of the answers it gave before; the gradebook's status says where it stopped. "
-             "When it is done, every process it started is killed.", "",
+             "exercise in its own process: a number against the expected value, a function by its outputs and "
+             "gradients on the published inputs and on hidden ones the notebook never sees, against the zslib "
+             "reference. A question decided by the chapter's numbers (a predicted sign or ordering) is decided "
+             "by the grader's own run of `instructor/<chapter>.ipynb` (once per chapter, beside the students'); "
+             "the numbers a submission hands to its check must be the ones that run computed, so numbers typed "
+             "in earn nothing. Forged log lines, a patched `check`, reading the registry or the caller's frame "
+             "earn nothing either. A cell that raises is counted and shown, and the next cells still run; an "
+             "untouched `...` reads \"not attempted\". A notebook that hangs or dies keeps the points of the "
+             "answers it gave before; the gradebook's status says where it stopped. A submission that is a "
+             "symbolic link, a hard link or not a regular file is refused (a root grader would otherwise open "
+             "whatever it points to). When a notebook is done, every process it started is killed.", "",
              "**Which user, which isolation, and what that protects.** No container engine (Docker) is needed. "
-             "Where the grader runs as root on Linux with util-linux (`unshare`, `mount`), each notebook also runs "
-             "in a container of the grader's own (`--isolation namespaces`, the default there; "
-             "`zslib.teaching.jail`): its own mount, process and network namespaces, the network unreachable, "
-             "every file outside its temporary folder read-only (`/tmp` and `/dev/shm` included), and every "
-             "process it started killed when it ends, however it detached. It shares the kernel (as any container "
-             "does) and can read world-readable files. `grading.json` records which isolation was used; "
+             "Run as root, the grader runs each notebook as a user id of its own (`--uids`, by default "
+             "1990000000-1990000063, a range no account uses), kills every process of that uid when the "
+             "notebook ends, and only then lends the uid to another notebook; each notebook's folder belongs to "
+             "its uid alone. Where util-linux (`unshare`, `mount`) is there too, each notebook also runs in a "
+             "container of the grader's own (`--isolation namespaces`, the default there; `zslib.teaching.jail`): "
+             "its own mount, process and network namespaces, the network unreachable, every file outside its "
+             "temporary folder read-only (`/tmp` and `/dev/shm` included). It shares the kernel (as any container "
+             "does) and can read world-readable files. `grading.json` records which user and isolation were used; "
              "`--isolation process` turns the jail off.", "",
-             "* Grader running as root (the default then runs each notebook as `nobody`): the submission "
-             "cannot write your files, the shared results or cache, other students' folders, nor read files only "
-             "you can read (hence `chmod 700` on `instructor/` and `grader/`); it can still read world-readable "
-             "files (the public book with its solutions among them) and use the network. This needs a Python "
-             "and zslib that `nobody` can run (e.g. a venv under `/opt`); if `nobody` cannot, the grader stops and "
-             "says so.",
+             "* Grader running as root: a submission cannot write your files, the shared results or cache, "
+             "another student's folder or notebook (also not by a process it leaves behind: that dies with its "
+             "uid), nor read files only you can read (hence `chmod 700` on `instructor/` and `grader/`); it can "
+             "still read world-readable files (the public book with its solutions among them) and, without the "
+             "jail, use the network. This needs a Python and zslib that other users can run (e.g. a venv under "
+             "`/opt`); if they cannot, the grader stops and says so. `--user NAME` runs every notebook as that "
+             "user instead, one at a time (every process of the user is killed after each, so name a user that "
+             "nothing else uses).",
              "* `--same-user` (or a grader that is not root): only the time and memory limits, the process group "
              "and the temporary folders protect. A submission can read and write anything you can, by absolute "
-             "path (e.g. execute the instructor notebooks). Use it for trusted code, or inside a throwaway "
-             "virtual machine or container.",
-             "* Without the jail, neither mode stops a process that leaves the process group and clears its "
-             "environment or limits network access; no mode detects a student who copied the book's solution, wraps the zslib function "
-             "the exercise asks to re-implement, or re-imports the exercise bank from zslib's source: skim the "
-             "submitted code, and read the notebooks for the "
-             "derivations and written answers, which no check tests.", "",
-             "Experiment questions (a predicted sign or ordering) are decided by the numbers the student's own "
-             "run printed, so every student is graded against their own run (a student who types both the "
-             "numbers and the answer is not detected).", "",
+             "path (e.g. execute the instructor notebooks, or change another student's notebook while it runs). "
+             "The grader adopts every process a submission leaves behind (Linux's child subreaper) and kills them "
+             "all before it writes the gradebook; a process started through another program (a `systemd-run "
+             "--user` unit, an `at` or `cron` job, `ssh` to the same machine) is not its descendant and survives. "
+             "Use it for trusted code, or inside a throwaway virtual machine or container.",
+             "* No mode limits the CPU share or the number of open files beyond the defaults, and no mode detects "
+             "a student who copied the book's solution, wraps the zslib function the exercise asks to "
+             "re-implement, or re-imports the exercise bank from zslib's source: skim the submitted code, and read "
+             "the notebooks for the derivations and written answers, which no check tests.", "",
              "## Exporting to otter-grader or nbgrader", "",
              "For a course that already grades with otter-grader:", "",
              "    python -m zslib assignments --out DIR --format otter", "",
@@ -267,7 +284,8 @@ def _readme(rubric: dict, titles: dict, times: dict) -> str:
               "bounds: an idle machine is faster. The other chapters show the time of the book build (an executed "
               "chapter, results reused where the build had them), or 'not measured yet'. On Colab add "
               "the first cell's install of zslib (a minute or two). Grading a notebook runs it again, plus about "
-              "10 s to start its process. Nothing has been measured on a GPU yet.", ""]
+              "10 s to start its process; `grade-all` also runs each chapter's instructor notebook once. "
+              "Nothing has been measured on a GPU yet.", ""]
     return "\n".join(lines)
 
 
@@ -300,7 +318,9 @@ def build_pack(out: str | os.PathLike, chapters=None, book_dir: str | os.PathLik
         student = strip_solutions(nb)
         student.setdefault("metadata", {})["zslib_assignment"] = {"chapter": path.stem, "exercises": names}
         (out / "student" / path.name).write_text(json.dumps(student, indent=1, ensure_ascii=False) + "\n")
-        (out / "instructor" / path.name).write_text(path.read_text())
+        key = copy.deepcopy(nb)  # the same metadata: the key is graded as its chapter whatever its file is called
+        key.setdefault("metadata", {})["zslib_assignment"] = {"chapter": path.stem, "exercises": names}
+        (out / "instructor" / path.name).write_text(json.dumps(key, indent=1, ensure_ascii=False) + "\n")
     (out / "rubric.json").write_text(json.dumps(
         {stem: {n: REGISTRY[n].points for n in names} for stem, names in rubric.items()}, indent=1) + "\n")
     (out / "README.md").write_text(_readme(rubric, titles, _times(book_dir.parent)))

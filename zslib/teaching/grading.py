@@ -3,28 +3,37 @@ scores the answers it hands over, in the grader's own process, against reference
 
 How a submission is graded (:func:`grade_submission`, :func:`grade_all`):
 
-1. The notebook is copied into a fresh temporary folder with its own ``HOME``, ``ZS_RESULTS``, ``ZS_CACHE``
-   and ``TMPDIR``, and executed by :mod:`zslib.teaching.sandbox` in a child process: a new process group
-   (session), an address-space limit, a file-size limit and a total time limit; as the user ``nobody``
-   when the grader is root, and then, where Linux allows it, inside a container of our own
-   (:mod:`zslib.teaching.jail`: new mount, PID, network, IPC and UTS namespaces, every mount read-only but
-   the submission's folder). In that process ``check(name, answer)`` decides nothing: it writes the answer
-   as JSON on a pipe the grader reads, at the moment it is called.
-2. The grader scores each exercise's last answer: a number against the exercise's expected value, a
-   choice against the decision of the values the chapter printed, a function by its outputs (and
-   gradients) on the published inputs *and* on hidden inputs (the published ones moved by noise from a
-   secret seed: the pack's ``grader/hidden.json`` or a fresh one per grading), compared with the zslib
-   reference computed here. The inputs reach the child only when its ``check`` asks for them; no expected
-   value ever does.
-3. When the notebook ends, overruns its time or dies, the grader kills the process group and every
-   process that still carries the grading run's token in its environment, and deletes the folder.
+1. The notebook is read without following a link (:func:`read_submission`: a symbolic link, a hard link or
+   anything but a regular file is refused, with the reason), copied into a fresh temporary folder with its
+   own ``HOME``, ``ZS_RESULTS``, ``ZS_CACHE`` and ``TMPDIR``, and executed by :mod:`zslib.teaching.sandbox` in a
+   child process: a new process group (session), an address-space limit, a file-size limit and a total time
+   limit; when the grader is root, as a uid of its own (:mod:`zslib.teaching.uidpool`) and, where Linux allows
+   it, inside a container of our own (:mod:`zslib.teaching.jail`: new mount, PID, network, IPC and UTS
+   namespaces, every mount read-only but the submission's folder). In that process ``check(name, answer)``
+   decides nothing: it writes the answer as JSON on a pipe the grader reads, at the moment it is called. A cell
+   that raises is reported on the same pipe (counted in the gradebook, listed in the feedback); the next
+   cells still run.
+2. The grader scores each exercise's last answer: a number against the exercise's expected value, a function
+   by its outputs (and gradients) on the published inputs *and* on hidden inputs (the published ones moved by
+   noise from a secret seed: the pack's ``grader/hidden.json`` or a fresh one per grading), compared with the
+   zslib reference computed here; an untouched ``...`` stub is "not attempted". A question decided by the
+   chapter's numbers (a choice, ``ex.context``) is decided by the grader's own run of the instructor notebook
+   (the key, run once per chapter like a submission), and the numbers the submission handed to its check must
+   be the ones that run computed (:data:`CONTEXT_RTOL`): numbers a submission types in decide nothing. The
+   inputs reach the child only when its ``check`` asks for them; no expected value ever does.
+3. When the notebook ends, overruns its time or dies, the grader kills the process group, every process that
+   still carries the grading run's token in its environment and, under a root grader, every process of the
+   submission's uid, and deletes the folder. In same-user mode the grader adopts every orphaned descendant
+   (:mod:`zslib.teaching.reaper`) and kills them all before it writes anything.
 
 So a forged ``ZS_GRADE_LOG`` line, a monkeypatched ``check``, a read of ``REGISTRY[name].expected()`` or of
-the caller's frame give nothing: the grade never comes from the submission's process, and the registry the
-submission sees has no references in it. What crosses the pipe is data (JSON, never pickle), so a hostile
-answer cannot run code in the grader. A notebook that loops or dies keeps the answers it handed over
-before, because each is sent when its check runs. Rubric items carry points and partial credit: a
-function earns the share of inputs it gets right, a tuple of numbers the share of its numbers.
+the caller's frame, or numbers typed into a choice check give nothing: the grade never comes from the
+submission's process, and the registry the submission sees has no references in it. What crosses the pipe is
+data (JSON, never pickle), so a hostile answer cannot run code in the grader. A notebook that loops or dies
+keeps the answers it handed over before, because each is sent when its check runs. Rubric items carry points
+and partial credit: a function earns the share of inputs it gets right, a tuple of numbers the share of its
+numbers. ``grade_all(..., jobs=N)`` runs N notebooks at once (each with its own uid under a root grader); the
+scores do not depend on N.
 
 **Why not otter-grader.** Otter's ``assign`` splits a master notebook into student and autograder versions
 with hidden tests, and ``grade`` runs each submission in its own Docker container, executes the notebook
@@ -43,36 +52,45 @@ nbgrader says in its FAQ that it does not protect against unsafe code; neither d
 **What each mode protects against** (``isolation``, :func:`resolve_isolation`; ``"auto"`` takes the first that
 works here):
 
-* ``"namespaces"`` (grader is root, submission as ``nobody``, util-linux's ``unshare`` and ``mount``): all of
-  the next item, and the network is unreachable, nothing outside the submission's folder can be written (not
-  even ``/tmp`` or ``/dev/shm``), the submission sees only its own processes, and every process it started
-  dies when its first one ends, however it detached. Not closed: the kernel is shared (as in any container),
-  world-readable files stay readable, CPU share is bounded only by the time limits.
-* as ``nobody`` (grader is root), ``"process"``: the submission cannot write the grader's files, other students'
-  folders, the shared results or cache, nor read files only root can read (keep ``instructor/`` and
-  ``grader/`` of the pack mode 700); it cannot signal the grader. It can read world-readable files (the
-  book's chapters with their solutions among them) and use the network.
+* ``"namespaces"`` (grader is root, util-linux's ``unshare`` and ``mount``): all of the next item, and the
+  network is unreachable, nothing outside the submission's folder can be written (not even ``/tmp`` or
+  ``/dev/shm``), the submission sees only its own processes, and every process it started dies when its first
+  one ends, however it detached. Not closed: the kernel is shared (as in any container), world-readable files
+  stay readable, CPU share is bounded only by the time limits.
+* ``"process"`` with a root grader (each submission as a uid of its own, ``uids``; or ``user=NAME``, one
+  submission at a time): the submission cannot write the grader's files, the shared results or cache, another
+  submission's folder, nor read files only root can read (keep ``instructor/`` and ``grader/`` of the pack mode
+  700); it cannot signal the grader or another submission, and a process it leaves behind, even outside its
+  process group with a cleared environment, is killed with its uid before the uid runs anything else. It can
+  read world-readable files (the book's chapters with their solutions among them) and use the network.
 * as the grader's own user (``user=None``, ``--same-user``): only the process group, the limits and the
-  temporary folders protect; the submission can read and write everything the grader can, by absolute
-  path. Use it for trusted code or inside a throwaway machine or container.
-* in both ``"process"`` cases: a process that leaves the process group *and* clears its environment survives the
-  cleanup; no limit on network, CPU share or the number of open files beyond the defaults. The namespace jail
-  closes the first two; a disposable VM closes all of them. And the references are zslib's own functions, which the course hands
-  out: a submission that wraps the function an exercise asks to re-implement, copies the book's solution,
-  or undoes the sandbox's module replacement (removes its import guard and re-imports the exercise bank
-  from zslib's source) gets the points, as it would with any autograder; that is copying, found by
-  reading the code, not a way to make the grader report a check it did not run.
+  temporary folders protect; the submission can read and write everything the grader can, by absolute path,
+  other submissions' folders included while they run. What it leaves behind is found through the child
+  subreaper and killed before the gradebook is written; what stays open is a process started *through
+  another program* (``systemd-run --user``, ``at``/``cron``, ``ssh`` to the same machine, a container
+  daemon), which is no descendant of the grader and survives it. Use this mode for trusted code or inside a
+  throwaway machine or container.
+* in every mode: no limit on network (but in the jail), CPU share or the number of open files beyond the
+  defaults. And the references are zslib's own functions, which the course hands out: a submission that wraps
+  the function an exercise asks to re-implement, copies the book's solution, or undoes the sandbox's module
+  replacement (removes its import guard and re-imports the exercise bank from zslib's source) gets the points,
+  as it would with any autograder; that is copying, found by reading the code, not a way to make the grader
+  report a check it did not run. A submission that copies the chapter's printed numbers into its choice check
+  earns the point if its answer fits them: those are the true numbers.
 """
 from __future__ import annotations
 
 import csv
+import errno
 import hashlib
 import json
+import math
 import os
 import re
 import secrets
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -81,8 +99,11 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from zslib.teaching.uidpool import DEFAULT_UIDS
+
 __all__ = ["RubricItem", "Graded", "load_rubric", "grade_submission", "grade_all", "hidden_cases",
-           "score_answer", "write_gradebook", "exercise_names", "DEFAULT_TIMEOUT", "DEFAULT_MEMORY_MB", "RefusedUser"]
+           "score_answer", "write_gradebook", "exercise_names", "DEFAULT_TIMEOUT", "DEFAULT_MEMORY_MB", "RefusedUser",
+           "RefusedSubmission", "read_submission", "parallel_jobs", "POOL", "CONTEXT_RTOL"]
 
 DEFAULT_TIMEOUT = 1800  # seconds for a whole submission
 DEFAULT_MEMORY_MB = 8192  # address space; torch needs a few GB of it just to start its threads
@@ -114,9 +135,11 @@ class Graded:
     total: float
     exercises: dict = field(default_factory=dict)
     log_tail: str = ""
+    errors: list = field(default_factory=list)  # [{"cell": number from 1, "error": "RuntimeError: ..."}]
 
     def report(self) -> str:
         rows = [f"{self.notebook}: {self.points:g} / {self.total:g} points ({self.status})"]
+        rows += [f"  cell {e['cell']} raised {e['error'].splitlines()[0][:150]}" for e in self.errors]
         for name, r in self.exercises.items():
             rows.append(f"  {name:<55s} {r['points']:g} / {r['max']:g}  {r['message'].splitlines()[0]}")
         return "\n".join(rows)
@@ -239,6 +262,10 @@ def _score_function(ex, cases, record) -> tuple[float, str]:
     if record.get("identity") in {_identity(f) for f in (ex.reference, *ex.forbidden)}:
         return 0.0, "that is the zslib reference itself; write the computation yourself."
     results = record.get("results") or []
+    if results and all(isinstance(r, dict) and r.get("unanswered") for r in results):
+        from zslib.teaching.exercises.kinds import NOT_ATTEMPTED
+
+        return 0.0, NOT_ATTEMPTED + "."
     if len(results) != len(cases):
         return 0.0, f"the function was run on {len(results)} of the {len(cases)} inputs."
     right, first = 0, None
@@ -281,26 +308,71 @@ def _score_function(ex, cases, record) -> tuple[float, str]:
     return right / len(cases), f"right on {right} of {len(cases)} inputs; first failure on {first}.\nHint: {ex.hint}"
 
 
-def score_answer(ex, record: dict | None, cases=None) -> tuple[float, str]:
+#: how far a value the submission hands to ``check`` may be from the grader's own run of the instructor notebook
+CONTEXT_RTOL, CONTEXT_ATOL = 1e-4, 1e-8
+
+
+def _differs(mine, key) -> bool:
+    """Whether a value the submission handed over differs from the key run's (numbers within the tolerances)."""
+    import torch
+
+    if isinstance(key, bool) or isinstance(mine, bool):
+        return mine is not key and mine != key
+    if isinstance(key, (int, float)) and isinstance(mine, (int, float)):
+        return not math.isclose(float(mine), float(key), rel_tol=CONTEXT_RTOL, abs_tol=CONTEXT_ATOL)
+    if isinstance(key, torch.Tensor) or isinstance(mine, torch.Tensor):
+        try:
+            m, k = torch.as_tensor(mine, dtype=torch.float64), torch.as_tensor(key, dtype=torch.float64)
+        except (TypeError, ValueError, RuntimeError):
+            return True
+        return m.shape != k.shape or not torch.allclose(m, k, rtol=CONTEXT_RTOL, atol=CONTEXT_ATOL, equal_nan=True)
+    if isinstance(key, dict) and isinstance(mine, dict):
+        return set(key) != set(mine) or any(_differs(mine[k], key[k]) for k in key)
+    if isinstance(key, (tuple, list)) and isinstance(mine, (tuple, list)):
+        return len(key) != len(mine) or any(_differs(m, k) for m, k in zip(mine, key))
+    return mine != key
+
+
+def _context(record) -> dict:
+    from zslib.teaching.sandbox import decode
+
+    context = decode((record or {}).get("context", {"mapping": []}))
+    return context if isinstance(context, dict) else {}
+
+
+def score_answer(ex, record: dict | None, cases=None, key=None) -> tuple[float, str]:
     """The fraction in [0, 1] of exercise ``ex`` an answer record earns, and the feedback line; the record is
-    what the submission's ``check`` handed over (``None``: no check of it ran)."""
-    from zslib.teaching.exercises.kinds import NOT_ANSWERED, Outcome
+    what the submission's ``check`` handed over (``None``: no check of it ran).
+
+    An exercise decided by the chapter's numbers (``ex.context``: a choice, or a number of the run) is decided by
+    the grader's own run of the instructor notebook, ``key`` (that run's answer records by exercise), never by
+    numbers the submission hands over: those must be the ones the key run computed (within
+    :data:`CONTEXT_RTOL`), else the answer earns nothing. Without ``key`` such an exercise is not scored."""
+    from zslib.teaching.exercises.kinds import NOT_ATTEMPTED, Outcome
     from zslib.teaching.sandbox import decode
 
     if record is None:
         return 0.0, "not checked: the check cell did not run (the notebook stopped before it, or it is missing)."
     if record.get("unanswered"):
-        return 0.0, NOT_ANSWERED.split(":")[0] + "."
+        return 0.0, NOT_ATTEMPTED + "."
     if "error" in record:
         return 0.0, record["error"] + "."
     kind = _kind(ex)
     if kind == "function":
         return _score_function(ex, cases if cases is not None else hidden_cases(ex, 0), record)
-    context = decode(record.get("context", {"mapping": []}))
-    context = context if isinstance(context, dict) else {}
-    missing = [k for k in ex.context if k not in context]
-    if missing:
-        return 0.0, f"the check did not pass the chapter's {', '.join(missing)}."
+    context = {}
+    if getattr(ex, "context", ()):
+        if key is None:
+            return 0.0, ("not scored: it is decided by the chapter's numbers, and no instructor notebook was run to "
+                         "compute them (grade with the pack's rubric beside instructor/, or name the key notebook).")
+        if key.get(ex.name) is None:
+            return 0.0, "not scored: the instructor notebook's run did not reach this check (see the key's status)."
+        context, mine = _context(key[ex.name]), _context(record)
+        off = [k for k in ex.context if k not in mine or _differs(mine[k], context.get(k))]
+        if off:
+            return 0.0, (f"the chapter's {', '.join(off)} handed to check are not what the chapter's cells compute "
+                         "(the grader runs them itself): run the cells above unchanged and answer from what they "
+                         "print.")
     answer = decode(record.get("answer"))
     if kind == "number":
         truth = ex._decided(ex.expected, context)
@@ -321,14 +393,14 @@ def score_answer(ex, record: dict | None, cases=None) -> tuple[float, str]:
         if right == len(truths):
             return 1.0, "passed."
         return right / len(truths), f"{right} of {len(truths)} number(s) within the tolerance.\nHint: {ex.hint}"
-    options = ex.options or tuple(str(k).lower() for k in context.get("table", {}))
+    options = tuple(str(o).lower() for o in (ex.options or tuple(context.get("table", {}))))
     text = str(answer).strip().lower()
     if text not in options:
         return 0.0, f"answer one of {', '.join(map(repr, options))}; got {str(answer)[:80]!r}."
     truth = ex._decided(ex.decide, context)
     if isinstance(truth, Outcome):
         return 0.0, truth.message
-    if text != truth:
+    if text != str(truth).lower():
         return 0.0, f"{text!r} is not what the run's numbers show.\nHint: {ex.hint}"
     return 1.0, "passed."
 
@@ -353,37 +425,61 @@ def _zslib_root() -> str:
     return str(Path(zslib.__file__).resolve().parents[1])
 
 
-def _user_ids(user):
+#: ``user`` value for "each submission as a uid of its own" (:mod:`zslib.teaching.uidpool`): a root grader's default
+POOL = "uid pool"
+
+
+def _user_ids(user, uids=DEFAULT_UIDS):
+    """The ``(uid, gid)`` a submission runs as (the pool's first for :data:`POOL`), or ``None`` for the grader's own."""
     if user is None:
         return None
+    if user == POOL:
+        return int(uids[0]), int(uids[0])
     import pwd
 
     try:
         entry = pwd.getpwnam(user)
     except KeyError:
         raise RefusedUser(f"no such user {user!r} to run submissions as; name an existing unprivileged user "
-                          "(--user) or pass --same-user") from None
+                          "(--user), or leave --user out for a uid of its own per submission") from None
     return entry.pw_uid, entry.pw_gid
 
 
 def resolve_user(user="auto"):
-    """``"auto"``: ``nobody`` when the grader is root, else the grader's own user (``None``)."""
+    """``"auto"``: :data:`POOL` (a uid of its own per submission) when the grader is root, else the grader's own
+    user (``None``); a user name or ``None`` as given."""
     if user == "auto":
-        return "nobody" if hasattr(os, "geteuid") and os.geteuid() == 0 else None
+        return POOL if hasattr(os, "geteuid") and os.geteuid() == 0 else None
     return user
 
 
 _PROBED = set()
 
 
-def probe_user(user) -> None:
-    """Refuse, with what to do, when ``user`` cannot start the grader's Python with zslib."""
-    ids = _user_ids(user)
-    if ids is None or user in _PROBED:
+def _pool(user, uids=DEFAULT_UIDS):
+    from zslib.teaching.uidpool import UidPool
+
+    if user is None:
+        return None
+    return UidPool(*uids) if user == POOL else UidPool(account=user)
+
+
+def probe_user(user, uids=DEFAULT_UIDS) -> None:
+    """Refuse, with what to do, when submissions cannot run as ``user`` here: a grader that is not root, a pool
+    uid that an account or a process holds, a named user with running processes (grading kills every process of
+    the user it runs a submission as), or a user that cannot start the grader's Python with zslib."""
+    ids = _user_ids(user, uids)
+    if ids is None:
         return
+    who = f"uids {uids[0]}-{uids[0] + uids[1] - 1}" if user == POOL else repr(user)
     if os.geteuid() != 0:
-        raise RefusedUser(f"running submissions as {user!r} needs the grader to run as root; pass --same-user "
+        raise RefusedUser(f"running submissions as {who} needs the grader to run as root; pass --same-user "
                           "to run them as yourself")
+    problem = _pool(user, uids).problem()
+    if problem:
+        raise RefusedUser(f"cannot run each submission as a user of its own: {problem}")
+    if (ids, sys.executable) in _PROBED:
+        return
     uid, gid = ids
 
     def drop():
@@ -395,16 +491,20 @@ def probe_user(user) -> None:
         out = subprocess.run([sys.executable, "-c", "import zslib.teaching.sandbox"], preexec_fn=drop,
                              capture_output=True, text=True, timeout=120, cwd="/",
                              env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": _zslib_root(),
-                                  "HOME": "/tmp"})
+                                  "HOME": "/tmp", "USER": f"zs-grade-{uid}", "LOGNAME": f"zs-grade-{uid}"})
         problem = out.stderr.strip().splitlines()[-1] if out.returncode else ""
     except OSError as err:
         problem = str(err)
+    finally:
+        from zslib.teaching.uidpool import kill_user
+
+        kill_user(uid, gid)
     if problem:
-        raise RefusedUser(f"the grader runs as root, so submissions run as {user!r}, but {user!r} cannot run "
+        raise RefusedUser(f"the grader runs as root, so submissions run as {who}, but uid {uid} cannot run "
                           f"{sys.executable} with zslib ({problem}). Install Python and zslib where other users "
                           "can read them (e.g. a venv under /opt), or pass --same-user to run submissions as "
                           "root (then a submission can read and write everything root can).")
-    _PROBED.add(user)
+    _PROBED.add((ids, sys.executable))
 
 
 ISOLATIONS = ("auto", "namespaces", "process")
@@ -417,8 +517,8 @@ def _namespaces_problem(ids) -> str:
         return "it needs a grader running as root that runs submissions as another user"
     if shutil.which("unshare") is None or shutil.which("mount") is None:
         return "the util-linux commands unshare and mount are not installed"
-    if ids in _ISOLATED:
-        return _ISOLATED[ids]
+    if (ids, sys.executable) in _ISOLATED:
+        return _ISOLATED[ids, sys.executable]
     from zslib.teaching.jail import UNSHARE
 
     folder = tempfile.mkdtemp(prefix="zs-jail-probe-")
@@ -434,11 +534,11 @@ def _namespaces_problem(ids) -> str:
         problem = str(err)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-    _ISOLATED[ids] = problem
+    _ISOLATED[ids, sys.executable] = problem
     return problem
 
 
-def resolve_isolation(isolation="auto", user=None) -> str:
+def resolve_isolation(isolation="auto", user=None, uids=DEFAULT_UIDS) -> str:
     """``"namespaces"`` (each submission in the jail of :mod:`zslib.teaching.jail`: no network, its own process
     namespace, nothing writable but its folder) or ``"process"`` (its own process group and folders only).
     ``"auto"``: namespaces where the probe holds (a root grader with another user and util-linux), else process;
@@ -447,12 +547,12 @@ def resolve_isolation(isolation="auto", user=None) -> str:
         raise ValueError(f"isolation must be one of {list(ISOLATIONS)}, got {isolation!r}")
     if isolation == "process":
         return "process"
-    problem = _namespaces_problem(_user_ids(user))
+    problem = _namespaces_problem(_user_ids(user, uids))
     if not problem:
         return "namespaces"
     if isolation == "namespaces":
         raise RefusedUser(f"cannot grade in the namespace jail: {problem}. Run the grader as root with util-linux "
-                          "installed (submissions then run as nobody), or pass --isolation process.")
+                          "installed (submissions then run as uids of their own), or pass --isolation process.")
     return "process"
 
 
@@ -491,54 +591,102 @@ def _kill_tagged(token: str) -> int:
     return killed
 
 
-def _chown_tree(root: Path, uid: int, gid: int) -> None:
-    for dirpath, dirnames, filenames in os.walk(root):
-        os.chown(dirpath, uid, gid)
-        for f in filenames:
-            os.chown(os.path.join(dirpath, f), uid, gid)
+class RefusedSubmission(ValueError):
+    """A submission the grader does not open: a link, not a regular file, too large."""
 
 
-def _execute(notebook: Path, names, seed: int, timeout: float, memory_mb: int, user,
-             isolation: str = "process") -> tuple[dict, str, str]:
-    """Run ``notebook`` in the sandbox (in the namespace jail when ``isolation`` is ``"namespaces"``); the answer
-    records by exercise, the status and the log's tail."""
-    registry, ids = _registry(), _user_ids(user)
-    token = secrets.token_hex(16)
-    root = Path(tempfile.mkdtemp(prefix="zs-grade-"))
+_MAX_NOTEBOOK = 64 * 2 ** 20  # bytes; a chapter with its outputs is a few MB
+
+
+def read_submission(path) -> bytes:
+    """The bytes of a submitted notebook, refused (:class:`RefusedSubmission`, one line) when it is a symbolic
+    link (a root grader would follow it to any file, the instructor's solutions among them), not a regular file
+    (a FIFO blocks, a device never ends), a hard link to another file, or larger than 64 MB. The file is opened
+    without following a link and checked on the open descriptor, so it cannot be swapped in between."""
+    path = Path(path)
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as err:
+        if err.errno == errno.ELOOP or path.is_symlink():
+            raise RefusedSubmission(f"{path.name} is a symbolic link (to {os.readlink(path)}); the grader opens only "
+                                    "regular files: put the notebook itself in the folder") from None
+        raise RefusedSubmission(f"{path.name} cannot be read ({err.strerror})") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise RefusedSubmission(f"{path.name} is not a regular file (a folder, FIFO, socket or device); submit "
+                                    "the .ipynb file itself")
+        if info.st_nlink > 1:
+            raise RefusedSubmission(f"{path.name} is a hard link shared with {info.st_nlink - 1} other name(s); the "
+                                    "grader opens only a file of its own: copy the notebook into the folder")
+        if info.st_size > _MAX_NOTEBOOK:
+            raise RefusedSubmission(f"{path.name} is {info.st_size / 2 ** 20:.0f} MB, more than the "
+                                    f"{_MAX_NOTEBOOK // 2 ** 20} MB a notebook may have; clear its outputs")
+        chunks = []
+        while True:
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                break
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def _prepare(root: Path, ids) -> dict:
+    """The submission's folders under ``root``: its own (mode 700, owned by ``ids``) inside a folder the grader
+    keeps (root's, mode 711), so that neither another submission nor this one can replace the grader's log."""
     dirs = {k: root / k for k in ("home", "results", "cache", "tmp", "work")}
     for d in dirs.values():
-        d.mkdir()
+        d.mkdir(mode=0o700)
+        if ids is not None:
+            os.chown(d, *ids)
+    os.chmod(root, 0o711 if ids is not None else 0o700)
+    return dirs
+
+
+def _execute(source: bytes, names, seed: int, timeout: float, memory_mb: int, ids,
+             isolation: str = "process", threads: int | None = None) -> dict:
+    """Run the notebook ``source`` in the sandbox, as ``ids`` (``None``: the grader's own user), in the namespace
+    jail when ``isolation`` is ``"namespaces"``. Returns ``{"answers", "cases", "status", "tail", "errors"}``:
+    the answer records by exercise, the status, the log's tail and the cells that raised."""
+    registry = _registry()
+    token = secrets.token_hex(16)
+    root = Path(tempfile.mkdtemp(prefix="zs-grade-"))
+    dirs = _prepare(root, ids)
     copy = dirs["work"] / "submission.ipynb"
-    shutil.copyfile(notebook, copy)
+    copy.write_bytes(source)
     if ids is not None:
-        _chown_tree(root, *ids)
-    os.chmod(root, 0o700)
+        os.chown(copy, *ids)
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": os.environ.get("LANG", "C.UTF-8"),
            "HOME": str(dirs["home"]), "TMPDIR": str(dirs["tmp"]), "ZS_RESULTS": str(dirs["results"]),
            "ZS_CACHE": str(dirs["cache"]), "XDG_CACHE_HOME": str(dirs["cache"] / "xdg"),
            "MPLCONFIGDIR": str(dirs["tmp"]), "IPYTHONDIR": str(dirs["home"] / ".ipython"), "MPLBACKEND": "Agg",
            "ZS_PROGRESS": "none", "ZS_WORKERS": "1", "PYTHONPATH": _zslib_root(), "ZS_GRADE_TOKEN": token,
            "PYTHONDONTWRITEBYTECODE": "1"}
+    if ids is not None:  # a pool uid has no account: name it for getpass and friends
+        env["USER"] = env["LOGNAME"] = f"zs-grade-{ids[0]}"
     for key in ("ZS_PROFILE", "ZS_DEVICE", "ZS_DATA", "ZS_WEIGHTS", "OMP_NUM_THREADS"):
         if key in os.environ:
             env[key] = os.environ[key]
+    if threads and "OMP_NUM_THREADS" not in os.environ:
+        env["OMP_NUM_THREADS"] = str(threads)
     out_r, out_w = os.pipe()
     in_r, in_w = os.pipe()
-    log_path = root / "log.txt"
-    answers, state = {}, {"cell": None, "of": None, "done": False}
-    cases = {}
-    proc = None
+    answers, state, errors, cases = {}, {"cell": None, "of": None, "done": False}, [], {}
+    proc, started = None, time.monotonic()
+    log = tempfile.TemporaryFile()  # the grader's: no path the submission could replace
     try:
-        with open(log_path, "wb") as log:
-            argv = [sys.executable, "-m", "zslib.teaching.sandbox", str(copy), str(out_w), str(in_r)]
-            jailed = isolation == "namespaces" and ids is not None
-            if jailed:  # the jail drops to the user itself, after its mounts
-                from zslib.teaching.jail import command
+        argv = [sys.executable, "-m", "zslib.teaching.sandbox", str(copy), str(out_w), str(in_r)]
+        jailed = isolation == "namespaces" and ids is not None
+        if jailed:  # the jail drops to the user itself, after its mounts
+            from zslib.teaching.jail import command
 
-                argv = command(str(root), ids[0], ids[1], argv)
-            proc = subprocess.Popen(argv, cwd=dirs["work"], env=env, stdin=subprocess.DEVNULL, stdout=log,
-                                    stderr=subprocess.STDOUT, pass_fds=(out_w, in_r), start_new_session=True,
-                                    preexec_fn=_limits(memory_mb, None if jailed else ids, timeout))
+            argv = command(str(root), ids[0], ids[1], argv)
+        proc = subprocess.Popen(argv, cwd=dirs["work"], env=env, stdin=subprocess.DEVNULL, stdout=log,
+                                stderr=subprocess.STDOUT, pass_fds=(out_w, in_r), start_new_session=True,
+                                preexec_fn=_limits(memory_mb, None if jailed else ids, timeout))
         os.close(out_w)
         os.close(in_r)
         out_w = in_r = None
@@ -565,6 +713,8 @@ def _execute(notebook: Path, names, seed: int, timeout: float, memory_mb: int, u
                     op, name = msg.get("op"), msg.get("name")
                     if op == "cell":
                         state["cell"], state["of"] = msg.get("index"), msg.get("of")
+                    elif op == "error" and len(errors) < 100 and isinstance(msg.get("index"), int):
+                        errors.append({"cell": msg["index"] + 1, "error": str(msg.get("error", ""))[:300]})
                     elif op == "done":
                         state["done"] = True
                     elif op == "answer" and name in names:
@@ -586,17 +736,17 @@ def _execute(notebook: Path, names, seed: int, timeout: float, memory_mb: int, u
 
         reader_thread = threading.Thread(target=read, daemon=True)
         reader_thread.start()
+        where = lambda: f"in cell {(state['cell'] or 0) + 1} of {state['of']}"  # noqa: E731
         try:
             code = proc.wait(timeout=timeout)
             if code == 0 and state["done"]:
                 status = "completed"
             elif code < 0:
-                status = (f"died (signal {-code}, e.g. the memory limit or a killed kernel) in cell "
-                          f"{(state['cell'] or 0) + 1} of {state['of']}")
+                status = f"died (signal {-code}, e.g. the memory limit or a killed kernel) {where()}"
             else:
-                status = f"stopped (exit status {code}) in cell {(state['cell'] or 0) + 1} of {state['of']}"
+                status = f"stopped (exit status {code}) {where()}"
         except subprocess.TimeoutExpired:
-            status = f"time limit of {timeout:g} s reached in cell {(state['cell'] or 0) + 1} of {state['of']}"
+            status = f"time limit of {timeout:g} s reached {where()}"
         reader_thread.join(2)
         try:
             writer.close()
@@ -614,19 +764,42 @@ def _execute(notebook: Path, names, seed: int, timeout: float, memory_mb: int, u
             if fd is not None:
                 os.close(fd)
         try:
-            tail = log_path.read_bytes()[-4000:].decode("utf-8", "replace")
+            log.seek(0, os.SEEK_END)
+            log.seek(max(0, log.tell() - 4000))
+            tail = log.read().decode("utf-8", "replace")
         except OSError:
             tail = ""
+        log.close()
         shutil.rmtree(root, ignore_errors=True)
-    return {"answers": answers, "cases": cases}, status, tail
+    if errors:
+        status += (f"; {len(errors)} cell(s) raised an error (first: cell {errors[0]['cell']}, "
+                   f"{errors[0]['error'].splitlines()[0][:120]})")
+    return {"answers": answers, "cases": cases, "status": status, "tail": tail, "errors": errors,
+            "seconds": time.monotonic() - started}
 
 
-def _chapter_of(notebook: Path, table: dict | None) -> str:
-    try:
-        meta = json.loads(notebook.read_text()).get("metadata", {}).get("zslib_assignment", {})
-    except (OSError, ValueError, AttributeError):
-        meta = {}
-    chapter = meta.get("chapter") if isinstance(meta, dict) else None
+class _Runner:
+    """Runs submissions as the users and in the isolation the grading was given: one pool uid per running
+    submission (every process of it killed before the uid is lent again), a named user, or the grader's own."""
+
+    def __init__(self, user, isolation: str, uids=DEFAULT_UIDS, threads: int | None = None):
+        self.user, self.isolation, self.threads = user, isolation, threads
+        self.pool = _pool(user, uids)
+
+    def run(self, source: bytes, names, seed: int, timeout: float, memory_mb: int) -> dict:
+        if self.pool is None:
+            return _execute(source, names, seed, timeout, memory_mb, None, self.isolation, self.threads)
+        ids = self.pool.lend()
+        try:
+            return _execute(source, names, seed, timeout, memory_mb, ids, self.isolation, self.threads)
+        finally:
+            self.pool.take_back(ids)
+
+
+def _chapter_of(notebook: Path, table: dict | None, nb: dict | None = None) -> str:
+    """The chapter a notebook answers: its pack metadata (``nb``, already read), else its name."""
+    chapter = _meta(nb).get("chapter")
+    chapter = chapter if isinstance(chapter, str) else None
     if table is None:
         return chapter or notebook.stem
     for candidate in (chapter, notebook.stem):
@@ -641,92 +814,163 @@ def _chapter_of(notebook: Path, table: dict | None) -> str:
     return chapter or notebook.stem
 
 
-def _check_notebook(path: Path) -> str | None:
-    """A one-line reason the file cannot be graded, or ``None``."""
+def _parse_notebook(source: bytes):
+    """``(notebook dict, None)`` or ``(None, a one-line reason the file cannot be graded)``."""
     try:
-        nb = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as err:
-        return f"not a readable notebook ({type(err).__name__}: {str(err)[:100]})"
+        nb = json.loads(source.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as err:
+        return None, f"not a readable notebook ({type(err).__name__}: {str(err)[:100]})"
     if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
-        return "not a notebook: it has no list of 'cells' (was it saved by Jupyter?)"
-    return None
+        return None, "not a notebook: it has no list of 'cells' (was it saved by Jupyter?)"
+    return nb, None
 
 
-def grade_submission(notebook, rubric=None, *, student: str | None = None, timeout: float = DEFAULT_TIMEOUT,
-                     memory_mb: int = DEFAULT_MEMORY_MB, user="auto", seed: int | None = None,
-                     isolation: str = "auto") -> Graded:
-    """Grade one notebook (see the module docstring). ``rubric``: a pack's ``rubric.json``, a dict, or ``None``
-    (the exercises the notebook's metadata or check calls name, at their registered points). ``timeout``:
-    seconds for the whole notebook. ``user``: ``"auto"`` (``nobody`` when root), a user name, or ``None``
-    (the grader's own user). ``isolation``: see :func:`resolve_isolation`."""
-    path = Path(notebook)
-    user = resolve_user(user)
-    probe_user(user)
-    isolation = resolve_isolation(isolation, user)
-    table = None
-    if isinstance(rubric, (str, os.PathLike)):
-        table = json.loads(Path(rubric).read_text()) if Path(rubric).is_file() else None
-        if table is None:
-            raise FileNotFoundError(f"no such rubric: {rubric}")
-    elif isinstance(rubric, dict) and not all(k in _registry() for k in rubric):
-        table = rubric
-    chapter = _chapter_of(path, table)
-    problem = _check_notebook(path)
-    if rubric is None:
-        nb = json.loads(path.read_text()) if problem is None else {"cells": [], "metadata": {}}
-        names = nb.get("metadata", {}).get("zslib_assignment", {}).get("exercises") or exercise_names(nb)
-        items = {n: RubricItem(n, float(_registry()[n].points), _kind(_registry()[n]) != "choice")
-                 for n in names if n in _registry()}
-    else:
-        items = load_rubric(table if table is not None else rubric, chapter)
-    if seed is None:
-        seed = secrets.randbits(62)
-    if problem:
-        run, status, tail = {"answers": {}, "cases": {}}, problem, ""
-    else:
-        run, status, tail = _execute(path, list(items), seed, timeout, memory_mb, user, isolation)
+def _meta(nb) -> dict:
+    meta = (nb or {}).get("metadata", {}).get("zslib_assignment", {}) if isinstance(nb, dict) else {}
+    return meta if isinstance(meta, dict) else {}
+
+
+def _needs_key(items) -> bool:
+    registry = _registry()
+    return any(getattr(registry[n], "context", ()) for n in items)
+
+
+def _score(student: str, notebook: str, chapter: str, items: dict, run: dict, seed: int, key) -> Graded:
+    """The :class:`Graded` of a finished run: each rubric item scored in this process (``key``: the answer records
+    of the instructor notebook's run, which decide the exercises that depend on the chapter's numbers)."""
     registry, exercises = _registry(), {}
     for name, item in items.items():
         ex = registry[name]
         cases = run["cases"].get(name)
         if cases is None and _kind(ex) == "function":
             cases = hidden_cases(ex, seed)
-        fraction, message = score_answer(ex, run["answers"].get(name), cases)
+        fraction, message = score_answer(ex, run["answers"].get(name), cases, key)
         earned = item.points * fraction if (item.partial or fraction == 1.0) else 0.0
         exercises[name] = {"points": round(earned, 2), "max": item.points, "fraction": round(fraction, 4),
                            "checked": name in run["answers"], "message": message}
-    return Graded(student or path.stem, path.name, chapter, status,
-                  round(sum(r["points"] for r in exercises.values()), 2), sum(i.points for i in items.values()),
-                  exercises, tail)
+    return Graded(student, notebook, chapter, run["status"], round(sum(r["points"] for r in exercises.values()), 2),
+                  sum(i.points for i in items.values()), exercises, run.get("tail", ""), list(run.get("errors", [])))
+
+
+def _not_run(status: str) -> dict:
+    return {"answers": {}, "cases": {}, "status": status, "tail": "", "errors": []}
+
+
+def _table(rubric):
+    if isinstance(rubric, (str, os.PathLike)):
+        if not Path(rubric).is_file():
+            raise FileNotFoundError(f"no such rubric: {rubric}")
+        try:
+            return json.loads(Path(rubric).read_text())
+        except ValueError as err:
+            raise ValueError(f"{rubric} is not JSON ({err}); give the pack's rubric.json") from None
+    if isinstance(rubric, dict) and not all(k in _registry() for k in rubric):
+        return rubric
+    return None
+
+
+def _key_path(rubric, chapter: str, instructor=None) -> Path | None:
+    """The instructor notebook of ``chapter``: in ``instructor`` (a folder or the notebook itself), else in the
+    pack's ``instructor/`` beside a rubric file."""
+    if instructor is not None:
+        path = Path(instructor)
+        return path / f"{chapter}.ipynb" if path.is_dir() else path
+    if isinstance(rubric, (str, os.PathLike)):
+        path = Path(rubric).parent / "instructor" / f"{chapter}.ipynb"
+        return path if path.exists() or path.is_symlink() else None
+    return None
+
+
+def grade_submission(notebook, rubric=None, *, student: str | None = None, timeout: float = DEFAULT_TIMEOUT,
+                     memory_mb: int = DEFAULT_MEMORY_MB, user="auto", seed: int | None = None,
+                     isolation: str = "auto", as_key: bool = False, instructor=None,
+                     uids=DEFAULT_UIDS) -> Graded:
+    """Grade one notebook (see the module docstring). ``rubric``: a pack's ``rubric.json``, a dict, or ``None``
+    (the exercises the notebook's metadata or check calls name, at their registered points). ``timeout``:
+    seconds for the whole notebook. ``user``: ``"auto"`` (a uid of its own from ``uids`` when root), a user
+    name, or ``None`` (the grader's own user). ``isolation``: see :func:`resolve_isolation`.
+
+    Exercises decided by the chapter's numbers are decided by a run of the instructor notebook: ``instructor``
+    (the notebook, or a folder of them), else the pack's ``instructor/<chapter>.ipynb`` beside ``rubric``.
+    ``as_key``: ``notebook`` is the instructor notebook itself, graded against its own run (it should earn every
+    point)."""
+    path = Path(notebook)
+    user = resolve_user(user)
+    probe_user(user, uids)
+    isolation = resolve_isolation(isolation, user, uids)
+    table = _table(rubric)
+    try:
+        source = read_submission(path)
+        nb, problem = _parse_notebook(source)
+    except RefusedSubmission as err:
+        source, nb, problem = b"", None, f"not graded: {err}"
+    chapter = _chapter_of(path, table, nb)
+    if rubric is None:
+        names = _meta(nb).get("exercises") or exercise_names(nb or {"cells": []})
+        items = {n: RubricItem(n, float(_registry()[n].points), _kind(_registry()[n]) != "choice")
+                 for n in names if n in _registry()}
+    else:
+        items = load_rubric(table if table is not None else rubric, chapter)
+    if seed is None:
+        seed = secrets.randbits(62)
+    runner = _Runner(user, isolation, uids)
+    key = None
+    if problem is None and _needs_key(items) and not as_key:
+        key_file = _key_path(rubric, chapter, instructor)
+        if key_file is not None and key_file.exists() and os.path.samefile(key_file, path):
+            as_key = True  # the key itself: one run, graded against itself
+        elif key_file is not None:
+            key_source = read_submission(key_file)
+            key = runner.run(key_source, list(items), seed, timeout, memory_mb)["answers"]
+    run = _not_run(problem) if problem else runner.run(source, list(items), seed, timeout, memory_mb)
+    if as_key:
+        key = run["answers"]
+    return _score(student or path.stem, path.name, chapter, items, run, seed, key)
 
 
 # ----------------------------------------------------------------------------------------------------
 # A class
 
 
-def _submissions(folder: Path) -> list[tuple[str, Path]]:
-    """``(student, notebook)``: ``FOLDER/alice.ipynb`` is alice's; ``FOLDER/alice/*.ipynb`` are alice's too."""
+def _submissions(folder: Path) -> list[tuple[str, Path, str | None]]:
+    """``(student, notebook, why it is refused or None)``: ``FOLDER/alice.ipynb`` is alice's; ``FOLDER/alice/*.ipynb``
+    are alice's too. Links are not followed: a linked notebook or folder is listed as refused."""
     out = []
     for p in sorted(folder.iterdir()):
-        if p.is_file() and p.suffix == ".ipynb":
-            out.append((p.stem, p))
-        elif p.is_dir() and not p.name.startswith("."):
-            out += [(p.name, q) for q in sorted(p.rglob("*.ipynb")) if ".ipynb_checkpoints" not in q.parts]
+        if p.name.startswith("."):
+            continue
+        if p.is_symlink():
+            if p.suffix == ".ipynb" or p.is_dir():
+                out.append((p.stem if p.suffix == ".ipynb" else p.name, p,
+                            f"{p.name} is a symbolic link (to {os.readlink(p)}); the grader opens only regular files"))
+        elif p.suffix == ".ipynb" and not p.is_dir():
+            out.append((p.stem, p, None))
+        elif p.is_dir():
+            for here, dirs, files in os.walk(p):  # does not descend into linked folders
+                dirs[:] = sorted(d for d in dirs if d != ".ipynb_checkpoints" and not d.startswith("."))
+                for d in dirs:
+                    if os.path.islink(os.path.join(here, d)):
+                        q = Path(here) / d
+                        out.append((p.name, q, f"{q.relative_to(folder)} is a symbolic link to a folder; the grader "
+                                               "opens only regular files"))
+                for f in sorted(files):
+                    if f.endswith(".ipynb"):
+                        out.append((p.name, Path(here) / f, None))
     return out
 
 
 def write_gradebook(grades: list, path) -> Path:
-    """A CSV: one row per notebook (student, notebook, chapter, status, points, total, then each exercise's
-    points, empty where a notebook does not have that exercise)."""
+    """A CSV: one row per notebook (student, notebook, chapter, status, points, total, the number of cells that
+    raised an error, then each exercise's points, empty where a notebook does not have that exercise)."""
     columns = []
     for g in grades:
         columns += [n for n in g.exercises if n not in columns]
     path = Path(path)
     with open(path, "w", newline="", encoding="utf-8") as fh:
         w = csv.writer(fh)
-        w.writerow(["student", "notebook", "chapter", "status", "points", "total", *columns])
+        w.writerow(["student", "notebook", "chapter", "status", "points", "total", "cell errors", *columns])
         for g in grades:
-            w.writerow([g.student, g.notebook, g.chapter, g.status, f"{g.points:g}", f"{g.total:g}",
+            w.writerow([g.student, g.notebook, g.chapter, g.status, f"{g.points:g}", f"{g.total:g}", len(g.errors),
                         *(f"{g.exercises[c]['points']:g}" if c in g.exercises else "" for c in columns)])
     return path
 
@@ -735,7 +979,11 @@ def _feedback(student: str, grades: list) -> str:
     lines = [f"# Feedback for {student}", ""]
     for g in grades:
         lines += [f"## {g.notebook} ({g.chapter}): {g.points:g} / {g.total:g} points", "",
-                  f"Run: {g.status}.", "", "| exercise | points | feedback |", "|---|---|---|"]
+                  f"Run: {g.status}.", ""]
+        if g.errors:
+            lines += [f"Cells that raised an error ({len(g.errors)}; the cells after each still ran):", ""]
+            lines += [f"- cell {e['cell']}: `{e['error'].splitlines()[0][:200]}`" for e in g.errors] + [""]
+        lines += ["| exercise | points | feedback |", "|---|---|---|"]
         for name, r in g.exercises.items():
             text = r["message"].replace("|", "\\|").replace("\n", " ")
             lines.append(f"| `{name}` | {r['points']:g} / {r['max']:g} | {text} |")
@@ -743,12 +991,46 @@ def _feedback(student: str, grades: list) -> str:
     return "\n".join(lines)
 
 
+def _memory_total_mb() -> int | None:
+    try:
+        with open("/proc/meminfo", encoding="utf-8") as fh:
+            for line in fh:
+                if line.startswith("MemTotal:"):
+                    return int(line.split()[1]) // 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def parallel_jobs(jobs: int, memory_mb: int) -> tuple[int, str]:
+    """How many notebooks to run at once for ``-j jobs``: at most one per CPU this process may use, and no more
+    than the machine's memory holds at ``memory_mb`` each; with the reason when fewer than asked."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    total = _memory_total_mb()
+    fit = max(1, total // max(1, int(memory_mb))) if total else jobs
+    allowed = max(1, min(int(jobs), cpus, fit))
+    if allowed == jobs:
+        return allowed, ""
+    why = (f"{cpus} CPU(s)" if allowed == cpus else
+           f"{total} MB of memory holds {fit} notebook(s) at --memory {memory_mb}")
+    return allowed, f"-j {jobs} lowered to {allowed}: {why}"
+
+
 def grade_all(submissions, rubric, out, *, timeout: float = DEFAULT_TIMEOUT, memory_mb: int = DEFAULT_MEMORY_MB,
-              user="auto", seed: int | None = None, progress=print, isolation: str = "auto") -> list:
+              user="auto", seed: int | None = None, progress=print, isolation: str = "auto", jobs: int = 1,
+              instructor=None, uids=DEFAULT_UIDS, roster=None) -> list:
     """Grade every notebook under ``submissions`` with the pack's ``rubric`` (a ``rubric.json``); write
-    ``out/gradebook.csv`` and ``out/feedback/<student>.md``; return the :class:`Graded` list. The hidden
-    inputs' seed is ``seed``, else the pack's ``grader/hidden.json`` beside the rubric, else a fresh one
-    (written to ``out/grading.json`` either way, so the grading can be repeated)."""
+    ``out/gradebook.csv``, ``out/canvas.csv`` (:mod:`zslib.teaching.gradebook`), ``out/feedback/<student>.md``
+    and ``out/grading.json``; return the :class:`Graded` list, in the order of the submissions.
+
+    The hidden inputs' seed is ``seed``, else the pack's ``grader/hidden.json`` beside the rubric, else a fresh
+    one (written to ``out/grading.json`` either way, so the grading can be repeated). ``jobs`` notebooks run at
+    once (:func:`parallel_jobs` lowers it to the CPUs and memory there are; each then gets its share of the CPU
+    threads). The instructor notebook of each chapter whose exercises depend on the chapter's numbers runs too
+    (``instructor``: their folder, default the pack's ``instructor/``) and decides them. In same-user mode every
+    process the grading started is killed before anything is written (:mod:`zslib.teaching.reaper`)."""
+    from zslib.teaching import gradebook, reaper
+
     submissions, out = Path(submissions), Path(out)
     if not submissions.is_dir():
         raise FileNotFoundError(f"no such folder of submissions: {submissions}")
@@ -759,33 +1041,111 @@ def grade_all(submissions, rubric, out, *, timeout: float = DEFAULT_TIMEOUT, mem
     if not rubric_path.is_file():
         raise FileNotFoundError(f"no such rubric: {rubric_path}")
     table = json.loads(rubric_path.read_text())
-    for entry in table.values():
-        _items(entry)  # an unknown exercise or bad points fail before anything runs
+    items_of = {chapter: _items(entry) for chapter, entry in table.items()}  # bad entries fail before anything runs
     user = resolve_user(user)
-    probe_user(user)
-    isolation = resolve_isolation(isolation, user)
+    probe_user(user, uids)
+    isolation = resolve_isolation(isolation, user, uids)
+    if user is not None and user != POOL and jobs > 1:
+        raise RefusedUser(f"-j {jobs} runs several notebooks at once, each as a user of its own; one named user "
+                          f"({user!r}) cannot: leave --user out (a pool of uids) or use -j 1")
+    jobs, lowered = parallel_jobs(jobs, memory_mb)
+    if lowered:
+        progress(lowered)
     if seed is None:
         secret = rubric_path.parent / "grader" / "hidden.json"
         seed = json.loads(secret.read_text())["seed"] if secret.is_file() else secrets.randbits(62)
+    sources, chapters = {}, {}
+    for student, nb, why in found:
+        if why is None:
+            try:
+                sources[nb] = read_submission(nb)
+            except RefusedSubmission as err:
+                sources[nb] = err
+        parsed = _parse_notebook(sources[nb])[0] if isinstance(sources.get(nb), bytes) else None
+        chapters[nb] = _chapter_of(nb, table, parsed)
+    keys = {}
+    for chapter in sorted({chapters[nb] for _, nb, why in found if why is None}):
+        if chapter in items_of and _needs_key(items_of[chapter]):
+            path = _key_path(rubric_path, chapter, instructor)
+            if path is None or not (path.exists() or path.is_symlink()):
+                raise FileNotFoundError(
+                    f"the rubric's {chapter!r} has questions decided by the chapter's numbers, which the grader "
+                    f"computes by running the instructor notebook, and there is no "
+                    f"{path or rubric_path.parent / 'instructor' / (chapter + '.ipynb')}; give --instructor DIR")
+            keys[chapter] = path
+    key_sources = {c: read_submission(p) for c, p in keys.items()}  # a linked key is refused like a submission
+    threads = max(1, (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1) // jobs)
+    runner = _Runner(user, isolation, uids, threads)
+    same_user = user is None
+    if same_user:
+        reaper.adopt_orphans(True)
+    spare = frozenset(reaper.descendants()) if same_user else frozenset()
+    lock = threading.Lock()
+
+    def say(line):
+        with lock:
+            progress(line)
+
+    def run_one(source, names):
+        return runner.run(source, names, seed, timeout, memory_mb)
+
+    from concurrent.futures import ThreadPoolExecutor
+
+    try:
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            key_jobs = {c: pool.submit(run_one, key_sources[c], list(items_of[c])) for c in keys}
+            work = []
+            for student, nb, why in found:
+                chapter = chapters[nb]
+                start = time.monotonic()
+                try:
+                    if why is not None:
+                        raise RefusedSubmission(why)
+                    if isinstance(sources[nb], Exception):
+                        raise sources[nb]
+                    if chapter not in table:
+                        raise ValueError(f"no rubric entry for chapter {chapter!r}: keep the pack's notebook metadata, "
+                                         f"or name the file after its chapter (e.g. {student}_cml.ipynb)")
+                    source = sources[nb]
+                    problem = _parse_notebook(source)[1]
+                    future = (None if problem else pool.submit(run_one, source, list(items_of[chapter])))
+                    work.append((student, nb, chapter, start, future, problem))
+                except (ValueError, OSError) as err:  # one bad file must not stop the class's grading
+                    work.append((student, nb, chapter, start, None, f"not graded: {err}"))
+            key_runs = {c: f.result() for c, f in key_jobs.items()}
+            for chapter, run in key_runs.items():
+                g = _score("(instructor)", keys[chapter].name, chapter, items_of[chapter], run, seed, run["answers"])
+                note = "" if g.points == g.total else " (the key should earn every point: check its notebook)"
+                say(f"instructor {keys[chapter].name}: {g.points:g} / {g.total:g} ({g.status}){note}")
+            grades = []
+            for student, nb, chapter, start, future, problem in work:
+                if future is None:
+                    g = (_score(student, nb.name, chapter, items_of[chapter], _not_run(problem), seed, None)
+                         if chapter in items_of and not problem.startswith("not graded") else
+                         Graded(student, nb.name, chapter, problem, 0.0, 0.0))
+                else:
+                    run = future.result()
+                    key = key_runs[chapter]["answers"] if chapter in key_runs else None
+                    g = _score(student, nb.name, chapter, items_of[chapter], run, seed, key)
+                took = run["seconds"] if future is not None else time.monotonic() - start
+                say(f"{student}/{nb.name}: {g.points:g} / {g.total:g} ({g.status}, {took:.0f} s)")
+                grades.append(g)
+    finally:
+        if same_user:
+            left = reaper.sweep(spare)
+            reaper.adopt_orphans(False)
+    if same_user and left:
+        raise RuntimeError(f"processes the submissions started are still alive (pids {left[:5]}); nothing was written "
+                           f"to {out}: end them and grade again")
     (out / "feedback").mkdir(parents=True, exist_ok=True)
-    grades = []
-    for student, nb in found:
-        start = time.monotonic()
-        chapter = _chapter_of(nb, table)
-        try:
-            if chapter not in table:
-                raise ValueError(f"no rubric entry for chapter {chapter!r}: keep the pack's notebook metadata, or "
-                                 f"name the file after its chapter (e.g. {student}_cml.ipynb)")
-            g = grade_submission(nb, table, student=student, timeout=timeout, memory_mb=memory_mb, user=user,
-                                 seed=seed, isolation=isolation)
-        except (ValueError, OSError, RuntimeError) as err:  # one bad file must not stop the class's grading
-            g = Graded(student, nb.name, chapter, f"not graded: {err}", 0.0, 0.0)
-        progress(f"{student}/{nb.name}: {g.points:g} / {g.total:g} ({g.status}, {time.monotonic() - start:.0f} s)")
-        grades.append(g)
     write_gradebook(grades, out / "gradebook.csv")
+    unmatched = gradebook.write_canvas(grades, out / "canvas.csv", roster, chapters=list(table))
+    if unmatched:
+        progress(f"canvas.csv: no roster row for {', '.join(unmatched[:10])}{' ...' if len(unmatched) > 10 else ''}")
     for student in dict.fromkeys(g.student for g in grades):
         (out / "feedback" / f"{student}.md").write_text(_feedback(student, [g for g in grades if g.student == student]))
-    (out / "grading.json").write_text(json.dumps({"seed": seed, "rubric": str(rubric_path.resolve()),
-                                                  "timeout_s": timeout, "memory_mb": memory_mb, "user": user,
-                                                  "isolation": isolation}) + "\n")
+    (out / "grading.json").write_text(json.dumps({
+        "seed": seed, "rubric": str(rubric_path.resolve()), "timeout_s": timeout, "memory_mb": memory_mb,
+        "user": user, "uids": list(uids) if user == POOL else None, "isolation": isolation, "jobs": jobs,
+        "instructor": {c: str(p) for c, p in keys.items()}}) + "\n")
     return grades

@@ -9,9 +9,13 @@ the references (the exercise banks, the grader) are not importable. Each ``check
 line to ``OUT_FD`` at once, so a notebook that later hangs or dies keeps what it answered before:
 
 * a number question: the numbers (``values``);
-* a choice question: the word and the chapter's printed values it is decided from;
+* a choice question: the word and the chapter's printed values it is decided from (the grader checks those
+  values against its own run of the instructor notebook and decides from that run, never from these);
 * a function: the grader sends the inputs (published and hidden) on ``IN_FD`` only now; the function runs
-  on each under a time limit and its outputs (and the gradient of the case's argument) go back as numbers.
+  on each under a time limit and its outputs (and the gradient of the case's argument) go back as numbers
+  (an untouched ``...`` stub is reported as not attempted).
+
+A cell that raises is reported too (its index and the error's first line), and the next cells still run.
 
 Only data crosses the pipe (JSON, never pickle), so nothing the submission writes can run in the
 grader; and no reference value exists in this process, so nothing here (a frame, the registry, the
@@ -87,7 +91,7 @@ def run_function(fn, cases: list, seconds: float | None = None) -> list:
     grader also takes of the reference (weights from 0.5 to 1.5 over the output's elements)."""
     import torch
 
-    from zslib.teaching.exercises.kinds import TimeLimit, call_limited
+    from zslib.teaching.exercises.kinds import TimeLimit, call_limited, is_stub
 
     results = []
     for case in cases:
@@ -110,6 +114,9 @@ def run_function(fn, cases: list, seconds: float | None = None) -> list:
         except Exception as err:  # noqa: BLE001  (the student's code)
             results.append({"error": f"raised {type(err).__name__}: {err}"[:500]})
             continue
+        if got is None and is_stub(fn):
+            results.append({"unanswered": True, "stub": True})  # the student version's `...`, untouched
+            continue
         if got is None:
             results.append({"error": "returned None (did you forget `return`?)"})
             continue
@@ -128,6 +135,39 @@ def run_function(fn, cases: list, seconds: float | None = None) -> list:
             out = {"error": f"returned {type(got).__name__}, which is not a number or tensor ({err})"[:500]}
         results.append(out)
     return results
+
+
+class same_random_state:
+    """Restores Python's, NumPy's and torch's global random state on exit: running the student's function on the
+    grader's inputs leaves the notebook's next random numbers as they would have been (so the chapter's numbers
+    match the instructor notebook's run, in which the reference solution ran instead)."""
+
+    def __enter__(self):
+        import random
+
+        import torch
+
+        self._py, self._torch = random.getstate(), torch.random.get_rng_state()
+        try:
+            import numpy as np
+
+            self._np = np.random.get_state()
+        except ImportError:
+            self._np = None
+        return self
+
+    def __exit__(self, *exc):
+        import random
+
+        import torch
+
+        random.setstate(self._py)
+        torch.random.set_rng_state(self._torch)
+        if self._np is not None:
+            import numpy as np
+
+            np.random.set_state(self._np)
+        return False
 
 
 class _Channel:
@@ -169,7 +209,8 @@ def _public_module(channel: _Channel, public: dict, kinds) -> types.ModuleType:
             else:
                 message["identity"] = f"{getattr(answer, '__module__', '')}.{getattr(answer, '__qualname__', '')}"
                 cases = channel.ask({"op": "inputs", "name": name}).get("cases", [])
-                message["results"] = run_function(answer, cases)
+                with same_random_state():  # a check draws nothing from the notebook's random streams
+                    message["results"] = run_function(answer, cases)
         else:
             try:
                 message["answer"] = encode(answer)
@@ -243,8 +284,11 @@ def main(argv=None) -> int:
     for index, source in enumerate(cells):
         channel.send({"op": "cell", "index": index, "of": len(cells)})
         print(f"----- cell {index + 1} of {len(cells)}", flush=True)
-        shell.run_cell(source, store_history=False)
+        result = shell.run_cell(source, store_history=False)
         sys.stdout.flush()
+        error = result.error_before_exec or result.error_in_exec
+        if error is not None:  # reported, and the next cells still run (answers after it keep their points)
+            channel.send({"op": "error", "index": index, "error": f"{type(error).__name__}: {error}"[:300]})
     channel.send({"op": "done"})
     return 0
 

@@ -8,7 +8,10 @@ value itself) and gives the hint. None of them prints the solution.
 """
 from __future__ import annotations
 
+import dis
+import inspect
 import math
+import re
 import signal
 import threading
 from dataclasses import dataclass, field
@@ -17,9 +20,11 @@ from typing import Any, Callable, Sequence
 import torch
 
 __all__ = ["Outcome", "Case", "FunctionExercise", "NumberExercise", "ChoiceExercise", "NOT_ANSWERED", "call_limited",
-           "TimeLimit", "CALL_SECONDS"]
+           "TimeLimit", "CALL_SECONDS", "is_stub", "NOT_ATTEMPTED"]
 
 NOT_ANSWERED = "not answered yet: replace the `...` by your answer and run the cell again"
+#: what the grader says of an exercise whose answer is still the student version's ``...``
+NOT_ATTEMPTED = "not attempted: the `...` of the student version is still there"
 CALL_SECONDS = 10.0  # how long a student's function may take on one generated input (they take milliseconds)
 # what reading a number out of a student's answer or the chapter's printed values can raise
 _BAD_NUMBER = (TypeError, ValueError, OverflowError, ArithmeticError, KeyError, IndexError, AttributeError)
@@ -98,6 +103,24 @@ class Case:
 
 def _unanswered(answer) -> bool:
     return answer is None or answer is Ellipsis
+
+
+_STUB_LINE = re.compile(r"^\s*\.\.\.\s*(#.*)?$", re.MULTILINE)
+
+
+def is_stub(fn) -> bool:
+    """Whether ``fn`` is an untouched student stub: a body of nothing but ``...`` (and a docstring), or a source
+    that still holds the stub's ``...`` line (a stub that keeps a few given lines above it)."""
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return False
+    ops = [(i.opname, i.argval) for i in dis.get_instructions(code) if i.opname not in ("RESUME", "NOP", "CACHE")]
+    if ops in ([("LOAD_CONST", None), ("RETURN_VALUE", None)], [("RETURN_CONST", None)]):
+        return True
+    try:
+        return bool(_STUB_LINE.search(inspect.getsource(fn)))
+    except (OSError, TypeError):
+        return False
 
 
 def _short(value) -> str:
@@ -182,6 +205,7 @@ class FunctionExercise(_Base):
             return Outcome(self.name, False, f"{self.header()}: that is the zslib reference itself; "
                                              "write the computation yourself.")
         cases = list(self.cases())
+        stub = is_stub(answer)
         for number, case in enumerate(cases, 1):
             where = f"input {number} of {len(cases)} ({case.description})"
             got_args = _fresh(case.args, case.grad)  # the answer runs first: no reference value in any frame
@@ -195,6 +219,8 @@ class FunctionExercise(_Base):
             except Exception as err:  # the student's code: any error is reported, not raised
                 return Outcome(self.name, False, f"{self.header()} failed on {where}: your function raised "
                                                  f"{type(err).__name__}: {err}\nHint: {self.hint}")
+            if got is None and stub:
+                return Outcome(self.name, False, f"{self.header()}: {NOT_ANSWERED}.")
             if got is None:
                 return Outcome(self.name, False, f"{self.header()}: your function returned None on {where}; "
                                                  "it should return the value (did you forget `return`?).")
