@@ -46,7 +46,7 @@ from the book's chapters (the registered points, a fresh seed). ``to_nbgrader`` 
   function prints is therefore swallowed during the test. Anything else that prints inside a test cell
   fails it.
 * Otter needs ``zslib`` (and torch) in its grading image: the assignment config cell asks for
-  ``zslib[book]`` from the book's repository; edit it if your course installs zslib another way. Each
+  ``zslib[notebook]`` from the book's repository; edit it if your course installs zslib another way. Each
   graded notebook runs from the top, as with the book's grader (the chapters' run times are in the pack's
   README); ``otter assign`` also runs the solutions once to check that they earn every point
   (``--no-run-tests`` skips that).
@@ -100,7 +100,7 @@ from zslib.teaching.grading import HIDDEN_VARIANTS, _kind, _registry, exercise_n
 __all__ = ["to_otter", "to_nbgrader", "assert_passes", "plan_chapter", "Question", "REQUIREMENT"]
 
 #: What otter's grading image installs (the assignment config cell's ``requirements``).
-REQUIREMENT = "zslib[book] @ git+https://github.com/zslib-book/zero-shot-metric-learning"
+REQUIREMENT = "zslib[notebook] @ git+https://github.com/zslib-book/zero-shot-metric-learning"
 _IMPORT = "from zslib.teaching.export import assert_passes"
 
 
