@@ -137,7 +137,7 @@ def test_validation_split_and_seeds(tiny_config, tmp_path):
 
 def test_a_registered_method_runs_through_the_runner(tiny_config, tmp_path, monkeypatch):
     """A method added to the registry is trained by run() with no change to the runner or the trainer."""
-    from zslib import methods
+    from zslib.engine import method as methods, registry
 
     class Spread(methods.Method):
         name, paper, equations = "spread", "test", "L_m + w * ||mean||^2"
@@ -147,7 +147,7 @@ def test_a_registered_method_runs_through_the_runner(tiny_config, tmp_path, monk
             emb = model(images)
             return {self.loss_name: self.loss(emb, labels), "spread": self.p["w"] * emb.mean(0).pow(2).sum()}
 
-    monkeypatch.setitem(methods.METHODS, "spread", Spread)
+    monkeypatch.setitem(registry.METHODS, "spread", Spread)
     c = tiny_config.replace(method="spread", method_params={"w": 0.25}, iterations=2)
     r = run(c, results_dir=tmp_path, progress=False)
     row = r.history.losses[-1]

@@ -48,7 +48,7 @@ def test_stored_runs_are_loaded_and_equal_configs_train_once(tmp_path, monkeypat
 
 
 def test_a_failing_run_in_a_worker_is_reported(tmp_path, one_thread, monkeypatch):
-    from zslib import methods
+    from zslib.engine import method as methods, registry
 
     class Failing(methods.Method):
         name, paper, equations = "failing", "test", "none"
@@ -56,7 +56,7 @@ def test_a_failing_run_in_a_worker_is_reported(tmp_path, one_thread, monkeypatch
         def terms(self, phase, model, images, labels):
             raise RuntimeError("boom in a worker")
 
-    monkeypatch.setitem(methods.METHODS, "failing", Failing)  # registered before the pool forks
+    monkeypatch.setitem(registry.METHODS, "failing", Failing)  # registered before the pool forks
     bad = Config.from_profile("quick", **TINY, method="failing")
     good = Config.from_profile("quick", **TINY)
     with pytest.raises(Exception, match="boom in a worker"):

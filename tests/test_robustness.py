@@ -44,7 +44,7 @@ def test_a_diverged_run_is_not_stored(tmp_path):
 
 
 def test_a_loss_that_never_moves_is_not_a_result(tmp_path, monkeypatch):
-    from zslib import methods
+    from zslib.engine import method as methods, registry
     from zslib.engine.runner import run
 
     class Frozen(methods.Method):
@@ -53,7 +53,7 @@ def test_a_loss_that_never_moves_is_not_a_result(tmp_path, monkeypatch):
         def terms(self, phase, model, images, labels):
             return {"constant": model(images).sum() * 0 + 1.0}
 
-    monkeypatch.setitem(methods.METHODS, "frozen_test", Frozen)
+    monkeypatch.setitem(registry.METHODS, "frozen_test", Frozen)
     config = Config(**{**TINY, "iterations": 12, "eval_every": 12}, method="frozen_test")
     with pytest.raises(FloatingPointError, match="stayed exactly 1 for all 12 steps"):
         run(config, results_dir=tmp_path, progress=False)

@@ -131,7 +131,7 @@ def split_metrics(config: Config, model: nn.Module, data: dict, device, method=N
     """The final evaluation of a trained model: the full :func:`zslib.engine.evaluate.evaluate` row on the unseen (and
     validation) classes with :data:`HELD_OUT_EXTRA`, Recall@K on the seen classes, as ``{split: {metric: value}}``.
 
-    A method with a pair evaluator (:meth:`zslib.methods.Method.pair_evaluator`, e.g. ZSML) scores pairs of
+    A method with a pair evaluator (:meth:`zslib.engine.method.Method.pair_evaluator`, e.g. ZSML) scores pairs of
     the rows ``model(x)`` instead, with the same evaluator on every split. ``cluster_seed`` seeds the clustering
     (k-means; for a pair evaluator also its sample of pairs); ``None`` is the run's own choice (k-means seed 0,
     a pair evaluator the run's seed), the one a stored result was measured with. ``splits`` limits the evaluation

@@ -1,7 +1,7 @@
 """The training loop: one readable function, the same for every method of the book.
 
 Each step draws a class-balanced batch of P classes x K images (:mod:`zslib.engine.train.batches`), then runs
-the method's phases in order (:class:`zslib.methods.Method`); each phase is
+the method's phases in order (:class:`zslib.engine.method.Method`); each phase is
 
     terms = method.step_terms(phase, model, images, labels)   # named, weighted scalar terms
     zero every gradient; backward(sum of terms); clip; optimizer[phase].step()
@@ -53,7 +53,7 @@ def _as_method(method):
         return method
     if callable(method):  # a plain objective(model, images, labels) -> {name: term}
         return objective_method(method)
-    raise TypeError(f"train() needs a zslib.methods.Method or an objective(model, images, labels) -> dict of "
+    raise TypeError(f"train() needs a zslib.engine.method.Method or an objective(model, images, labels) -> dict of "
                     f"terms, got {type(method).__name__}")
 
 
@@ -180,7 +180,7 @@ def train(
     * data: ``train_set`` (``ds[i] -> (image, label)`` with ``.labels``, or ``.tensors()`` for in-memory
       data); P x K batches from ``batch_classes`` x ``batch_per_class`` (``zslib.engine.data.ClassBalancedSampler``),
       or any ``batch_sampler`` (iterable of index lists with ``state_dict``/``load_state_dict``).
-    * ``method``: a :class:`zslib.methods.Method`, or a function ``objective(model, images, labels) ->
+    * ``method``: a :class:`zslib.engine.method.Method`, or a function ``objective(model, images, labels) ->
       {name: weighted scalar term}`` (wrapped as a one-phase method without parameters of its own).
     * optimizers: Adam per phase over ``method.param_groups(phase, model, settings)``, where the settings are
       ``lr`` (the backbone), ``new_layer_mult * lr`` (new layers), ``objective_lr`` (the method's own

@@ -18,7 +18,7 @@ __all__ = ["OptimSettings", "model_groups", "own_parameters_group", "make_schedu
 
 @dataclass(frozen=True)
 class OptimSettings:
-    """The learning-rate settings a method turns into parameter groups (see :meth:`zslib.methods.Method.param_groups`)."""
+    """The learning-rate settings a method turns into parameter groups (see :meth:`zslib.engine.method.Method.param_groups`)."""
 
     lr: float
     weight_decay: float = 0.0
