@@ -114,7 +114,7 @@ def bench(backbone: str, args, device) -> dict:
     from zslib.engine.data import build_dataset
     from zslib.engine.models import normalization
     from zslib.engine.runner import build_method, build_model
-    from zslib.engine.train import Precision, set_seed, train
+    from zslib.engine.train import Precision, set_seed, TrainSpec, train
 
     config = Config.from_profile("full", backbone=backbone, pretrained=False, dataset=args.dataset,
                                  image_cache=args.cache == "on", **args.sizes)
@@ -146,10 +146,11 @@ def bench(backbone: str, args, device) -> dict:
                 torch.cuda.synchronize(device)
             marks["end"] = (time.perf_counter(), history.data_seconds)
 
-    train(model, method, train_set, iterations=args.warmup + args.steps, batch_classes=config.batch_classes,
-          batch_per_class=config.batch_per_class, lr=config.lr, weight_decay=config.weight_decay,
-          new_layer_mult=config.new_layer_mult, seed=0, device=device, amp=config.amp,
-          num_workers=config.num_workers, callbacks=[mark], progress=False)
+    train(model, method, train_set, TrainSpec(iterations=args.warmup + args.steps, batch_classes=config.batch_classes,
+                                              batch_per_class=config.batch_per_class, lr=config.lr,
+                                              weight_decay=config.weight_decay, new_layer_mult=config.new_layer_mult,
+                                              seed=0, device=device, amp=config.amp, num_workers=config.num_workers,
+                                              callbacks=[mark], progress=False))
     (t0, d0), (t1, d1) = marks["start"], marks["end"]
     row = {"backbone": backbone, "batch": batch, "img/s": args.steps * batch / (t1 - t0),
            "data wait": (d1 - d0) / (t1 - t0), "precision": Precision(device, config.amp).name}

@@ -35,7 +35,7 @@ from zslib.engine.losses import get_loss
 from zslib.engine.models import build_model, normalization
 from zslib.methods.deml.object_attention import convergence_gap, object_attention_map
 from zslib.engine.profile import PROFILES
-from zslib.engine.train import metric_objective, train
+from zslib.engine.train import metric_objective, TrainSpec, train
 
 LAYERS = ("stage3", "stage4")
 
@@ -100,10 +100,11 @@ def trained_model(size: int, steps: int, seed: int = 0):
     if steps:
         mean, std = normalization("smallcnn")
         data = build_dataset(profile, "train", mean=mean, std=std)
-        train(model, metric_objective(get_loss("triplet")), data, iterations=steps,
-              batch_classes=profile.batch_classes, batch_per_class=profile.batch_per_class, lr=profile.lr,
-              new_layer_mult=profile.new_layer_mult, weight_decay=profile.weight_decay, eval_at_start=False,
-              eval_at_end=False, progress=False, seed=seed)
+        train(model, metric_objective(get_loss("triplet")), data,
+              TrainSpec(iterations=steps, batch_classes=profile.batch_classes,
+                        batch_per_class=profile.batch_per_class, lr=profile.lr, new_layer_mult=profile.new_layer_mult,
+                        weight_decay=profile.weight_decay, eval_at_start=False, eval_at_end=False, progress=False,
+                        seed=seed))
     return model
 
 

@@ -23,7 +23,7 @@ from torch import nn
 from zslib.methods.jrd import diversification as D
 from zslib.experiment import Config, build_data, build_model
 from zslib.engine.losses import AMSoftmax
-from zslib.engine.train import set_seed, train
+from zslib.engine.train import set_seed, TrainSpec, train
 
 REPORT_STEPS = (0, 25, 50, 100, 200, 300, 400, 600, 800, 1000)
 
@@ -93,10 +93,12 @@ def main():
         model = build_model(config)
         objective = Monitored(len(classes), config.embedding_dim, alpha, classes, config.iterations - 1)
         t0 = time.perf_counter()
-        train(model, objective, data["train"], iterations=config.iterations, batch_classes=config.batch_classes,
-              batch_per_class=config.batch_per_class, lr=config.lr, weight_decay=config.weight_decay,
-              new_layer_mult=config.new_layer_mult, objective_lr=1e-2, seed=config.seed, device="cpu",
-              progress=False)
+        train(model, objective, data["train"], TrainSpec(iterations=config.iterations,
+                                                         batch_classes=config.batch_classes,
+                                                         batch_per_class=config.batch_per_class, lr=config.lr,
+                                                         weight_decay=config.weight_decay,
+                                                         new_layer_mult=config.new_layer_mult, objective_lr=1e-2,
+                                                         seed=config.seed, device="cpu", progress=False))
         print(f"alpha={alpha:g}: {config.iterations} steps in {time.perf_counter() - t0:.1f} s")
         logs[alpha] = objective.log
 

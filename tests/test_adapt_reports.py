@@ -141,7 +141,7 @@ def test_the_table5_choices_offer_off_and_apply_the_one_rule(study, recorded):
     from rule_oracle import expected_choice
 
     t5 = study.table5
-    _, base, _, _ = R.real_configs()
+    base = R.real_configs()[R.BASE]
     pnca = base.replace(loss="proxy_nca", loss_params={})
     values = {"off": _val_r1(pnca, recorded), **{lr: _val_r1(pnca.replace(objective_lr=lr), recorded)
                                                  for lr in R.PROXY_LRS}}

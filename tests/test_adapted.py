@@ -73,7 +73,7 @@ def _model(train_bn="frozen", method="baseline", **params):
 
 def _train_a_few_steps(model, config, steps=3):
     from zslib.engine.runner import build_method
-    from zslib.engine.train import train
+    from zslib.engine.train import TrainSpec, train
 
     full = _full_network()
     x = _images(16, seed=1)
@@ -97,9 +97,9 @@ def _train_a_few_steps(model, config, steps=3):
             return rows, labels
 
     method = build_method(config, model, np.arange(8))
-    train(model, method, Rows(), iterations=steps, batch_classes=4, batch_per_class=2, lr=1e-3,
-          new_layer_mult=1.0, eval_sets={}, eval_every=1000, eval_at_start=False, eval_at_end=False,
-          seed=0, device="cpu", progress=False)
+    train(model, method, Rows(), TrainSpec(iterations=steps, batch_classes=4, batch_per_class=2, lr=1e-3,
+                                           new_layer_mult=1.0, eval_every=1000, eval_at_start=False,
+                                           eval_at_end=False, seed=0, device="cpu", progress=False), eval_sets={})
     return full, x
 
 

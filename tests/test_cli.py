@@ -178,3 +178,103 @@ def test_a_result_whose_history_has_the_wrong_type(capsys, tmp_path):
 def test_record_from_a_missing_folder_fails(capsys, tmp_path):
     line = _main(capsys, "record", "--profile", "real", "--results-dir", str(tmp_path / "nonexistent"))
     assert "no results folder" in line  # before: "copied 0 run(s)" and exit status 0
+
+
+# ---------------------------------------------------------------- the options of `train` are Config's fields
+def _subparsers(parser):
+    import argparse
+
+    return next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
+
+
+def _train_help(config_cls=None) -> str:
+    from zslib.__main__ import _parser
+
+    return " ".join(_subparsers(_parser(config_cls))["train"].format_help().split())
+
+
+def test_a_field_added_to_the_config_is_an_option_of_train_with_no_other_change():
+    import dataclasses
+
+    from zslib.__main__ import _parser, config_overrides
+    from zslib.engine.config import Config
+
+    @dataclasses.dataclass(frozen=True)
+    class Extended(Config):
+        warmup_steps: int | None = dataclasses.field(default=None, metadata={"help": "steps of linear warm-up"})
+        label_smoothing: float = 0.0  # no metadata: the option is named after the field
+
+    text = _train_help(Extended)
+    assert "--warmup-steps WARMUP_STEPS steps of linear warm-up" in text
+    assert "--label-smoothing LABEL_SMOOTHING Extended.label_smoothing (default 0.0)" in text
+    assert "--warmup-steps" not in _train_help()
+    args = _parser(Extended).parse_args(["train", "--warmup-steps", "50", "--label-smoothing", "0.1", "--seed", "2"])
+    overrides = config_overrides(args, Extended)
+    assert overrides == {"warmup_steps": 50, "label_smoothing": 0.1, "seed": 2}
+    config = Extended.from_profile("quick", **overrides)
+    assert (config.warmup_steps, config.label_smoothing, config.seed) == (50, 0.1, 2)
+
+
+def test_every_config_field_is_an_option_with_its_help():
+    import dataclasses
+
+    from zslib.__main__ import _flag
+    from zslib.engine.config import Config
+
+    text = _train_help()
+    squeezed = "".join(text.split())  # argparse wraps lines, also after a hyphen
+    for field in dataclasses.fields(Config):
+        assert field.metadata.get("help"), f"Config.{field.name} has no help"
+        assert f"{_flag(field)} " in text and "".join(field.metadata["help"].split()) in squeezed, field.name
+
+
+def test_the_options_give_the_config_the_values_typed():
+    from zslib.__main__ import _parser, config_overrides
+    from zslib.engine.config import Config
+
+    argv = ["train", "--profile", "real", "--method", "cml", "--method-param", "lambda1=0.02", "--method-param",
+            "lambda2=0.01", "--loss-param", "margin=0.2", "--no-normalize", "--dropout", "0.1", "--schedule",
+            "step:10:0.5", "--train-stages", "block6,head", "--train-bn", "batch", "--objective-lr", "0.003"]
+    overrides = config_overrides(_parser().parse_args(argv))
+    assert overrides == {"profile": "real", "method": "cml", "method_params": {"lambda1": 0.02, "lambda2": 0.01},
+                         "loss_params": {"margin": 0.2}, "normalize": False, "dropout": 0.1,
+                         "schedule": {"name": "step", "every": 10, "gamma": 0.5}, "train_stages": ["block6", "head"],
+                         "train_bn": "batch", "objective_lr": 0.003}
+    profile = overrides.pop("profile")
+    config = Config.from_profile(profile, **overrides)
+    assert config.train_stages == ("block6", "head") and config.method_params["lambda1"] == 0.02
+    assert config_overrides(_parser().parse_args(["train"])) == {}  # nothing typed: the profile decides
+
+
+# ---------------------------------------------------------------- the command line as a user meets it
+def test_every_command_is_described_and_progress_offers_the_same_choices_everywhere():
+    from zslib.__main__ import PROGRESS, _parser
+
+    commands = _subparsers(_parser())
+    for name, parser in commands.items():
+        assert parser.description and len(parser.description) > 40, name
+    for name in ("train", "finetune"):
+        option = next(a for a in commands[name]._actions if "--progress" in a.option_strings)
+        assert tuple(option.choices) == PROGRESS, name
+
+
+def test_grade_all_shows_its_rubric_as_required(capsys):
+    from zslib.__main__ import _parser
+
+    parser = _subparsers(_parser())["grade-all"]
+    usage = parser.format_usage()
+    assert " --rubric RUBRIC" in usage and "[--rubric RUBRIC]" not in usage
+    with pytest.raises(SystemExit) as stop:
+        parser.parse_args(["submissions", "--out", "grades"])
+    assert stop.value.code == 2 and "--rubric" in capsys.readouterr().err
+
+
+def test_the_runs_header_comes_before_its_progress_lines(capsys, tmp_path):
+    from zslib.__main__ import main
+
+    argv = [a for a in TINY_ARGS if a not in ("--progress", "none")]
+    assert main(["train", *argv, "--eval-every", "2", "--progress", "text", "--results-dir", str(tmp_path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.startswith("run "))
+    steps = [i for i, line in enumerate(lines) if line.startswith("step ")]
+    assert steps and header < steps[0], lines

@@ -119,7 +119,7 @@ def test_gradient_reversal_signs_through_one_trainer_step():
     """One step of zslib.engine.train.train with a dominant adversary term: F (the adversary) moves down the
     discrepancy of Eq. 4, the feature extractor (backbone, CAMs, learners) moves up it."""
     from zslib.engine.runner import build_data
-    from zslib.engine.train import train
+    from zslib.engine.train import TrainSpec, train
 
     config, model, method = _built(learners=2, lambda0=1e4, lambda1=0.0, lambda2=0.0)
     seen = {}
@@ -132,8 +132,9 @@ def test_gradient_reversal_signs_through_one_trainer_step():
     spy = Spy.__new__(Spy)
     spy.__dict__ = method.__dict__
     model0, adversary0 = copy.deepcopy(model), copy.deepcopy(method.adversaries[0])
-    train(model, spy, build_data(config)["train"], iterations=1, batch_classes=4, batch_per_class=2, lr=1e-5,
-          progress=False, device="cpu", channels_last=False)
+    train(model, spy, build_data(config)["train"],
+          TrainSpec(iterations=1, batch_classes=4, batch_per_class=2, lr=1e-5, progress=False, device="cpu",
+                    channels_last=False))
     x, _ = seen["batch"]
 
     def discrepancy(net, f):

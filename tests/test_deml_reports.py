@@ -55,8 +55,8 @@ def _paired_text(a: dict[int, dict], b: dict[int, dict], split: str = "unseen") 
 
 
 def _real():
-    floor_c, base_c, deml4_c, deml8_c = reports.real_configs()
-    files = {"baseline": _files(base_c), "DeML(1,4)": _files(deml4_c),
+    configs = reports.real_configs()
+    files = {"baseline": _files(configs["baseline"]), "DeML(1,4)": _files(configs["DeML(1,4)"]),
              **{name: _files(c) for name, c in reports.real_arm_configs().items()}}
     if not all(files.values()):
         pytest.skip("the real-profile DeML runs are not recorded in this checkout")
@@ -68,7 +68,7 @@ def test_the_real_table_states_the_paired_difference_of_the_recorded_files():
     floor, runs = reports.real_runs()
     row = reports.real_table(floor, runs).loc["DeML(1,4)"]
     assert (row["vs baseline (pts)"], row["verdict"]) == _paired_text(files["baseline"], files["DeML(1,4)"])
-    raw = _r1(_files(reports.real_configs()[0])[0])
+    raw = _r1(_files(reports.real_configs()["pretrained"])[0])
     assert reports.real_table(floor, runs).loc["pretrained features, no training", "unseen R@1 %"] == f"{100 * raw:.1f}"
 
 
@@ -107,7 +107,7 @@ def test_the_runs_table_lists_every_recorded_seed_with_its_numbers():
 
 
 def test_the_validation_check_of_lambda0_states_the_paired_difference():
-    deml4 = reports.real_configs()[2].replace(validation_fraction=0.3)
+    deml4 = reports.real_configs()["DeML(1,4)"].replace(validation_fraction=0.3)
     files = {v: {s: f for s, f in _files(deml4.replace(method_params={"learners": 4, "lambda0": v})).items() if s < 3}
              for v in (0.1, 1.0)}
     if not all(files.values()):
@@ -181,7 +181,7 @@ def test_the_lambda0_check_offers_deml_switched_off_and_applies_the_one_rule():
     _, info = R.lambda0_check()
     if info is None or info["rule"] is None:
         pytest.skip("the lambda0 check's runs are not recorded in this copy")
-    base, deml4 = R.real_configs()[1], R.real_configs()[2]
+    base, deml4 = R.real_configs()["baseline"], R.real_configs()["DeML(1,4)"]
 
     def val_r1(config, seed):
         (path,) = recorded_dir().glob(f"*-{config_hash(config.replace(validation_fraction=0.3, seed=seed))}.json")

@@ -14,10 +14,10 @@ import pytest
 from zslib.analysis import deviations as D
 from zslib.engine.config import config_hash
 from zslib.engine.losses import LOSSES
-from zslib.engine.registry import get_method
+from zslib.engine.registry import PAPERS, get_method
 from zslib.engine.method import Param
 
-ROWS = [(paper, row) for paper in D.PAPERS for row in D.deviations(paper)]
+ROWS = [(paper, row) for paper in PAPERS for row in D.deviations(paper)]
 SWITCHED = [(paper, row) for paper, row in ROWS if row.switch is not None]
 
 
@@ -42,7 +42,7 @@ def _declared(config, key):
     return getattr(config, key)
 
 
-@pytest.mark.parametrize("paper", D.PAPERS)
+@pytest.mark.parametrize("paper", list(PAPERS))
 def test_every_paper_has_a_table_that_holds_the_common_rows(paper):
     rows = D.deviations(paper)
     assert [r.key for r in rows if r.key] == list(D.COMMON)
@@ -105,7 +105,7 @@ def test_changing_a_methods_declared_default_changes_the_table(monkeypatch):
 
 def test_changing_the_profile_or_the_chapters_config_changes_the_table(monkeypatch):
     from zslib.engine.profile import PROFILES
-    from zslib.methods.zsml import reports
+    from zslib.methods.zsml import recipes
 
     real = PROFILES["real"]
     assert "(new_layer_mult × lr = 0.0001)" in _table_row(D.deviation_table("jrd"), "The proxies' learning rate")[2]
@@ -114,8 +114,8 @@ def test_changing_the_profile_or_the_chapters_config_changes_the_table(monkeypat
     assert "(new_layer_mult × lr = 0.01)" in _table_row(table, "The proxies' learning rate")[2]
     assert _table_row(table, "Training length and batch")[2].startswith("400 steps")
 
-    configs = reports.real_configs()
-    monkeypatch.setattr(reports, "real_configs", lambda: (configs[0], configs[1].replace(
-        method_params={**configs[1].method_params, "eval_per_class": None}), configs[2]))
+    configs = recipes.real_configs()
+    monkeypatch.setattr(recipes, "real_configs", lambda: {**configs, recipes.ZSML: configs[recipes.ZSML].replace(
+        method_params={**configs[recipes.ZSML].method_params, "eval_per_class": None})})
     cells = _table_row(D.deviation_table("zsml"), "Images scored at evaluation")
     assert cells[2] == "method parameter `eval_per_class=None`: the paper's form"

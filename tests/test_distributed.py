@@ -22,7 +22,7 @@ from torch import nn
 
 from zslib.engine.data import ClassBalancedSampler, split_batch
 from zslib.engine.method import objective_method
-from zslib.engine.train import train
+from zslib.engine.train import TrainSpec, train
 from zslib.engine.train.distributed import GatheredModel, SyncedBatchNorm, world
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -152,8 +152,8 @@ def _one_step(steps=1, device="cpu"):
     torch.manual_seed(0)
     model, proxies = ConvBN(), Proxies()
     method = objective_method(_objective(proxies), proxies)
-    history = train(model, method, Blobs(), iterations=steps, batch_sampler=FixedBatches(BATCHES), lr=0.01,
-                    device=device, amp=False, progress=False, seed=0)
+    history = train(model, method, Blobs(), TrainSpec(iterations=steps, batch_sampler=FixedBatches(BATCHES), lr=0.01,
+                                                      device=device, amp=False, progress=False, seed=0))
     grads = {f"model.{k}": p.grad.cpu().clone() for k, p in model.named_parameters()}
     grads.update({f"method.{k}": p.grad.cpu().clone() for k, p in proxies.named_parameters()})
     stats = {k: v.cpu().clone() for k, v in model.state_dict().items() if "running" in k or "num_batches" in k}

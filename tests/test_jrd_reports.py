@@ -134,7 +134,7 @@ def test_the_alpha_choice_offers_jrd_switched_off_and_applies_the_one_rule():
     above zero."""
     real = R.RealRuns()
     rule = real.alpha_rule
-    values = {a: np.array([_r1(R._jrd(real.val, alpha=a), s, "val") for s in R.RULE_SEEDS])
+    values = {a: np.array([_r1(R.jrd(real.val, alpha=a), s, "val") for s in R.RULE_SEEDS])
               for a in (0.0, *R.VALIDATION_ALPHAS)}
     expected = expected_choice(values, 0.0)
     expected = "off" if expected == 0.0 else expected
@@ -151,8 +151,8 @@ def test_each_kernels_weight_choice_offers_jrd_switched_off_and_the_page_says_wh
     rules, note, table = real.kernel_rules, R.kernel_rule_note(real), R.kernels_chosen_table(real)
     taken, kept = [], []
     for k in KERNELS:
-        values = {0.0: np.array([_r1(R._jrd(real.val, alpha=0.0), s, "val") for s in R.KERNEL_SEEDS])}
-        values.update({a: np.array([_r1(R._jrd(real.val, alpha=a, kernel=k), s, "val") for s in R.KERNEL_SEEDS])
+        values = {0.0: np.array([_r1(R.jrd(real.val, alpha=0.0), s, "val") for s in R.KERNEL_SEEDS])}
+        values.update({a: np.array([_r1(R.jrd(real.val, alpha=a, kernel=k), s, "val") for s in R.KERNEL_SEEDS])
                        for a in R.KERNEL_ALPHAS})
         expected = expected_choice(values, 0.0)
         assert rules[k].chosen == ("off" if expected == 0.0 else expected), k

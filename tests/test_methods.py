@@ -17,7 +17,7 @@ from zslib.engine.registry import METHODS, get_method
 from zslib.engine.method import Method, Param, number, objective_method, one_of
 from zslib.methods.cml.method import CML_PRESETS, CML_TRAINING, cml_method, cml_preset, with_confusion
 from zslib.engine.models.grl import grad_reverse
-from zslib.engine.train import train
+from zslib.engine.train import TrainSpec, train
 from toys import Blocks
 
 
@@ -123,10 +123,11 @@ class AlternatingAdversary(Method):
 def _train_toy(tmp_path=None, iterations=6, callbacks=(), seed=0, checkpoint_every=None):
     torch.manual_seed(seed)
     model, method = Tiny(), AlternatingAdversary()
-    h = train(model, method, Blocks(), iterations=iterations, batch_classes=2, batch_per_class=3, lr=1e-2,
-              objective_lr=5e-2, device="cpu", progress=False, seed=seed, callbacks=callbacks,
-              checkpoint_every=checkpoint_every, checkpoint_path=None if tmp_path is None else tmp_path / "ck.pt",
-              schedule={"name": "step", "every": 3, "gamma": 0.5})
+    h = train(model, method, Blocks(), TrainSpec(iterations=iterations, batch_classes=2, batch_per_class=3, lr=1e-2,
+                                                 objective_lr=5e-2, device="cpu", progress=False, seed=seed,
+                                                 callbacks=callbacks, checkpoint_every=checkpoint_every,
+                                                 checkpoint_path=None if tmp_path is None else tmp_path / "ck.pt",
+                                                 schedule={"name": "step", "every": 3, "gamma": 0.5}))
     return model, method, h
 
 
@@ -141,8 +142,8 @@ def test_each_phase_moves_only_its_own_parameters():
 
     torch.manual_seed(0)
     model, method = Tiny(), Spy()
-    h = train(model, method, Blocks(), iterations=3, batch_classes=2, batch_per_class=3, lr=1e-2, device="cpu",
-              progress=False)
+    h = train(model, method, Blocks(), TrainSpec(iterations=3, batch_classes=2, batch_per_class=3, lr=1e-2,
+                                                 device="cpu", progress=False))
     # snapshots: (embedding, adversary) per step; compare each with the next
     for (phase, m0, a0), (_, m1, a1) in zip(snapshots, snapshots[1:]):
         model_moved = any(not torch.equal(x, y) for x, y in zip(m0, m1))
@@ -201,8 +202,8 @@ def test_the_trainer_checks_what_a_method_returns():
             return [{"params": [nn.Parameter(torch.zeros(1))], "lr": 1.0}]
 
     with pytest.raises(ValueError, match="belongs neither to the model nor to the method"):
-        train(Tiny(), Foreign(), Blocks(), iterations=1, batch_classes=2, batch_per_class=3, lr=1e-2, device="cpu",
-              progress=False)
+        train(Tiny(), Foreign(), Blocks(), TrainSpec(iterations=1, batch_classes=2, batch_per_class=3, lr=1e-2,
+                                                     device="cpu", progress=False))
 
     class Clash(AlternatingAdversary):
         def terms(self, phase, model, images, labels):
@@ -210,16 +211,16 @@ def test_the_trainer_checks_what_a_method_returns():
             return {"pair": sum(t.values())}
 
     with pytest.raises(ValueError, match="repeats the term name"):
-        train(Tiny(), Clash(), Blocks(), iterations=1, batch_classes=2, batch_per_class=3, lr=1e-2, device="cpu",
-              progress=False)
+        train(Tiny(), Clash(), Blocks(), TrainSpec(iterations=1, batch_classes=2, batch_per_class=3, lr=1e-2,
+                                                   device="cpu", progress=False))
 
     class TwoPhasesNoGroups(Method):
         name, paper, equations = "x", "x", "x"
         phases = ("a", "b")
 
     with pytest.raises(NotImplementedError, match="override param_groups"):
-        train(Tiny(), TwoPhasesNoGroups(), Blocks(), iterations=1, batch_classes=2, batch_per_class=3, lr=1e-2,
-              device="cpu", progress=False)
+        train(Tiny(), TwoPhasesNoGroups(), Blocks(),
+              TrainSpec(iterations=1, batch_classes=2, batch_per_class=3, lr=1e-2, device="cpu", progress=False))
 
 
 def test_a_phase_may_skip_a_step():
@@ -234,8 +235,8 @@ def test_a_phase_may_skip_a_step():
     m = EveryOther()
     m.calls = 0
     torch.manual_seed(0)
-    h = train(Tiny(), m, Blocks(), iterations=4, batch_classes=2, batch_per_class=3, lr=1e-2, device="cpu",
-              progress=False)
+    h = train(Tiny(), m, Blocks(), TrainSpec(iterations=4, batch_classes=2, batch_per_class=3, lr=1e-2, device="cpu",
+                                             progress=False))
     assert ["adversary_ce" in row for row in h.losses] == [True, False, True, False]
 
 

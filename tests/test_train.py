@@ -15,7 +15,7 @@ from torch import nn
 
 from zslib.engine.data import LabeledSubset, split_classes
 from zslib.engine.method import objective_method
-from zslib.engine.train import History, embed, load_checkpoint, make_scheduler, train
+from zslib.engine.train import History, embed, load_checkpoint, make_scheduler, TrainSpec, train
 
 # ----------------------------------------------------------------------------------------------------
 # Tiny fixtures
@@ -128,11 +128,13 @@ def run_tiny(tmp_path=None, *, data=None, iterations=12, seed=0, num_batches=5, 
     # the proxies live in a module the method holds: they are trained and checkpointed with it
     method = objective_method(objective_with_proxies(proxy), proxy)
     sampler = PKSampler(data.labels, 3, 2, seed=seed, num_batches=num_batches)
-    history = train(model, method, data, iterations=iterations, batch_sampler=sampler, lr=1e-2, weight_decay=1e-4,
-                    schedule={"name": "step", "every": 5, "gamma": 0.5},
-                    eval_sets={"seen": InMemory()} if eval_every else None, eval_every=eval_every, eval_fn=recall1, seed=seed,
-                    device="cpu", num_workers=num_workers, progress=progress,
-                    checkpoint_path=None if tmp_path is None else tmp_path / "ck.pt", **kw)
+    history = train(model, method, data, TrainSpec(iterations=iterations, batch_sampler=sampler, lr=1e-2,
+                                                   weight_decay=1e-4,
+                                                   schedule={"name": "step", "every": 5, "gamma": 0.5},
+                                                   eval_every=eval_every, eval_fn=recall1, seed=seed, device="cpu",
+                                                   num_workers=num_workers, progress=progress,
+                                                   checkpoint_path=None if tmp_path is None else tmp_path / "ck.pt",
+                                                   **kw), eval_sets={"seen": InMemory()} if eval_every else None)
     return model, proxy, history
 
 
@@ -247,18 +249,20 @@ def test_nan_term_stops_with_its_name_and_step():
         return {"pair": pair_loss(emb, labels), "ec": emb.sum() * 0 + step_nan}
     objective.calls = 0
     with pytest.raises(FloatingPointError, match=r"loss term 'ec' became nan at step 3; lower its weight"):
-        train(model, objective, data, iterations=10, batch_sampler=PKSampler(data.labels, 3, 2), lr=1e-3,
-              device="cpu", progress=False)
+        train(model, objective, data, TrainSpec(iterations=10, batch_sampler=PKSampler(data.labels, 3, 2), lr=1e-3,
+                                                device="cpu", progress=False))
     with pytest.raises(TypeError, match="dict of named loss terms"):
-        train(model, lambda m, x, y: pair_loss(m(x), y), data, iterations=2,
-              batch_sampler=PKSampler(data.labels, 3, 2), lr=1e-3, device="cpu", progress=False)
+        train(model, lambda m, x, y: pair_loss(m(x), y), data,
+              TrainSpec(iterations=2, batch_sampler=PKSampler(data.labels, 3, 2), lr=1e-3, device="cpu",
+                        progress=False))
 
 
 def test_terms_are_summed_and_logged():
     data = InMemory()
     model, proxy = fresh()
-    h = train(model, objective_method(objective_with_proxies(proxy), proxy), data, iterations=3,
-              batch_sampler=PKSampler(data.labels, 3, 2), lr=0.0, objective_lr=0.0, device="cpu", progress=False)
+    h = train(model, objective_method(objective_with_proxies(proxy), proxy), data,
+              TrainSpec(iterations=3, batch_sampler=PKSampler(data.labels, 3, 2), lr=0.0, objective_lr=0.0,
+                        device="cpu", progress=False))
     for row in h.losses:
         assert row["total"] == pytest.approx(row["pair"] + row["proxy"], rel=1e-6)
     steps, values = h.loss_curve("proxy")
@@ -276,8 +280,8 @@ def test_parameter_groups_new_layers_and_objective_params():
     loss = ProxyLoss()
     proxy_obj = objective_method(lambda m, x, y: {"proxy": loss(m(x), y)}, loss)
     before = {n: p.detach().clone() for n, p in [*model.named_parameters(), *proxy_obj.named_parameters()]}
-    train(model, proxy_obj, data, iterations=1, batch_sampler=PKSampler(data.labels, 3, 2), lr=1e-4,
-          objective_lr=3e-2, device="cpu", progress=False)
+    train(model, proxy_obj, data, TrainSpec(iterations=1, batch_sampler=PKSampler(data.labels, 3, 2), lr=1e-4,
+                                            objective_lr=3e-2, device="cpu", progress=False))
     after = dict([*model.named_parameters(), *proxy_obj.named_parameters()])
     expected = {"body.1.weight": 1e-4, "head.weight": 1e-3, "extra.0.proxies": 3e-2}
     for name, lr in expected.items():

@@ -16,7 +16,7 @@ from zslib.engine.registry import METHODS
 from zslib.methods.zsml.method import ZSML
 from zslib.methods.zsml.pairwise import (class_sample, euclidean_scorer, matrix_metrics, neighbor_graph,
                                         normalized_euclidean_scorer, pairwise_metrics)
-from zslib.engine.train import train
+from zslib.engine.train import TrainSpec, train
 from toys import Blocks
 
 SMALL = {"k": 3, "height": 4, "stride": 4, "hidden": [5], "pairs": 60, "batch_pairs": 8, "eval_per_class": 3,
@@ -122,8 +122,8 @@ def test_in_the_trainer_each_phase_changes_only_its_own_variables():
     torch.manual_seed(0)
     model = ZSML.attach(Feat(), config.method_params)
     method = Spy(config, model, 4)
-    h = train(model, method, Blocks(), iterations=3, batch_classes=2, batch_per_class=3, lr=1e-2, objective_lr=1e-2,
-              device="cpu", progress=False)
+    h = train(model, method, Blocks(), TrainSpec(iterations=3, batch_classes=2, batch_per_class=3, lr=1e-2,
+                                                 objective_lr=1e-2, device="cpu", progress=False))
     assert method.phases == ("network", "labels") and int(method.steps_done) == 3
     for (phase, p0, y0, n0), (_, p1, y1, n1) in zip(snapshots[1:], snapshots[2:]):  # from step 1's labels on
         net_moved = any(not torch.equal(a, b) for a, b in zip(p0, p1))
@@ -136,9 +136,10 @@ def test_in_the_trainer_each_phase_changes_only_its_own_variables():
 def test_a_zsml_run_killed_mid_way_resumes_bitwise(tmp_path):
     def fit(path=None, callbacks=()):
         model, method = _build()
-        train(model, method, Blocks(), iterations=8, batch_classes=2, batch_per_class=3, lr=1e-2, objective_lr=1e-2,
-              device="cpu", progress=False, seed=0, callbacks=callbacks, checkpoint_every=2,
-              checkpoint_path=None if path is None else path / "ck.pt")
+        train(model, method, Blocks(), TrainSpec(iterations=8, batch_classes=2, batch_per_class=3, lr=1e-2,
+                                                 objective_lr=1e-2, device="cpu", progress=False, seed=0,
+                                                 callbacks=callbacks, checkpoint_every=2,
+                                                 checkpoint_path=None if path is None else path / "ck.pt"))
         return model, method
 
     whole = fit()

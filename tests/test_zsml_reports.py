@@ -180,7 +180,7 @@ def test_the_alpha_choice_offers_zsml_switched_off_and_applies_the_one_rule():
     from zslib.methods.zsml import reports as Z
 
     val = Z._real().replace(validation_fraction=Z.VALIDATION_FRACTION)
-    runs = recorded_grid({a: Z._real_zsml(val, alpha=a) for a in Z.ALPHAS}, "the choice of alpha", Z.VAL_SEEDS,
+    runs = recorded_grid({a: Z.real_zsml(val, alpha=a) for a in Z.ALPHAS}, "the choice of alpha", Z.VAL_SEEDS,
                          train=False)
     if runs is None:
         pytest.skip("the alpha choice's runs are not recorded in this copy")
@@ -216,7 +216,7 @@ def test_the_share_choice_offers_zsml_switched_off_and_says_what_the_rule_chose(
     if ex.share_runs is None:
         pytest.skip("the share choice's runs are not recorded in this copy")
     val = R._real().replace(validation_fraction=R.VALIDATION_FRACTION)
-    stored = {f: _stored_val(R._real_zsml(val, alpha=ex.pos_alpha, positive_fraction=f), R.VAL_SEEDS)
+    stored = {f: _stored_val(R.real_zsml(val, alpha=ex.pos_alpha, positive_fraction=f), R.VAL_SEEDS)
               for f in R.POS_FRACTIONS}
     values = {f: [stored[f][s]["R@1"] for s in R.VAL_SEEDS] for f in R.POS_FRACTIONS}
     best = max(values, key=lambda f: np.mean(values[f]))  # the first maximum: the unset share wins ties

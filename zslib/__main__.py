@@ -25,10 +25,12 @@ from __future__ import annotations
 import argparse
 import ast
 import contextlib
+import dataclasses
 import json
 import os
 import sys
 import time
+import typing
 
 from zslib.engine.profile import PROFILES
 
@@ -76,61 +78,138 @@ def _schedule(text):
     raise UsageError(f"unknown --schedule {text!r}; use constant, cosine or step:EVERY[:GAMMA]")
 
 
-def _parser() -> argparse.ArgumentParser:
+#: The choices of ``--progress`` (``train`` and ``finetune``): a widget in notebooks where one renders, plain text
+#: lines, or nothing (:func:`zslib.engine.progress.progress_bar`).
+PROGRESS = ("auto", "text", "none")
+
+
+def _progress_option(parser, default: str, what: str) -> None:
+    parser.add_argument("--progress", choices=PROGRESS, default=default,
+                        help=f"auto: a widget where one can render, else as $ZS_PROGRESS says; {what}")
+
+
+def _progress(value: str):
+    """The ``progress`` argument of :func:`zslib.engine.runner.run` for a ``--progress`` value."""
+    return False if value == "none" else value
+
+
+#: Fields whose option takes a text that is not the field's value: the parser of that text.
+_PARSE = {"schedule": _schedule}
+
+
+def _field_kind(annotation):
+    """``bool``, ``int``, ``float``, ``str``, ``dict`` (KEY=VALUE, repeatable), ``list`` (comma-separated names) or
+    ``None`` (a literal) for a Config field's type."""
+    args = set(typing.get_args(annotation)) - {type(None)} or {annotation}
+    if len(args) == 1:
+        (kind,) = args
+        kind = typing.get_origin(kind) or kind
+        if kind in (bool, int, float, str, dict):
+            return kind
+        if kind in (list, tuple):
+            return list
+    return None
+
+
+def _flag(field) -> str:
+    """The option of a Config field: ``--weight-decay``; a dict field's one entry: ``--method-param``."""
+    name = field.name[:-1] if field.name.endswith("_params") else field.name
+    return "--" + name.replace("_", "-")
+
+
+def config_options(parser: argparse.ArgumentParser, config_cls=None) -> None:
+    """One option per field of ``config_cls`` (default :class:`zslib.engine.config.Config`), its type, choices and
+    help read from the field (its ``metadata["help"]``, else its name): a field added to the config is an option
+    of ``train`` with no other change. A dict field takes ``KEY=VALUE`` entries (repeatable), a list field
+    comma-separated names, a true/false field ``--x`` / ``--no-x``. Every option defaults to ``None``: left out,
+    the field keeps the profile's value or its own default."""
+    from zslib.engine.config import PROFILE_FIELDS, Config
+
+    config_cls = config_cls or Config
+    hints = typing.get_type_hints(config_cls)
+    group = parser.add_argument_group(f"the run's configuration ({config_cls.__module__}.{config_cls.__name__})")
+    for field in dataclasses.fields(config_cls):
+        kind = _field_kind(hints[field.name])
+        text = field.metadata.get("help") or f"{config_cls.__name__}.{field.name}"
+        if field.name in PROFILE_FIELDS:
+            text += " (default: the profile's)"
+        elif field.default not in (dataclasses.MISSING, None) and "default" not in text:
+            text += f" (default {field.default!r})"
+        options = {"dest": field.name, "default": None, "help": text.replace("%", "%%")}
+        if field.name in _PARSE or kind is None:
+            options["metavar"] = "TEXT"
+        elif kind is bool:
+            options["action"] = argparse.BooleanOptionalAction
+        elif kind is dict:
+            options.update(action="append", metavar="KEY=VALUE")
+        elif kind is list:
+            options["metavar"] = "NAME[,NAME...]"
+        elif kind in (int, float):
+            options["type"] = kind
+        if "choices" in field.metadata:
+            options["choices"] = list(field.metadata["choices"])
+        group.add_argument(_flag(field), **options)
+
+
+def config_overrides(args, config_cls=None) -> dict:
+    """The fields of ``config_cls`` given on the command line (parsed by :func:`config_options`), as values of the
+    fields: ``KEY=VALUE`` entries as a dict, comma-separated names as a list, a text through :data:`_PARSE`."""
+    from zslib.engine.config import Config
+
+    config_cls = config_cls or Config
+    hints = typing.get_type_hints(config_cls)
+    out = {}
+    for field in dataclasses.fields(config_cls):
+        value = getattr(args, field.name, None)
+        if value is None:
+            continue
+        kind = _field_kind(hints[field.name])
+        if field.name in _PARSE:
+            value = _PARSE[field.name](value)
+        elif kind is dict:
+            value = _key_values(value, _flag(field))
+        elif kind is list:
+            value = [name.strip() for name in value.split(",") if name.strip()]
+        elif kind is None:
+            value = _value(value)
+        out[field.name] = value
+    return out
+
+
+def _parser(config_cls=None) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m zslib", description="Train and evaluate zero-shot metric-learning runs.",
                                 epilog="Run `python -m zslib COMMAND --help` for the options of a command.")
     p.add_argument("--debug", action="store_true", help="show the full traceback of an error")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     t = sub.add_parser("train", help="train one run (or load its stored result) and print its metrics",
-                       description="Train a model on the seen classes and evaluate the unseen ones. Every "
-                                   "option left out takes its value from the profile.")
-    t.add_argument("--profile", choices=sorted(PROFILES), help="size profile (default: $ZS_PROFILE or quick)")
-    t.add_argument("--name", help="label of the run (default: method-loss-dataset-sSEED)")
-    t.add_argument("--dataset", help="synthparts, cub200, cars196, sop, inshop, flowers102")
-    t.add_argument("--backbone", help="smallcnn, googlenet, resnet50, bninception, efficientnet_lite0")
-    t.add_argument("--pretrained", action=argparse.BooleanOptionalAction, default=None,
-                   help="ImageNet weights for the backbone")
-    t.add_argument("--weights-path", help="weight file for the backbone")
-    t.add_argument("--embedding-dim", type=int)
-    t.add_argument("--image-size", type=int)
-    t.add_argument("--resize-size", type=int)
-    t.add_argument("--loss", default="triplet", help="loss name (see zslib.engine.losses.LOSSES; default triplet)")
-    t.add_argument("--loss-param", action="append", metavar="KEY=VALUE", help="loss hyperparameter (repeatable)")
-    t.add_argument("--method", help="method name (see `python -m zslib methods`; default baseline)")
-    t.add_argument("--method-param", action="append", metavar="KEY=VALUE",
-                   help="method hyperparameter (repeatable), e.g. lambda1=0.02")
-    t.add_argument("--iterations", type=int)
-    t.add_argument("--batch-classes", type=int, help="P: classes per batch")
-    t.add_argument("--batch-per-class", type=int, help="K: images per class")
-    t.add_argument("--lr", type=float, help="backbone learning rate (new layers get 10x)")
-    t.add_argument("--weight-decay", type=float)
-    t.add_argument("--schedule", help="constant (default), cosine, or step:EVERY[:GAMMA]")
-    t.add_argument("--eval-every", type=int)
-    t.add_argument("--validation-fraction", type=float,
-                   help="hold out this share of the training classes for validation")
-    t.add_argument("--synth-images-per-class", type=int, help="SynthParts images per class")
-    t.add_argument("--seed", type=int)
-    t.add_argument("--num-workers", type=int)
-    t.add_argument("--amp", action=argparse.BooleanOptionalAction, default=None, help="mixed precision (CUDA only)")
+                       description="Train a model on the seen classes and evaluate the unseen ones. The options "
+                                   "of the run's configuration are the fields of zslib.engine.config.Config; every "
+                                   "one left out takes its value from the profile or the field's default.")
+    config_options(t, config_cls)
     t.add_argument("--device", help="cpu, cuda, cuda:1 ... (default: $ZS_DEVICE, else CUDA when present)")
     t.add_argument("--results-dir", help="where results go (default: $ZS_RESULTS or results/)")
     t.add_argument("--force", action="store_true", help="train again even if the result exists")
-    t.add_argument("--progress", choices=["auto", "text", "none"], default="text")
+    _progress_option(t, "text", "text: a line every tenth of the run (default)")
     t.add_argument("--json", action="store_true", help="print the result as JSON")
     t.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show the full traceback of an error")
 
-    e = sub.add_parser("evaluate", help="evaluate a trained model (a checkpoint, or the run of a result file)")
+    e = sub.add_parser("evaluate", help="evaluate a trained model (a checkpoint, or the run of a result file)",
+                       description="Evaluate a trained model on the unseen classes (--split test) or the seen ones "
+                                   "(--split train): the model of a training checkpoint, or the checkpoint of a "
+                                   "result file written by `train`. Prints Recall@K, NMI and the other metrics.")
     src = e.add_mutually_exclusive_group(required=True)
     src.add_argument("--checkpoint", help="training checkpoint (.pt) written by `train`")
     src.add_argument("--result", help="result file (.json) written by `train`; its checkpoint is evaluated")
     e.add_argument("--split", choices=["test", "train"], default="test",
                    help="test = unseen classes (default), train = seen classes")
-    e.add_argument("--device")
-    e.add_argument("--json", action="store_true")
+    e.add_argument("--device", help="cpu, cuda, cuda:1 ... (default: $ZS_DEVICE, else CUDA when present)")
+    e.add_argument("--json", action="store_true", help="print the metrics as JSON")
     e.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show the full traceback of an error")
 
-    sub.add_parser("methods", help="list the methods with their papers, equations and parameters")
+    sub.add_parser("methods", help="list the methods with their papers, equations and parameters",
+                   description="List every registered method (zslib.engine.registry.METHODS) with its paper, the "
+                               "equations it implements, its parameters with their defaults, and its folder.")
 
     f = sub.add_parser("finetune", help="fine-tune the whole network for every method and its baseline, compare",
                        formatter_class=argparse.RawDescriptionHelpFormatter, description=_FINETUNE_HELP)
@@ -146,8 +225,7 @@ def _parser() -> argparse.ArgumentParser:
     f.add_argument("--device", help="cuda, cuda:1, cpu ... (default: $ZS_DEVICE, else CUDA when present)")
     f.add_argument("--results-dir", help="where runs and the campaign's table go (default: $ZS_RESULTS or results/)")
     f.add_argument("--plan", action="store_true", help="print the runs and the estimated time; train nothing")
-    f.add_argument("--progress", choices=["text", "none"], default="none",
-                   help="a progress bar per run (default none: one line per run)")
+    _progress_option(f, "none", "text: a progress bar per run; none: one line per run (default)")
 
     r = sub.add_parser("record", help="copy finished runs of a profile into results/recorded/ (to commit them)",
                        description="Copy the result files of finished runs of one profile from the results folder "
@@ -312,7 +390,7 @@ def _finetune(args) -> int:
     device = None if args.smoke else _check_device(args.device)
     with _data_root(data_root):  # only for this campaign: the caller's process keeps its own ZS_DATA
         run_campaign(args.dataset, smoke=args.smoke, methods=methods, results_dir=args.results_dir, device=device,
-                     validation_seeds=vseeds, test_seeds=tseeds, progress="text" if args.progress == "text" else False,
+                     validation_seeds=vseeds, test_seeds=tseeds, progress=_progress(args.progress),
                      out=lambda line: print(line, flush=True))
     return 0
 
@@ -374,36 +452,28 @@ def _check_device(name):
     return dev
 
 
-def _train(args) -> int:
-    overrides = {}
-    for key in ("name", "dataset", "backbone", "pretrained", "weights_path", "embedding_dim", "image_size",
-                "resize_size", "loss", "method", "iterations", "batch_classes", "batch_per_class", "lr",
-                "weight_decay", "eval_every", "validation_fraction", "synth_images_per_class", "seed", "num_workers",
-                "amp"):
-        value = getattr(args, key)
-        if value is not None:
-            overrides[key] = value
-    if args.backbone is not None:  # the profile's backbone_params (e.g. smallcnn's widths) belong to its backbone
+def _train(args, config_cls=None) -> int:
+    overrides = config_overrides(args, config_cls)
+    profile_name = overrides.pop("profile", None)
+    if args.backbone is not None and args.backbone_params is None:
+        # the profile's backbone_params (e.g. smallcnn's widths) belong to its backbone
         from zslib.engine.profile import get_profile
 
-        profile = PROFILES[args.profile] if args.profile else get_profile()
+        profile = PROFILES[profile_name] if profile_name else get_profile()
         if args.backbone.replace("-", "_").lower() != str(profile.backbone).lower():
             overrides["backbone_params"] = {}
-    overrides["loss_params"] = _key_values(args.loss_param, "--loss-param")
-    overrides["method_params"] = _key_values(args.method_param, "--method-param")
-    if args.schedule is not None:
-        overrides["schedule"] = _schedule(args.schedule)
     from zslib.engine.catalog import check_train_arguments  # plain Python: answers a bad argument at once
 
     try:
-        check_train_arguments({**overrides, "profile": args.profile})
+        check_train_arguments({**_plain_defaults(config_cls), **overrides, "profile": profile_name})
     except ValueError as err:
         raise UsageError(str(err)) from None
     _quick_device_check(args.device)
-    from zslib.experiment import Config, run
+    from zslib.engine.config import Config
+    from zslib.experiment import run
 
     try:
-        config = Config.from_profile(args.profile, **overrides)
+        config = (config_cls or Config).from_profile(profile_name, **overrides)
     except (ValueError, TypeError) as err:
         raise UsageError(str(err)) from None
     _check_device(args.device)
@@ -412,9 +482,12 @@ def _train(args) -> int:
         from zslib.engine.runner import build_data
 
         print(describe(build_data(config)["train"].info), flush=True)
+    if not args.json:  # the run's header, before the lines its training prints
+        print(f"run {config.name}  (profile {config.profile}, {config.iterations} iterations, seed {config.seed})",
+              flush=True)
     started = time.perf_counter()
     result = run(config, results_dir=args.results_dir, force=args.force, device=args.device,
-                 progress=False if args.progress == "none" else args.progress)
+                 progress=_progress(args.progress))
     wall = time.perf_counter() - started
     if args.json:
         print(json.dumps({"result": str(result.path), "status": result.status, **(
@@ -422,7 +495,6 @@ def _train(args) -> int:
             "provenance": result.provenance}, indent=1))
         return 0
     stored = result.provenance.get("wall_seconds")
-    print(f"run {config.name}  (profile {config.profile}, {config.iterations} iterations, seed {config.seed})")
     if stored is not None and wall < 0.5 * stored:
         print(f"loaded the stored result (it took {stored:.1f} s to compute; --force trains again)")
     else:
@@ -434,6 +506,16 @@ def _train(args) -> int:
             _print_metrics(f"{split}:", result.metrics[split])
     print(f"result: {result.path}{'  (status: diverged)' if result.diverged else ''}")
     return 0
+
+
+def _plain_defaults(config_cls=None) -> dict:
+    """The fields of ``config_cls`` with a default of their own that is a plain value (``loss``, ``method``, ``seed``
+    ...): what the quick check of :func:`zslib.engine.catalog.check_train_arguments` sees where an option is left
+    out."""
+    from zslib.engine.config import Config
+
+    return {f.name: f.default for f in dataclasses.fields(config_cls or Config)
+            if f.default is not dataclasses.MISSING and isinstance(f.default, (str, int, float))}
 
 
 def _evaluate(args) -> int:
@@ -600,9 +682,11 @@ def _methods(args) -> int:
     return 0
 
 
-def main(argv=None) -> int:
-    args = _parser().parse_args(argv)
-    command = {"train": _train, "evaluate": _evaluate, "methods": _methods, "record": _record,
+def main(argv=None, config_cls=None) -> int:
+    """Run ``python -m zslib`` with ``argv``; ``config_cls``: the configuration class whose fields ``train`` offers
+    (default :class:`zslib.engine.config.Config`)."""
+    args = _parser(config_cls).parse_args(argv)
+    command = {"train": lambda a: _train(a, config_cls), "evaluate": _evaluate, "methods": _methods, "record": _record,
                "assignments": _assignments, "grade": _grade, "grade-all": _grade_all,
                "finetune": _finetune}[args.command]
     if args.debug:

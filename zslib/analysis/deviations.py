@@ -27,17 +27,15 @@ its side of them and adds its own rows in a tuple ``DEVIATIONS``. A chapter show
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Deviation", "Switch", "PAPERS", "COMMON", "common_rows", "for_config", "chapter_row", "deviations",
-           "deviation_table", "markdown_table", "namespace", "read_setting", "real_config"]
+from zslib.engine.registry import PAPERS
 
-#: The papers with a table: the folders of :mod:`zslib.methods`.
-PAPERS = ("cml", "deml", "adapt_adv", "zsml", "jrd")
+__all__ = ["Deviation", "Switch", "COMMON", "common_rows", "for_config", "recipe_row", "deviations",
+           "deviation_table", "markdown_table", "namespace", "read_setting", "real_config"]
 
 #: The keys of the rows every paper's table holds (:func:`common_rows`).
 COMMON = ("network", "data", "augmentation", "budget")
@@ -53,13 +51,17 @@ def real_config():
     return Config.from_profile("real")
 
 
-def chapter_row(module: str, index: int) -> Callable:
-    """A builder of the chapter's config ``module.real_configs()[index]`` (a paper's ``reports.py`` lists the
-    real-profile rows its chapter records), looked up each time it is called, so a table follows the chapter."""
+def recipe_row(recipes, name: str) -> Callable:
+    """A builder of the config that a paper's recipes name ``name`` (``recipes.real_configs()[name]``, the
+    real-profile rows its chapter records), looked up each time it is called, so that a table follows the
+    chapter."""
     def build():
-        return importlib.import_module(module).real_configs()[index]
+        rows = recipes.real_configs()
+        if name not in rows:
+            raise KeyError(f"{recipes.__name__}.real_configs() has no row {name!r}; its rows are {list(rows)}")
+        return rows[name]
 
-    build.__doc__ = f"``{module}.real_configs()[{index}]``: the config the chapter trains."
+    build.__doc__ = f"``{recipes.__name__}.real_configs()[{name!r}]``: the config the chapter trains."
     return build
 
 
@@ -306,10 +308,11 @@ def common_rows(paper: Mapping[str, str], config: Callable = real_config, *, boo
 
 
 def deviations(paper_key: str) -> tuple[Deviation, ...]:
-    """The rows of ``paper_key``'s table: ``DEVIATIONS`` of ``zslib/methods/<paper_key>/deviations.py``."""
+    """The rows of ``paper_key``'s table: what its :class:`~zslib.engine.paper.Paper` record's ``deviations()``
+    gives (``DEVIATIONS`` of ``zslib/methods/<paper_key>/deviations.py``), checked to hold the common rows."""
     if paper_key not in PAPERS:
         raise KeyError(f"no deviation table for {paper_key!r}; the papers are {list(PAPERS)}")
-    rows = tuple(importlib.import_module(f"zslib.methods.{paper_key}.deviations").DEVIATIONS)
+    rows = tuple(PAPERS[paper_key].deviations())
     keys = [row.key for row in rows if row.key]
     if keys != list(COMMON):
         raise ValueError(f"{paper_key}'s table must hold the common rows {list(COMMON)} once each, in order; it holds "
@@ -332,6 +335,6 @@ def markdown_table(rows) -> str:
 
 
 def deviation_table(paper_key: str) -> str:
-    """Markdown: every way the book's runs of ``paper_key`` (``"cml"``, ``"deml"``, ``"adapt_adv"``, ``"zsml"``,
-    ``"jrd"``) depart from the paper's recipe, one row each (see the module docstring)."""
+    """Markdown: every way the book's runs of ``paper_key`` (a key of :data:`zslib.engine.registry.PAPERS`, e.g.
+    ``"deml"``) depart from the paper's recipe, one row each (see the module docstring)."""
     return markdown_table(deviations(paper_key))

@@ -22,7 +22,6 @@ from pathlib import Path
 
 import numpy as np
 
-from zslib.engine.checks import finite_number
 from zslib.engine.profile import PROFILES, Profile, get_profile
 
 __all__ = ["Config", "config_hash", "PROFILE_FIELDS", "NOT_HASHED", "HASHED_UNLESS_DEFAULT", "TRAIN_BN"]
@@ -46,6 +45,11 @@ HASHED_UNLESS_DEFAULT = {"train_stages": [], "train_bn": "frozen"}
 #: ``"frozen"``: normalized with the ImageNet running statistics (eval mode, never updated), scale and shift
 #: trained; ``"batch"``: normalized with each batch's statistics, running statistics updated (PyTorch's default).
 TRAIN_BN = ("frozen", "batch")
+
+
+def _help(text: str, choices: tuple | None = None) -> dict:
+    """A field's metadata: ``help`` (what ``python -m zslib train --help`` says of it) and ``choices``."""
+    return {"help": text, **({"choices": tuple(choices)} if choices is not None else {})}
 
 
 def _json_default(obj):
@@ -86,42 +90,60 @@ class Config:
     from the profile: on in ``full``). ``name`` is a label only. Neither is part of :func:`config_hash`.
     """
 
-    profile: str = "quick"
-    dataset: str | None = None
-    backbone: str | None = None
-    backbone_params: dict | None = None
-    pretrained: bool | None = None
-    weights_path: str | None = None
-    embedding_dim: int | None = None
-    normalize: bool = True
-    dropout: float = 0.0
-    freeze_bn: bool = False
-    image_size: int | None = None
-    resize_size: int | None = None
-    loss: str = "triplet"
-    loss_params: dict = field(default_factory=dict)
-    method: str = "baseline"
-    method_params: dict = field(default_factory=dict)
-    iterations: int | None = None
-    batch_classes: int | None = None
-    batch_per_class: int | None = None
-    lr: float | None = None
-    weight_decay: float | None = None
-    new_layer_mult: float | None = None
-    objective_lr: float | None = None
-    schedule: str | dict | None = None
-    eval_every: int | None = None
-    validation_fraction: float = 0.0
-    seed: int = 0
-    amp: bool | None = None
-    num_workers: int | None = None
-    synth_images_per_class: int | None = None
-    feature_stages: list | None = None
-    train_stages: tuple = ()
-    train_bn: str = "frozen"
-    image_cache: bool | None = None
-    eval_batch_size: int = 256
-    name: str = ""
+    profile: str = field(default="quick", metadata=_help("the size profile that fills every field left out (default: "
+                                                         "$ZS_PROFILE, else quick)", choices=sorted(PROFILES)))
+    dataset: str | None = field(default=None, metadata=_help("synthparts, cub200, cars196, sop, inshop or flowers102"))
+    backbone: str | None = field(default=None,
+                                 metadata=_help("smallcnn, googlenet, resnet50, bninception or efficientnet_lite0"))
+    backbone_params: dict | None = field(default=None, metadata=_help("a setting of the backbone, e.g. "
+                                                                      "widths=[16,32,64,128] (repeatable)"))
+    pretrained: bool | None = field(default=None, metadata=_help("start the backbone from its ImageNet weights"))
+    weights_path: str | None = field(default=None, metadata=_help("a weight file for the backbone"))
+    embedding_dim: int | None = field(default=None, metadata=_help("the size of the embedding"))
+    normalize: bool = field(default=True, metadata=_help("L2-normalize the embedding"))
+    dropout: float = field(default=0.0,
+                           metadata=_help("dropout on the backbone's feature before the embedding layer, in [0, 1)"))
+    freeze_bn: bool = field(default=False, metadata=_help("keep the backbone's BatchNorm layers in eval mode, their "
+                                                          "scale and shift frozen"))
+    image_size: int | None = field(default=None,
+                                   metadata=_help("the side in pixels of the square crop the network sees"))
+    resize_size: int | None = field(default=None,
+                                    metadata=_help("the side in pixels an image is resized to before the crop"))
+    loss: str = field(default="triplet", metadata=_help("the metric loss (zslib.engine.losses.LOSSES)"))
+    loss_params: dict = field(default_factory=dict,
+                              metadata=_help("a loss hyperparameter, e.g. margin=0.1 (repeatable)"))
+    method: str = field(default="baseline", metadata=_help("the method (python -m zslib methods lists them)"))
+    method_params: dict = field(default_factory=dict,
+                                metadata=_help("a method hyperparameter, e.g. lambda1=0.02 (repeatable)"))
+    iterations: int | None = field(default=None, metadata=_help("training steps"))
+    batch_classes: int | None = field(default=None, metadata=_help("P: classes per batch"))
+    batch_per_class: int | None = field(default=None, metadata=_help("K: images per class in a batch"))
+    lr: float | None = field(default=None, metadata=_help("the learning rate of the pretrained layers (the new layers "
+                                                          "get new_layer_mult times it)"))
+    weight_decay: float | None = field(default=None, metadata=_help("weight decay"))
+    new_layer_mult: float | None = field(default=None, metadata=_help("the new layers (the embedding head) learn at "
+                                                                      "this many times lr"))
+    objective_lr: float | None = field(default=None, metadata=_help("the learning rate of the method's own parameters "
+                                                                    "(default: new_layer_mult x lr)"))
+    schedule: str | dict | None = field(default=None, metadata=_help("the learning-rate schedule: constant (default), "
+                                                                     "cosine, or step:EVERY[:GAMMA]"))
+    eval_every: int | None = field(default=None, metadata=_help("evaluate every this many steps"))
+    validation_fraction: float = field(default=0.0,
+                                       metadata=_help("hold out this share of the seen classes as validation classes"))
+    seed: int = field(default=0, metadata=_help("the random seed"))
+    amp: bool | None = field(default=None, metadata=_help("mixed precision (CUDA only)"))
+    num_workers: int | None = field(default=None, metadata=_help("data-loading worker processes"))
+    synth_images_per_class: int | None = field(default=None, metadata=_help("SynthParts images per class"))
+    feature_stages: list | None = field(default=None, metadata=_help("the backbone maps read from the feature cache "
+                                                                     "(real profile), e.g. block4,block5,head"))
+    train_stages: tuple = field(default=(), metadata=_help("the last pretrained stages that train on a cached-feature "
+                                                           "profile, e.g. block6,head"))
+    train_bn: str = field(default="frozen",
+                          metadata=_help("BatchNorm of the trained stages (TRAIN_BN)", choices=TRAIN_BN))
+    image_cache: bool | None = field(default=None,
+                                     metadata=_help("read real datasets through the pre-resized image cache"))
+    eval_batch_size: int = field(default=256, metadata=_help("images per batch when the model embeds for evaluation"))
+    name: str = field(default="", metadata=_help("a label of the run, not hashed (default: method-loss-dataset-sSEED)"))
 
     def __post_init__(self):
         if self.profile not in PROFILES:
@@ -130,6 +152,8 @@ class Config:
         for key in PROFILE_FIELDS:
             if getattr(self, key) is None:
                 object.__setattr__(self, key, getattr(profile, key))
+        from zslib.engine.checks import finite_number  # imports torch: here, so that the command line starts at once
+
         object.__setattr__(self, "feature_stages", [str(s) for s in self.feature_stages])
         for key in ("backbone_params", "loss_params", "method_params"):
             value = getattr(self, key)

@@ -30,7 +30,7 @@ from zslib.engine.registry import get_method
 from zslib.engine.method import Method
 from zslib.engine.store import (Result, ResultFileError, check_writable, code_fingerprint, hash_in_name,
                                 load_result, provenance, result_path, results_dir, stale_code_warning)
-from zslib.engine.train import default_eval, distributed, embed, load_checkpoint, set_seed, train
+from zslib.engine.train import TrainSpec, default_eval, distributed, embed, load_checkpoint, set_seed, train
 from zslib.engine.train.precision import Precision
 
 __all__ = ["build_data", "build_model", "build_method", "run", "load_model", "evaluate_checkpoint", "split_metrics",
@@ -232,16 +232,11 @@ def run(config: Config, results_dir: str | os.PathLike | None = None, force: boo
     eval_sets = {k: data[k] for k in ("seen", "val", "unseen") if k in data}
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
-    history = train(
-        model, method, data["train"], iterations=config.iterations, batch_classes=config.batch_classes,
-        batch_per_class=config.batch_per_class, lr=config.lr, weight_decay=config.weight_decay,
-        new_layer_mult=config.new_layer_mult, objective_lr=config.objective_lr, schedule=config.schedule,
-        eval_sets=eval_sets, eval_every=config.eval_every, eval_batch_size=config.eval_batch_size,
-        eval_at_start=config.eval_every < config.iterations, eval_at_end=False,
-        checkpoint_path=ckpt, checkpoint_every=checkpoint_every or config.eval_every,
-        meta={"config": config.as_dict(), "code_fingerprint": code_fingerprint()},  # checked before a resume
-        max_steps=max_steps, seed=config.seed, device=device,
-        amp=config.amp, num_workers=config.num_workers, progress=progress)
+    spec = TrainSpec.from_config(
+        config, eval_at_start=config.eval_every < config.iterations, eval_at_end=False, checkpoint_path=ckpt,
+        checkpoint_every=checkpoint_every or config.eval_every, max_steps=max_steps, device=device, progress=progress,
+        meta={"config": config.as_dict(), "code_fingerprint": code_fingerprint()})  # checked before a resume
+    history = train(model, method, data["train"], spec, eval_sets)
     done = bool(history.losses) and history.losses[-1]["step"] >= config.iterations
     if not done:
         return Result(config, {"seen": history.last("seen")}, history, {"complete": False}, None)

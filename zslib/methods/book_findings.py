@@ -1,29 +1,26 @@
 """The book's main findings, generated from the recorded runs: the index page includes them.
 
 ``python -m zslib.methods.book_findings book/_findings.md`` writes the Markdown that ``book/intro.md`` includes;
-``scripts/build_book.py`` runs it before every build, so the index states what the recorded runs say now.
-Each method chapter's own "Key findings" box comes from the same functions (``<paper>/reports.py``).
+``scripts/build_book.py`` runs it before every build, so the index states what the recorded runs say now. There is
+one bullet per paper of :data:`zslib.engine.registry.PAPERS`, in the book's order: the first sentence of the "Key
+findings" box its main chapter opens with (:meth:`zslib.engine.paper.Paper.key_finding`).
 """
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
-__all__ = ["book_findings", "write"]
+from zslib.engine.registry import PAPERS
 
-CHAPTERS = (("CML", "cml", "zslib.methods.cml.reports"), ("DeML", "deml", "zslib.methods.deml.reports"),
-            ("Adapt-Adv", "adapt_adv", "zslib.methods.adapt_adv.reports"), ("ZSML", "zsml", "zslib.methods.zsml.reports"))
+__all__ = ["book_findings", "write"]
 
 
 def book_findings() -> str:
-    """Markdown: one bullet per method chapter with its headline sentence on Flowers-102."""
-    import importlib
-
+    """Markdown: one bullet per paper with its headline sentence on Flowers-102."""
     lines = ["On the real profile (Flowers-102 photographs, classes 52-102 unseen, a frozen ImageNet "
              "EfficientNet-Lite0, five seeds per row, 95% intervals, differences paired by seed):", ""]
-    for title, chapter, module in CHAPTERS:
-        box = importlib.import_module(module).key_findings()
-        lines.append(f"- **{title}** ([chapter]({chapter}.ipynb)): {box.sentences[0]}")
+    for paper in PAPERS.values():
+        lines.append(f"- **{paper.name}** ([chapter]({paper.chapter}.ipynb)): {paper.key_finding()}")
     lines += ["", "Every sentence above is generated from the recorded runs when the book is built."]
     return "\n".join(lines) + "\n"
 

@@ -1,7 +1,7 @@
 """A path through the book: what each chapter needs first, how long it reads, how long it computes.
 
 :func:`chapter_card` is the line under each chapter's title. The prerequisites are the book's structure
-(:data:`PREREQUISITES`); the numbers are measured, never typed: the reading time is counted from the chapter's own
+(:func:`prerequisites`); the numbers are measured, never typed: the reading time is counted from the chapter's own
 notebook (words of its text at 200 a minute, lines of its visible code at 20 a minute), the quick profile's compute
 time is the chapter's execution time in the last book build (``_build/build_report.json``), and the real profile's
 compute time is the training time the recorded runs of the chapter's methods took (their provenance).
@@ -12,9 +12,11 @@ import json
 import re
 from pathlib import Path
 
-__all__ = ["PREREQUISITES", "CHAPTER_METHODS", "reading_minutes", "quick_seconds", "real_seconds", "title", "chapter_card"]
+__all__ = ["PREREQUISITES", "prerequisites", "SHARED_METHODS", "chapter_methods", "reading_minutes", "quick_seconds",
+           "real_seconds", "title", "chapter_card"]
 
-#: chapter -> the chapters a reader should have read first (their titles are read from the notebooks)
+#: chapter -> the chapters a reader should have read first (their titles are read from the notebooks); the
+#: comparison's are every paper's main chapter, added by :func:`prerequisites`
 PREREQUISITES: dict[str, tuple[str, ...]] = {
     "how_to_use": (), "zero_shot_problem": ("how_to_use",), "datasets": ("zero_shot_problem",),
     "metrics": ("zero_shot_problem",), "deep_metric_learning": ("metrics",),
@@ -25,16 +27,35 @@ PREREQUISITES: dict[str, tuple[str, ...]] = {
     "deml_experiments": ("deml",),
     "jrd": ("generalization_gap", "cml"), "jrd_experiments": ("jrd",), "adapt_adv": ("deep_metric_learning", "cml"),
     "adapt_adv_experiments": ("adapt_adv",), "zsml": ("metrics", "cml"),
-    "zsml_experiments": ("zsml",), "compare": ("cml", "deml", "jrd", "adapt_adv", "zsml"), "recorded_runs": (),
+    "zsml_experiments": ("zsml",), "compare": (), "recorded_runs": (),
 }
 
-#: chapter -> the methods whose recorded real-profile runs it shows
-CHAPTER_METHODS = {"cml": ("cml", "baseline", "pretrained"), "cml_experiments": ("cml",), "deml": ("deml",),
-                   "deml_experiments": ("deml",),
-                   "jrd": ("jrd",), "jrd_experiments": ("jrd",), "adapt_adv": ("adapt_adv",),
-                   "adapt_adv_experiments": ("adapt_adv",), "zsml": ("zsml",),
-                   "zsml_experiments": ("zsml", "nca"),
-                   "compare": ("cml", "deml", "adapt_adv", "zsml", "jrd", "baseline", "pretrained")}
+def prerequisites(chapter: str) -> tuple[str, ...]:
+    """The chapters a reader should have read before ``chapter``: :data:`PREREQUISITES`, and for the comparison
+    the main chapter of every paper of :data:`zslib.engine.registry.PAPERS`."""
+    from zslib.engine.registry import PAPERS
+
+    if chapter == "compare":
+        return (*PREREQUISITES["compare"], *(paper.chapter for paper in PAPERS.values()))
+    return PREREQUISITES.get(chapter, ())
+
+
+#: chapter -> the methods, beside its paper's own (:attr:`zslib.engine.paper.Paper.methods`), whose recorded
+#: real-profile runs it shows: the CML chapter introduces the baseline head and the untrained floor every later
+#: chapter compares with, and the comparison shows every paper's method beside them.
+SHARED_METHODS = {"cml": ("baseline", "pretrained"), "compare": ("baseline", "pretrained")}
+
+
+def chapter_methods(chapter: str) -> tuple[str, ...]:
+    """The methods whose recorded real-profile runs ``chapter`` shows: its paper's methods
+    (:data:`zslib.engine.registry.PAPERS`), every paper's own method for the comparison, and
+    :data:`SHARED_METHODS`."""
+    from zslib.engine.registry import PAPERS
+
+    own = [m for paper in PAPERS.values() for m in (paper.methods if chapter in paper.chapters else ())]
+    if chapter == "compare":
+        own = [paper.method for paper in PAPERS.values()]
+    return tuple(dict.fromkeys([*own, *SHARED_METHODS.get(chapter, ())]))
 
 
 def _root() -> Path | None:
@@ -71,7 +92,7 @@ def real_seconds(chapter: str, runs=None) -> tuple[float, int] | None:
     """(seconds of training, number of runs) of the recorded real-profile runs of the chapter's methods."""
     from zslib.engine.store import recorded_runs
 
-    methods = CHAPTER_METHODS.get(chapter)
+    methods = chapter_methods(chapter)
     if not methods:
         return None
     chosen = [r for r in (recorded_runs() if runs is None else runs)
@@ -107,7 +128,7 @@ def chapter_card(chapter: str):
     """The line under a chapter's title: prerequisites, reading time, compute time (quick and real profiles)."""
     from IPython.display import Markdown
 
-    pre = PREREQUISITES.get(chapter, ())
+    pre = prerequisites(chapter)
     parts = ["**Before this chapter:** " + ("; ".join(f"*{title(c)}*" for c in pre) if pre else "nothing")]
     notebook = _chapter_file(chapter)
     if notebook.is_file():

@@ -1,7 +1,7 @@
 """The trainer (``zslib.engine.train``): one readable loop that every chapter and every method uses.
 
 * :func:`train` -- the loop (:mod:`zslib.engine.train.loop`): batches, the method's phases, evaluation,
-  checkpoints with exact resume;
+  checkpoints with exact resume; :class:`TrainSpec` -- how it trains (:mod:`zslib.engine.train.spec`);
 * :class:`History` -- what a run leaves behind (:mod:`zslib.engine.train.history`);
 * :func:`embed`, :func:`default_eval`, :func:`memory_format` -- embeddings of a dataset and the default
   Recall@K evaluation (:mod:`zslib.engine.train.embed`);
@@ -19,6 +19,7 @@ from zslib.engine.train.history import History
 from zslib.engine.train.loop import train
 from zslib.engine.train.optim import OptimSettings, make_scheduler
 from zslib.engine.train.precision import Precision
+from zslib.engine.train.spec import TrainSpec
 
-__all__ = ["train", "History", "embed", "default_eval", "memory_format", "make_scheduler", "OptimSettings",
+__all__ = ["train", "TrainSpec", "History", "embed", "default_eval", "memory_format", "make_scheduler", "OptimSettings",
            "set_seed", "save_checkpoint", "load_checkpoint", "CHECKPOINT_VERSION", "Precision"]

@@ -24,9 +24,8 @@ process 0 evaluates and writes the checkpoints. With one process none of that co
 from __future__ import annotations
 
 import math
-import os
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 
 import torch
@@ -41,9 +40,10 @@ from zslib.engine.train.embed import default_eval, embed, memory_format, to_devi
 from zslib.engine.train.history import History
 from zslib.engine.train.optim import OptimSettings, make_scheduler
 from zslib.engine.train.precision import Precision
+from zslib.engine.train.spec import TrainSpec
 from zslib.engine.data.splits import labels_of
 
-__all__ = ["train"]
+__all__ = ["train", "TrainSpec"]
 
 
 def _as_method(method):
@@ -138,100 +138,46 @@ def _phase_groups(method, model, phase: str, settings: OptimSettings) -> list[di
     return groups
 
 
-def train(
-    model: nn.Module,
-    method,
-    train_set,
-    *,
-    iterations: int,
-    batch_classes: int | None = None,
-    batch_per_class: int | None = None,
-    batch_sampler=None,
-    lr: float | None = None,
-    weight_decay: float = 0.0,
-    new_layer_mult: float = 10.0,
-    objective_lr: float | None = None,
-    schedule=None,
-    grad_clip: float | None = None,
-    eval_sets: Mapping[str, object] | None = None,
-    eval_every: int | None = None,
-    eval_at_start: bool = True,
-    eval_at_end: bool = True,
-    eval_fn: Callable | None = None,
-    eval_batch_size: int = 256,
-    checkpoint_path: str | os.PathLike | None = None,
-    checkpoint_every: int | None = None,
-    resume: bool = True,
-    meta: dict | None = None,
-    max_steps: int | None = None,
-    callbacks: Iterable[Callable] = (),
-    log_every: int = 1,
-    seed: int = 0,
-    device=None,
-    amp: bool | None = None,
-    num_workers: int = 0,
-    channels_last: bool | None = None,
-    progress="auto",
-) -> History:
-    """Train ``model`` with ``method`` on ``train_set`` for ``iterations`` steps; return the :class:`History`.
+def train(model: nn.Module, method, train_set, spec: TrainSpec,
+          eval_sets: Mapping[str, object] | None = None) -> History:
+    """Train ``model`` with ``method`` on ``train_set`` as ``spec`` says (:class:`TrainSpec`: length, batches,
+    learning rates, evaluation, checkpoints, device); return the :class:`History`.
 
-    Parameters, by purpose:
-
-    * data: ``train_set`` (``ds[i] -> (image, label)`` with ``.labels``, or ``.tensors()`` for in-memory
-      data); P x K batches from ``batch_classes`` x ``batch_per_class`` (``zslib.engine.data.ClassBalancedSampler``),
-      or any ``batch_sampler`` (iterable of index lists with ``state_dict``/``load_state_dict``).
+    * ``train_set``: ``ds[i] -> (image, label)`` with ``.labels``, or ``.tensors()`` for in-memory data.
     * ``method``: a :class:`zslib.engine.method.Method`, or a function ``objective(model, images, labels) ->
       {name: weighted scalar term}`` (wrapped as a one-phase method without parameters of its own).
-    * optimizers: Adam per phase over ``method.param_groups(phase, model, settings)``, where the settings are
-      ``lr`` (the backbone), ``new_layer_mult * lr`` (new layers), ``objective_lr`` (the method's own
-      parameters; default ``new_layer_mult * lr``) and ``weight_decay``; ``schedule`` as in
-      :func:`zslib.engine.train.make_scheduler`, one per phase, stepped once per iteration; optional ``grad_clip``.
-    * evaluation: ``eval_sets`` such as ``{"seen": ..., "unseen": ...}`` every ``eval_every`` steps (at step 0
-      when ``eval_at_start``, at the end unless ``eval_at_end`` is false: the caller then evaluates the final
-      model itself), with ``eval_fn(embeddings, labels) -> dict`` (default: Recall@1/2/4/8). A set given as
-      ``(queries, gallery)`` is evaluated as ``eval_fn(gallery_emb, gallery_labels, query_embeddings=...,
-      query_labels=...)``.
-    * checkpoints: ``checkpoint_path`` written every ``checkpoint_every`` steps and at the end (or at
-      ``max_steps``); with ``resume`` an existing checkpoint is continued exactly; ``meta`` is stored in it.
-      ``max_steps``: stop (after checkpointing) once this many steps are done, keeping the schedule of
-      ``iterations``. ``callbacks``: ``cb(step, history)`` after each step (a callback may raise to stop).
-    * ``channels_last`` (default: when the model has 2-D convolutions): weights and image batches in NHWC
-      order, which oneDNN on the CPU and tensor cores on CUDA run 1.5-2x faster than NCHW.
-    * ``seed``; ``device`` (default ``zslib.device()``); ``amp`` (default on for CUDA, never on the CPU;
-      :class:`~zslib.engine.train.precision.Precision` picks bfloat16 or float16); ``num_workers`` data-loading
-      processes (at most one per CPU core: :func:`~zslib.engine.train.batches.loader_workers`); ``progress``: see
-      :func:`zslib.engine.progress.progress_bar`.
+    * ``eval_sets``: named sets evaluated during training, such as ``{"seen": ..., "unseen": ...}`` (a set may be
+      a ``(queries, gallery)`` pair).
     * several processes: when a process group is initialized (``torchrun``; see
       :mod:`zslib.engine.train.distributed`), every process calls ``train`` with the same arguments; the batch
       size must be a multiple of the number of processes. The history is the same on every process; only
       process 0 evaluates, shows progress and writes the checkpoint.
     """
-    if iterations < 1:
-        raise ValueError(f"iterations must be at least 1, got {iterations}")
+    iterations, seed, lr, log_every = spec.iterations, spec.seed, spec.lr, spec.log_every
+    batch_classes, batch_per_class, grad_clip = spec.batch_classes, spec.batch_per_class, spec.grad_clip
+    eval_every, eval_batch_size, num_workers = spec.eval_every, spec.eval_batch_size, spec.num_workers
+    checkpoint_path, checkpoint_every, meta = spec.checkpoint_path, spec.checkpoint_every, spec.meta
     if eval_sets and not eval_every:
         eval_every = iterations  # evaluate at the end only
-    if log_every < 1:
-        raise ValueError(f"log_every must be at least 1, got {log_every}")
-    if lr is None:
-        raise ValueError("give lr, the backbone's learning rate")
     method = _as_method(method)
     phases = tuple(method.phases)
     if not phases or len(set(phases)) != len(phases):
         raise ValueError(f"{type(method).__name__}.phases must be distinct names, got {phases!r}")
+    device = spec.device
     if device is None:
         from zslib.engine.profile import device as default_device
         device = default_device()
     device = torch.device(device)
-    precision = Precision(device, amp)
+    precision = Precision(device, spec.amp)
     rank, world_size = distributed.world()
-    eval_fn = eval_fn or default_eval
+    eval_fn = spec.eval_fn or default_eval
     eval_sets = dict(eval_sets or {})
     run_key = {"iterations": int(iterations), "seed": int(seed), "batch_classes": batch_classes,
                "batch_per_class": batch_per_class, "phases": list(phases)}
 
     # --- state: fresh, or continued from a checkpoint ---------------------------------------------
     state = None
-    if checkpoint_path is not None and resume and Path(checkpoint_path).exists():
+    if checkpoint_path is not None and spec.resume and Path(checkpoint_path).exists():
         state = load_checkpoint(checkpoint_path, map_location=device)
         if state["run"] != run_key:
             raise ValueError(f"checkpoint {checkpoint_path} belongs to another run ({state['run']}, this one is "
@@ -240,6 +186,7 @@ def train(
         set_seed(seed)
     model.to(device)
     method.to(device)
+    channels_last = spec.channels_last
     if channels_last is None:
         channels_last = any(isinstance(m, nn.Conv2d) for m in model.modules())
     if channels_last:
@@ -247,12 +194,12 @@ def train(
     fmt = memory_format(model)
     with preserved_rng():  # whatever the method draws here leaves the run's random stream as it was
         method.prepare(model, train_set)
-    settings = OptimSettings(lr, weight_decay, new_layer_mult, objective_lr)
+    settings = OptimSettings(lr, spec.weight_decay, spec.new_layer_mult, spec.objective_lr)
     groups = {ph: _phase_groups(method, model, ph, settings) for ph in phases}
     optimizers = {ph: torch.optim.Adam(g) for ph, g in groups.items() if g is not None}  # none: a state phase
-    schedulers = {ph: make_scheduler(opt, schedule, iterations) for ph, opt in optimizers.items()}
+    schedulers = {ph: make_scheduler(opt, spec.schedule, iterations) for ph, opt in optimizers.items()}
     scalers = {ph: precision.scaler() for ph in optimizers}
-    sampler = batch_sampler if batch_sampler is not None else default_sampler(
+    sampler = spec.batch_sampler if spec.batch_sampler is not None else default_sampler(
         labels_of(train_set), batch_classes, batch_per_class, seed)
     history, step = History(), 0
     if state is not None:
@@ -308,10 +255,10 @@ def train(
         return history
     model.train()
     method.train()
-    if eval_sets and eval_at_start and step == 0 and not history.evals:
+    if eval_sets and spec.eval_at_start and step == 0 and not history.evals:
         evaluate_all()
-    stop_at = iterations if max_steps is None else min(iterations, max_steps)
-    bar = progress_bar(progress if rank == 0 else False, iterations, step)
+    stop_at = iterations if spec.max_steps is None else min(iterations, spec.max_steps)
+    bar = progress_bar(spec.progress if rank == 0 else False, iterations, step)
     replicas = distributed.Replicas(model, method, device) if world_size > 1 else None
     net = model if replicas is None else replicas.view  # what the method computes its terms with
     cudnn_benchmark = torch.backends.cudnn.benchmark
@@ -363,7 +310,7 @@ def train(
             if step % log_every == 0 or step == iterations:
                 history.losses.append({"step": step, **logged})
             at_end = step == iterations
-            if eval_sets and ((step % eval_every == 0 and not at_end) or (at_end and eval_at_end)):
+            if eval_sets and ((step % eval_every == 0 and not at_end) or (at_end and spec.eval_at_end)):
                 row = evaluate_all()
                 if bar is not None:
                     bar.write(f"step {step}: " + "  ".join(
@@ -378,7 +325,7 @@ def train(
             if bar is not None:
                 bar.update(1)
                 bar.set_postfix({k: f"{v:.4g}" for k, v in logged.items()}, refresh=False)
-            for cb in callbacks:
+            for cb in spec.callbacks:
                 cb(step, history)
     finally:
         stream.close()

@@ -2,16 +2,18 @@
 2022; ``alkaabi2022adaptadv``).
 
 ``DEVIATIONS``: the rows of the chapter's table (:func:`zslib.analysis.deviations.deviation_table`), the common rows
-first. The chapter's config is its recorded real-profile Adapt-Adv run
-(:func:`zslib.methods.adapt_adv.reports.real_configs`); its book-default cells are read from it when the table is drawn.
+first. The chapter's config is its recorded real-profile Adapt-Adv run (``METHOD`` of
+:func:`zslib.methods.adapt_adv.recipes.real_configs`); its book-default cells are read from it when the table is
+drawn.
 """
 from __future__ import annotations
 
 import math
 
-from zslib.analysis.deviations import Deviation, Switch, chapter_row, common_rows, for_config
+from zslib.analysis.deviations import Deviation, Switch, common_rows, for_config, recipe_row
 from zslib.engine.data.datasets import Flowers102
 from zslib.engine.profile import PROFILES
+from zslib.methods.adapt_adv import recipes
 from zslib.methods.adapt_adv.method import PAPER_TRIPLET
 
 __all__ = ["DEVIATIONS", "chapter_config", "EPOCH_STEPS"]
@@ -21,7 +23,7 @@ __all__ = ["DEVIATIONS", "chapter_config", "EPOCH_STEPS"]
 EPOCH_STEPS = math.ceil(Flowers102.official["train"][0] / PROFILES["real"].batch_size)
 
 #: The config the rows describe: the chapter's real-profile Adapt-Adv (GDFL and the class adversary) with the triplet loss.
-chapter_config = chapter_row("zslib.methods.adapt_adv.reports", 3)
+chapter_config = recipe_row(recipes, recipes.METHOD)
 
 
 DEVIATIONS = common_rows({

@@ -17,6 +17,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from zslib.methods.adapt_adv.recipes import (BASE, EC_CHOICES, FLOOR, GDFL, LAMBDA0S, METHOD, PROXY_LRS,
+                                           REAL_ADAPT, VAL_SEEDS, VALIDATION, quick_ablation, quick_adapt,
+                                           real_configs)
+
 __all__ = ["photo_figures", "gradcam_on_photos", "real_configs", "key_findings",
            "ablation_table", "ablation_findings", "lambda_sweep", "show_lambda_sweep", "show_lambda_schedule",
            "attention_on_parts", "attention_sentence", "gradcam_on_parts",
@@ -25,17 +29,6 @@ __all__ = ["photo_figures", "gradcam_on_photos", "real_configs", "key_findings",
            "show_stopping", "show_lambda0_choice", "choice_sentences", "table5_choices", "table5_table", "table5_sentences", "real_gradcam", "show_real_gradcam",
            "full_profile_runs", "main_findings", "experiments_findings", "quick_adapt", "quick_ablation"]
 
-FLOOR, BASE, GDFL, METHOD = ("pretrained features, no training", "triplet base", "triplet +GDFL",
-                             "triplet Adapt-Adv")
-#: Adapt-Adv's two settings on the real profile that the paper does not give (not chosen on validation classes)
-REAL_ADAPT = {"classifier_lr": 1e-3, "epoch_steps": 20}
-VAL_SEEDS = (0, 1, 2)  # every validation choice of the real profile: seeds 0-2 ...
-VALIDATION = 0.3  # ... with 30% of the seen classes held out (class-disjoint)
-LAMBDA0S = (0.1, 0.5, 1.0)  # the paper's set (Sec. 5.4.2, Fig. 14)
-#: Table 5: the candidates of the Energy weight lambda1 per loss and CML's scaling of it
-EC_CHOICES = {"Triplet": ((0.2, 2.0, 20.0), "paper"), "Angular": ((0.01, 0.1, 1.0), "mean"),
-              "Proxy-NCA": ((0.01, 0.1, 1.0), "mean")}
-PROXY_LRS = (0.01, 0.015, 0.02)  # Proxy-NCA's proxies' learning rate, Table 2's {0.01, 0.15, 0.02} read as 0.015
 COLUMNS = ["NMI", "R@1", "R@2", "R@4", "R@8", "kNN"]  # kNN: zslib.engine.evaluate's kNN accuracy (the paper's kNN-Acc)
 GC_LOSSES = {"angular": "Angular", "triplet": "Triplet"}  # the loss as the Grad-CAM records name it -> its Table 5 rows
 _HIGHER = {"up": "clearly higher", "down": "clearly lower"}  # a paired verdict as a comparison
@@ -113,25 +106,6 @@ def _step_label(step) -> str:
 
 
 # ------------------------------------------------------------------------------------ the quick profile
-
-
-def quick_adapt(**params):
-    """Adapt-Adv on the quick profile's recipe (one evaluation at the end) with the method parameters ``params``
-    (Sec. 4 of the paper: ``use_gdfl`` the attention over intermediate maps, ``use_adversary`` the class adversary
-    of Eq. 22, ``lambda0`` its weight); with no ``params`` the method's defaults, both parts on."""
-    from zslib.engine.config import Config
-    from zslib.engine.profile import PROFILES
-
-    quick = PROFILES["quick"]
-    return Config.from_profile(quick, eval_every=quick.iterations).replace(method="adapt_adv", method_params=params)
-
-
-def quick_ablation() -> dict:
-    """The quick ablation's configs (the paper's Table 6 rows): the triplet base, +GDFL (attention alone), +Adv
-    (the adversary alone) and Adapt-Adv (both), on the quick profile's recipe."""
-    base = quick_adapt().replace(method="baseline", method_params={})
-    return {"base": base, "+GDFL": quick_adapt(use_adversary=False), "+Adv": quick_adapt(use_gdfl=False),
-            "Adapt-Adv": quick_adapt()}
 
 
 def ablation_table(runs: Mapping):
@@ -287,19 +261,6 @@ def gradcam_on_parts(models: Mapping):
 # ------------------------------------------------------------------------------------ the real profile
 
 
-def real_configs():
-    """The recorded real-profile rows of the Adapt-Adv chapter: the untrained features, the triplet base head
-    (as the CML chapter's real baseline), +GDFL (attention without the adversary) and Adapt-Adv."""
-    from zslib.engine.config import Config
-    from zslib.methods.cml.method import cml_method
-
-    real = Config.from_profile("real")
-    base = real.replace(**cml_method("cub200", "triplet", "baseline"))
-    return (real.replace(method="pretrained"), base,
-            base.replace(method="adapt_adv", method_params={**REAL_ADAPT, "use_adversary": False}),
-            base.replace(method="adapt_adv", method_params=REAL_ADAPT))
-
-
 @dataclass
 class LateChange:
     """How a row's runs changed between their last two evaluations on the test classes."""
@@ -398,7 +359,7 @@ def _real_study(train: bool) -> RealStudy:
     from zslib.engine.stats import paired
 
     missing: dict = {}
-    configs = dict(zip((FLOOR, BASE, GDFL, METHOD), real_configs()))
+    configs = real_configs()
     runs = {}
     for name, config in configs.items():  # each row on its own: a row that is not recorded is named, the others shown
         got = _grid({name: config}, f"the row {name!r}", (0,) if config.method == "pretrained" else None,

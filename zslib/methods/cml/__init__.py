@@ -2,8 +2,10 @@
 
 * ``confusion.py`` -- the energy confusion and diversity confusion terms (Eqs. 7-11) and the facts of
   Lemmas 1-5 (mixture moments, the generalized energy distance, the Hoeffding bound);
-* ``method.py`` -- :class:`~zslib.methods.cml.method.CML`, registered as ``cml``.
+* ``method.py`` -- :class:`~zslib.methods.cml.method.CML`, registered as ``cml``;
+* ``recipes.py`` -- the protocol: the named configs, seeds, grids and choice rules every page reads;
+* ``paper.py`` -- ``PAPER``, the paper's record in :data:`zslib.engine.registry.PAPERS`.
 
 Chapters: ``book/cml.ipynb`` (derivation), ``cml_experiments`` and ``cml_ablations`` (grids, ablations).
 """
-from zslib.methods.cml import method  # noqa: F401  (registers the method)
+from zslib.methods.cml import method, paper  # noqa: F401  (register the method and the paper)

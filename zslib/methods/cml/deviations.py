@@ -2,28 +2,26 @@
 
 ``DEVIATIONS``: the rows of the chapter's table (:func:`zslib.analysis.deviations.deviation_table`), the common rows
 first. The chapter's config is the real-profile CML run with the triplet loss of Eq. 12
-(:func:`zslib.methods.cml.reports.real_cml`); its book-default cells are read from it when the table is drawn.
+(:func:`zslib.methods.cml.recipes.chapter_config`); its book-default cells are read from it when the table is drawn.
 """
 from __future__ import annotations
 
 from zslib.analysis.deviations import Deviation, Switch, common_rows, for_config
 from zslib.engine.data.datasets import Flowers102
+from zslib.methods.cml import recipes
 
 __all__ = ["DEVIATIONS", "chapter_config"]
 
 
 def chapter_config():
-    """The config the rows describe: CML (both terms, the first weights of the real sweep) with the triplet loss
-    of Eq. 12 on the real profile, as the chapter builds it."""
-    from zslib.engine.config import Config
-    from zslib.methods.cml.reports import REAL_WEIGHTS, real_cml
-
-    return real_cml(Config.from_profile("real"), "triplet", **{t: w[0] for t, w in REAL_WEIGHTS.items()})
+    """The config the rows describe (:func:`zslib.methods.cml.recipes.chapter_config`, looked up when called)."""
+    return recipes.chapter_config()
 
 
 def _searched(values: dict) -> str:
-    """The book's side of the weights row, from the sweep the chapter trains (:mod:`zslib.methods.cml.reports`)."""
-    from zslib.methods.cml.reports import GREEK, REAL_WEIGHTS, real_sweep_grid, validation_seeds
+    """The book's side of the weights row, from the sweep the chapter trains (:mod:`zslib.methods.cml.recipes`)."""
+    from zslib.methods.cml.reports import GREEK
+    from zslib.methods.cml.recipes import REAL_WEIGHTS, real_sweep_grid, validation_seeds
 
     held = next(iter(real_sweep_grid().values())).validation_fraction
     grids = " and ".join(f"{GREEK[name]} ∈ {{{', '.join(f'{w:g}' for w in weights)}}}"

@@ -16,20 +16,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from zslib.methods.cml.recipes import (REAL_LOSSES, REAL_WEIGHTS, VARIANT_TERMS, choose_weights, real_cml,
+                                     real_sweep_grid, real_test_grid, validation_seeds)
+
 __all__ = ["REAL_LOSSES", "REAL_WEIGHTS", "VARIANT_TERMS", "LOSS_NAMES", "GREEK", "real_cml", "validation_seeds",
            "real_sweep_grid", "choose_weights", "rule_choices", "sweep_table", "weights_caption", "real_test_grid", "real_table",
            "provenance_caption", "real_verdict", "quick_verdict", "key_findings", "lemma_bounds_text",
            "mixture_text", "hoeffding_text", "full_runs_text", "what_we_found"]
-
-#: The paper's three metric losses (Eqs. 12-14) in the order of its tables.
-REAL_LOSSES = ("triplet", "npair", "binomial")
-
-#: The weights searched on validation classes for the real profile: lambda1 (CML-e, Eq. 3) and lambda2 (CML-d,
-#: Eq. 10) of Eq. 11, each a decade grid.
-REAL_WEIGHTS = {"lambda1": (0.2, 2.0, 20.0), "lambda2": (0.1, 1.0, 10.0)}
-
-#: Which weights each CML variant uses (Eq. 11): CML-e only lambda1, CML-d only lambda2, CML both.
-VARIANT_TERMS = {"cml-e": ("lambda1",), "cml-d": ("lambda2",), "cml": ("lambda1", "lambda2")}
 
 #: The losses as a sentence names them.
 LOSS_NAMES = {"triplet": "the triplet loss", "npair": "N-pair", "binomial": "the binomial deviance"}
@@ -46,52 +39,6 @@ def _markdown(text: str):
 
 # ----------------------------------------------------------------------------------------------------
 # The real-profile protocol (Flowers-102, frozen ImageNet EfficientNet-Lite0)
-
-
-def real_cml(base, loss: str, lambda1: float = 0.0, lambda2: float = 0.0):
-    """``base`` with the paper's ``loss`` (Eqs. 12-14, ``normalize=False``) and, when a weight is not 0, CML with
-    the energy- and diversity-confusion weights ``lambda1`` and ``lambda2`` of Eq. 11."""
-    from zslib.methods.cml.method import cml_method
-
-    config = base.replace(**cml_method("cub200", loss, "baseline"))
-    if lambda1 == 0 and lambda2 == 0:
-        return config
-    return config.replace(method="cml", method_params={"lambda1": lambda1, "lambda2": lambda2})
-
-
-def validation_seeds() -> tuple[int, ...]:
-    """The seeds the weights are chosen with: the first three of the real profile's."""
-    from zslib.engine.profile import PROFILES
-
-    return tuple(PROFILES["real"].seeds[:3])
-
-
-def real_sweep_grid(base=None) -> dict:
-    """``{(loss, term, weight): config}``: for every loss the loss alone (``term`` ``"none"``, weight 0) and CML-e
-    and CML-d at each weight of :data:`REAL_WEIGHTS`, on ``base`` (default: the real profile) with 30% of the
-    seen classes held out as validation classes."""
-    from zslib.engine.config import Config
-
-    val = (base or Config.from_profile("real")).replace(validation_fraction=0.3)
-    grid = {}
-    for loss in REAL_LOSSES:
-        grid[loss, "none", 0.0] = real_cml(val, loss)
-        for term, weights in REAL_WEIGHTS.items():
-            grid.update({(loss, term, w): real_cml(val, loss, **{term: w}) for w in weights})
-    return grid
-
-
-def choose_weights(sweep: Mapping) -> dict:
-    """``{(loss, term): weight}``: for each loss and confusion term, the weight with the highest mean validation
-    Recall@1 over the seeds (the first listed wins a tie). ``sweep``: the runs of :func:`real_sweep_grid`."""
-    from zslib.engine.stats import summarize
-
-    chosen = {}
-    for loss in REAL_LOSSES:
-        for term in REAL_WEIGHTS:
-            means = {w: summarize(rs, "R@1", "val")[0] for (l, t, w), rs in sweep.items() if l == loss and t == term}
-            chosen[loss, term] = max(means, key=means.get)
-    return chosen
 
 
 def sweep_table(sweep: Mapping):
@@ -149,20 +96,6 @@ def weights_caption(sweep: Mapping, chosen: Mapping, seconds: float, trained: bo
     return (f"The validation sweep: {count} runs ({how}, read in {seconds:.1f} s). The leading weights on the "
             f"validation classes, the highest mean validation Recall@1 over seeds {', '.join(map(str, seeds))}: "
             f"{picks}. {verdict}")
-
-
-def real_test_grid(chosen: Mapping, base=None) -> dict:
-    """``{(loss, variant): config}``: the baseline, CML-e, CML-d and CML of every loss on ``base`` (default: the
-    real profile, no validation split), with the weights of :func:`choose_weights`."""
-    from zslib.engine.config import Config
-
-    real = base or Config.from_profile("real")
-    grid = {}
-    for loss in REAL_LOSSES:
-        grid[loss, "baseline"] = real_cml(real, loss)
-        for variant, terms in VARIANT_TERMS.items():
-            grid[loss, variant] = real_cml(real, loss, **{t: chosen[loss, t] for t in terms})
-    return grid
 
 
 def real_table(runs: Mapping, floor):

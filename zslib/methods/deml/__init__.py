@@ -9,9 +9,11 @@
 * ``network.py`` -- :class:`~zslib.methods.deml.network.DeMLNet`, the I x J learners on one backbone;
 * ``method.py`` -- the registered method ``deml``;
 * ``analyses.py`` -- ``learner_attention``: the CAMs of a trained model, recorded beside its run;
-* ``reports.py`` -- the chapter's tables, figures and generated sentences.
+* ``reports.py`` -- the chapter's tables, figures and generated sentences;
+* ``recipes.py`` -- the protocol: the named configs, seeds, grids and choice rules every page reads;
+* ``paper.py`` -- ``PAPER``, the paper's record in :data:`zslib.engine.registry.PAPERS`.
 
 Chapter: ``book/deml.ipynb`` (derivation, main results), ``book/deml_experiments.ipynb`` (the paper's tables,
 the object attention scored, probes, more arms, Fig. 4 on photographs).
 """
-from zslib.methods.deml import method  # noqa: F401  (registers the method)
+from zslib.methods.deml import method, paper  # noqa: F401  (register the method and the paper)

@@ -1,17 +1,18 @@
 """Where the DeML chapter's runs depart from DeML (Chen and Deng, CVPR 2019; ``chen2019deml``).
 
 ``DEVIATIONS``: the rows of the chapter's table (:func:`zslib.analysis.deviations.deviation_table`), the common rows
-first. The chapter's config is its recorded real-profile DeML(1, 4) run
-(:func:`zslib.methods.deml.reports.real_configs`); its book-default cells are read from it when the table is drawn.
+first. The chapter's config is its recorded real-profile DeML(1, 4) run (``DEML4`` of
+:func:`zslib.methods.deml.recipes.real_configs`); its book-default cells are read from it when the table is drawn.
 """
 from __future__ import annotations
 
-from zslib.analysis.deviations import Deviation, Switch, chapter_row, common_rows, for_config
+from zslib.analysis.deviations import Deviation, Switch, common_rows, for_config, recipe_row
+from zslib.methods.deml import recipes
 
 __all__ = ["DEVIATIONS", "chapter_config"]
 
 #: The config the rows describe: the chapter's real-profile DeML(1, 4) with the paper's weights.
-chapter_config = chapter_row("zslib.methods.deml.reports", 2)
+chapter_config = recipe_row(recipes, recipes.DEML4)
 
 
 DEVIATIONS = common_rows({

@@ -14,6 +14,9 @@ from collections.abc import Mapping
 import numpy as np
 import torch
 
+from zslib.methods.deml.recipes import (BASE, DEML4, DEML8, FLOOR, LAMBDA0S, VAL_SEEDS, VALIDATION,
+                                      real_arm_configs, real_configs)
+
 __all__ = ["QUICK_ARMS", "quick_grid", "walk_map", "walk_check", "quick_table", "paper_gains", "paper_comparison",
            "reported_tables", "learner_similarity", "learner_similarities", "similarity_text",
            "localization_table", "localization_text", "attention_figure", "hard_attribute_probe", "probe_text",
@@ -359,26 +362,6 @@ def probe_text(probe: Mapping):
 
 # -- the real profile ------------------------------------------------------------------------------------------
 
-def real_configs():
-    """The recorded real-profile rows of the DeML chapter: the untrained features, the baseline head with Eq. 5's
-    loss, DeML(1, 4) with the paper's weights (lambda0 = 1) and DeML(1, 8)."""
-    from zslib.engine.config import Config
-
-    real = Config.from_profile("real")
-    base = real.replace(loss="binomial_deml", method="baseline", method_params={})
-    deml = {j: real.replace(loss="binomial_deml", method="deml", method_params={"learners": j, "lambda0": 1.0})
-            for j in (4, 8)}
-    return real.replace(method="pretrained"), base, deml[4], deml[8]
-
-
-def real_arm_configs() -> dict:
-    """The two extra real-profile arms: DeML(1, 8) (the paper's largest J, lambda0 = 1) and DeML(1, 4) with the
-    released code's hinge in place of the adversary (weight 0.2 per pair of learners)."""
-    deml8 = real_configs()[3]
-    return {"DeML(1,8)": deml8,
-            "DeML(1,4), hinge": deml8.replace(method_params={"learners": 4, "adversary": "hinge", "lambda0": 0.2})}
-
-
 def real_runs(arms: bool = False) -> tuple:
     """``(floor, runs)`` of the real profile: ``floor`` ``{"pretrained": [run]}`` (seed 0) and ``runs``
     ``{"baseline": [...], "DeML(1,4)": [...]}`` (plus :func:`real_arm_configs` with ``arms``), each trained
@@ -386,11 +369,11 @@ def real_runs(arms: bool = False) -> tuple:
     note) and ``floor`` is then ``None``."""
     from zslib.engine.grid import recorded_grid
 
-    floor_c, base_c, deml4_c, _ = real_configs()
+    configs = real_configs()
     train = _training_real()
-    floor = recorded_grid({"pretrained": floor_c}, "the untrained features", (0,), train=train)
+    floor = recorded_grid({FLOOR: configs[FLOOR]}, "the untrained features", (0,), train=train)
     runs = {}
-    for name, config in {"baseline": base_c, "DeML(1,4)": deml4_c, **(real_arm_configs() if arms else {})}.items():
+    for name, config in {BASE: configs[BASE], DEML4: configs[DEML4], **(real_arm_configs() if arms else {})}.items():
         runs.update(recorded_grid({name: config}, name, train=train) or {})
     return floor, runs
 
@@ -456,15 +439,15 @@ def real_runs_table(floor: Mapping | None, runs: Mapping):
     return pd.DataFrame(rows)
 
 
-def lambda0_check(values=(0.1, 1.0), seeds=(0, 1, 2)):
+def lambda0_check(values=LAMBDA0S, seeds=VAL_SEEDS):
     """The adversary's weight lambda0 of DeML(1, 4) compared on a class-disjoint validation split of the seen
     classes (30% held out; never the unseen classes): validation Recall@1 per value and the paired
     difference, as Markdown, and the numbers (``None`` when the runs are not recorded)."""
     from zslib.engine.grid import recorded_grid
     from zslib.engine.stats import format_interval, paired, summarize
 
-    deml4 = real_configs()[2]
-    val = deml4.replace(validation_fraction=0.3)
+    deml4 = real_configs()[DEML4]
+    val = deml4.replace(validation_fraction=VALIDATION)
     sweep = recorded_grid({v: val.replace(method_params={**deml4.method_params, "lambda0": v}) for v in values},
                           "the validation comparison of lambda0", seeds, train=_training_real())
     if sweep is None:
@@ -491,7 +474,7 @@ def _lambda0_rule(sweep: Mapping, val, seeds):
     from zslib.engine.choice import OFF, choose
     from zslib.engine.grid import recorded_grid
 
-    off = recorded_grid({OFF: real_configs()[1].replace(validation_fraction=val.validation_fraction)},
+    off = recorded_grid({OFF: real_configs()[BASE].replace(validation_fraction=val.validation_fraction)},
                         "the validation runs of the binomial baseline", seeds, train=_training_real())
     return None if off is None else choose({OFF: off[OFF], **sweep})
 
@@ -698,7 +681,7 @@ def cam_records() -> dict:
     records are not stored is left out (made under ``ZS_PROFILE=real``)."""
     from zslib.methods.deml.analyses import learner_attention_records
 
-    return learner_attention_records({"DeML(1,4)": real_configs()[2], **real_arm_configs()}, train=_training_real())
+    return learner_attention_records({DEML4: real_configs()[DEML4], **real_arm_configs()}, train=_training_real())
 
 
 def _att_iv(records, key):
@@ -955,8 +938,8 @@ def key_findings():
     from zslib.analysis.findings import findings_box, not_recorded_box, real_comparison, recorded, verdict_words
     from zslib.engine.stats import format_interval, paired
 
-    floor_c, base_c, deml4_c, deml8_c = real_configs()
-    floor, runs = recorded({"f": floor_c}, (0,)), recorded({"b": base_c, "4": deml4_c, "8": deml8_c})
+    c = real_configs()
+    floor, runs = recorded({"f": c[FLOOR]}, (0,)), recorded({"b": c[BASE], "4": c[DEML4], "8": c[DEML8]})
     if floor is None or runs is None:
         return not_recorded_box()
     p8 = paired(runs["4"], runs["8"])

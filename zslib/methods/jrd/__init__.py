@@ -7,9 +7,11 @@ Tong, ICML 2020; ``chu2020jrd``).
 * ``theory.py`` -- the H-divergence and the ideal joint error lambda of Ben-David's bound, estimated;
 * ``method.py`` -- the registered methods ``jrd`` and ``intra``;
 * ``analyses.py`` -- ``bound_terms``: Table 3's lambda and d_H of a trained model;
-* ``reports.py`` -- the chapters' tables, figures and generated sentences from trained and recorded runs.
+* ``reports.py`` -- the chapters' tables, figures and generated sentences from trained and recorded runs;
+* ``recipes.py`` -- the protocol: the named configs, seeds, grids and choice rules every page reads;
+* ``paper.py`` -- ``PAPER``, the paper's record in :data:`zslib.engine.registry.PAPERS`.
 
 Chapters: ``book/jrd.ipynb`` (derivation, quick experiments, headline on photographs) and
 ``book/jrd_experiments.ipynb`` (the real-photograph analogues of Tables 2-4 and Figs. 4-6).
 """
-from zslib.methods.jrd import method  # noqa: F401  (registers the methods)
+from zslib.methods.jrd import method, paper  # noqa: F401  (register the methods and the paper)

@@ -1,24 +1,21 @@
 """Where the JRD chapter's runs depart from JRD (Chu, Lin, Wang, Wang, Yu, Gao and Tong, ICML 2020; ``chu2020jrd``).
 
 ``DEVIATIONS``: the rows of the chapter's table (:func:`zslib.analysis.deviations.deviation_table`), the common rows
-first. The chapter's config is its real-profile JRD run with the paper's CUB weight (:func:`chapter_config`); its
-book-default cells are read from it when the table is drawn.
+first. The chapter's config is its real-profile JRD run with the paper's CUB weight (``JRD`` of
+:func:`zslib.methods.jrd.recipes.real_configs`); its book-default cells are read from it when the table is drawn.
 """
 from __future__ import annotations
 
-from zslib.analysis.deviations import Deviation, Switch, common_rows, for_config
+from zslib.analysis.deviations import Deviation, Switch, common_rows, for_config, recipe_row
+from zslib.methods.jrd import recipes
 from zslib.methods.jrd.diversification import JRD_SETTINGS
 
 __all__ = ["DEVIATIONS", "chapter_config"]
 
 
-def chapter_config():
-    """The config the rows describe: JRD (Eq. 11, AM-Softmax with the paper's s and m, alpha = 1) on the real
-    profile, as the chapter's real section builds it."""
-    from zslib.engine.config import Config
-    from zslib.methods.jrd.method import jrd_method
-
-    return Config.from_profile("real").replace(**jrd_method("cub200", alpha=1.0))
+#: The config the rows describe: JRD (Eq. 11, AM-Softmax with the paper's s and m, alpha = 1) on the real profile,
+#: as the chapter's real section builds it.
+chapter_config = recipe_row(recipes, recipes.JRD)
 
 
 DEVIATIONS = common_rows({

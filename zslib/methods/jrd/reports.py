@@ -21,6 +21,10 @@ from functools import cached_property
 
 import numpy as np
 
+from zslib.methods.jrd.recipes import (BOUND_SEEDS, GRID_SEEDS, GRID_SIZES, KERNEL_ALPHAS, KERNEL_SEEDS,
+                                     MIXTURE_SEEDS, MIXTURES, RULE_SEEDS, SWEEP_ALPHAS, SWEEP_SEEDS, VALIDATION,
+                                     VALIDATION_ALPHAS, jrd, real_configs)
+
 __all__ = ["PAPER", "QUICK_THEORY", "REGULARIZER_NAMES", "SWEEP_SEEDS", "SWEEP_ALPHAS", "KERNEL_SEEDS", "KERNEL_ALPHAS",
            "MIXTURE_SEEDS", "MIXTURES", "GRID_SIZES", "GRID_SEEDS", "BOUND_SEEDS", "VALIDATION_ALPHAS", "RealRuns",
            "bound_rows", "bound_table", "paired_values", "quick_table", "quick_bound", "show_quick_table",
@@ -35,18 +39,6 @@ PAPER = "chu2020jrd"
 QUICK_THEORY = ("AM-Softmax", "JMMD", "JRD")
 #: the three regularizers of Sec. 5.3 (Fig. 5): the ``regularizer=`` of :func:`zslib.methods.jrd.method.jrd_method`
 REGULARIZER_NAMES = {"jrs": "JRD (JRS)", "jmmd": "JMMD", "jintra": "JIntra"}
-SWEEP_SEEDS = (0, 1, 2, 3, 4)
-SWEEP_ALPHAS = (0.05, 0.1, 0.2, 0.4, 0.5, 0.6, 0.8, 1.0, 2.0)  # every weight that labels a tick of Figs. 4 and 5
-KERNEL_SEEDS = (0, 1, 2)
-KERNEL_ALPHAS = (1e-3, 1e-2, 1e-1, 1.0)  # searched on validation classes; the paper's Table 4 uses 1 and 1e-3
-MIXTURE_SEEDS = (0, 1, 2, 3, 4)
-MIXTURES = ((1, 1), (2, 2), (3, 3), (5, 5))  # (K, K'): Gaussians of the pooling and of the embedding layer
-GRID_SIZES = (1, 3, 5)  # K (pooling) and K' (embedding) of the whole Fig. 6 grid
-GRID_SEEDS = (0, 1, 2, 3, 4)
-BOUND_SEEDS = (0, 1, 2, 3, 4)
-VALIDATION_ALPHAS = (1.0, 4.0)  # the paper's alpha and one larger candidate, compared on validation classes
-#: The seeds of the choice rule over alpha (the first three of the real profile's, as everywhere in the book).
-RULE_SEEDS = (0, 1, 2)
 _QUANTITIES = (("lam", "lambda"), ("d_H", "d_H"))
 _OTHERS = ("JMMD", "AM-Softmax")
 _VERDICTS = ("up", "down", "no clear effect")
@@ -293,12 +285,6 @@ def show_lambda_scale(bound: Mapping) -> dict:
 
 # ------------------------------------------------------------------------------ the recorded real-profile runs
 
-def _jrd(config, **params):
-    from zslib.methods.jrd.method import jrd_method
-
-    return config.replace(**jrd_method("cub200", **params))
-
-
 class RealRuns:
     """The recorded real-profile runs of the JRD chapters (Flowers-102, a frozen ImageNet EfficientNet-Lite0, a
     trained 512-d head), one lazily loaded attribute per grid, with the paired comparisons made from them.
@@ -315,35 +301,35 @@ class RealRuns:
         self.train = zslib.get_profile().name == "real" if train is None else bool(train)
         self.quiet = quiet
         self.real = Config.from_profile("real")
-        self.val = self.real.replace(validation_fraction=0.3)  # 30% of the seen classes held out, class-disjoint
+        self.val = self.real.replace(validation_fraction=VALIDATION)  # 30% of the seen classes held out, class-disjoint
 
     # -- the grids (name -> config), as recorded
     @property
     def main_grid(self) -> dict:
-        return {"AM-Softmax": _jrd(self.real, alpha=0.0), "JRD": _jrd(self.real, alpha=1.0)}
+        return real_configs()
 
     @property
     def variant_grid(self) -> dict:
         """The variants of Table 2 at the paper's alpha = 1."""
-        return {"MRD": _jrd(self.real, alpha=1.0, variant="mrd"), "JRD-C": _jrd(self.real, alpha=1.0, variant="jrd_c"),
-                "JRD-pooling": _jrd(self.real, alpha=1.0, variant="jrd_pooling")}
+        return {"MRD": jrd(self.real, alpha=1.0, variant="mrd"), "JRD-C": jrd(self.real, alpha=1.0, variant="jrd_c"),
+                "JRD-pooling": jrd(self.real, alpha=1.0, variant="jrd_pooling")}
 
     @property
     def kernel_grid(self) -> dict:
         """Every kernel of Table 4 at alpha = 1 (``gaussian_mixture`` is the chapter's JRD)."""
         from zslib.methods.jrd.diversification import KERNELS
 
-        return {k: _jrd(self.real, alpha=1.0, kernel=k) for k in KERNELS}
+        return {k: jrd(self.real, alpha=1.0, kernel=k) for k in KERNELS}
 
     @property
     def bound_grid(self) -> dict:
         """The three arms of the real Table 3 analogue: AM-Softmax, JMMD at the paper's 0.1 and JRD at 1."""
-        return {"AM-Softmax": self.main_grid["AM-Softmax"], "JMMD": _jrd(self.real, alpha=0.1, regularizer="jmmd"),
+        return {"AM-Softmax": self.main_grid["AM-Softmax"], "JMMD": jrd(self.real, alpha=0.1, regularizer="jmmd"),
                 "JRD": self.main_grid["JRD"]}
 
     def mixture_config(self, sizes):
         """JRD at alpha = 1 with ``sizes = (K, K')`` Gaussians on the pooling and the embedding layer."""
-        return _jrd(self.real, alpha=1.0, mixture=list(sizes))
+        return jrd(self.real, alpha=1.0, mixture=list(sizes))
 
     # -- loading
     def _quietly(self, load):
@@ -376,7 +362,7 @@ class RealRuns:
     @cached_property
     def validation(self):
         """``{alpha: runs}`` of JRD on the class-disjoint validation split, for the candidates 1 and 4."""
-        return self._grid({a: _jrd(self.val, alpha=a) for a in VALIDATION_ALPHAS}, "the validation runs of alpha")
+        return self._grid({a: jrd(self.val, alpha=a) for a in VALIDATION_ALPHAS}, "the validation runs of alpha")
 
     @cached_property
     def variants(self):
@@ -386,7 +372,7 @@ class RealRuns:
     def sweep(self):
         """``{"AM-Softmax": runs, (regularizer, alpha): runs}`` of the Figs. 4-5 sweep."""
         grid = {"AM-Softmax": self.main_grid["AM-Softmax"]}
-        grid.update({(reg, a): _jrd(self.real, alpha=a, regularizer=reg)
+        grid.update({(reg, a): jrd(self.real, alpha=a, regularizer=reg)
                      for reg in REGULARIZER_NAMES for a in SWEEP_ALPHAS})
         return self._grid(grid, "the alpha sweep", SWEEP_SEEDS)
 
@@ -399,7 +385,7 @@ class RealRuns:
         """``{(kernel, alpha): runs}`` on the validation split, alpha among :data:`KERNEL_ALPHAS`."""
         from zslib.methods.jrd.diversification import KERNELS
 
-        grid = {(k, a): _jrd(self.val, alpha=a, kernel=k) for k in KERNELS for a in KERNEL_ALPHAS}
+        grid = {(k, a): jrd(self.val, alpha=a, kernel=k) for k in KERNELS for a in KERNEL_ALPHAS}
         return self._grid(grid, "the kernels' validation runs", KERNEL_SEEDS)
 
     @cached_property
@@ -470,7 +456,7 @@ class RealRuns:
         Eq. 11 of Chu et al., ICML 2020, i.e. AM-Softmax alone) on the same class-disjoint validation split, one run
         per seed of ``seeds``, or ``None`` when they are not recorded. At alpha = 0 the kernel computes nothing, so
         this one arm is the "off" of the alpha choice and of each kernel's weight choice alike."""
-        got = self._grid({"off": _jrd(self.val, alpha=0.0)}, "the validation runs of alpha = 0", seeds)
+        got = self._grid({"off": jrd(self.val, alpha=0.0)}, "the validation runs of alpha = 0", seeds)
         return got["off"] if got else None
 
     @cached_property
@@ -565,7 +551,7 @@ class RealRuns:
         ``None``; an ablation for every kernel whose rule (:attr:`kernel_rules`) keeps JRD off."""
         if not self.kernel_alpha:
             return None
-        grid = {k: _jrd(self.real, alpha=a, kernel=k) for k, a in self.kernel_alpha.items()}
+        grid = {k: jrd(self.real, alpha=a, kernel=k) for k, a in self.kernel_alpha.items()}
         return self._grid(grid, "the kernels at their chosen alpha", KERNEL_SEEDS)
 
     @cached_property

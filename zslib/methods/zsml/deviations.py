@@ -1,18 +1,19 @@
 """Where the ZSML chapter's runs depart from ZSML (Xu, Cao, Yang, Yang and Deng, IJCAI 2019; ``xu2019zsml``).
 
 ``DEVIATIONS``: the rows of the chapter's table (:func:`zslib.analysis.deviations.deviation_table`), the common rows
-first. The chapter's config is its recorded real-profile ZSML run (:func:`zslib.methods.zsml.reports.real_configs`);
-its book-default cells are read from it when the table is drawn.
+first. The chapter's config is its recorded real-profile ZSML run (``ZSML`` of
+:func:`zslib.methods.zsml.recipes.real_configs`); its book-default cells are read from it when the table is drawn.
 """
 from __future__ import annotations
 
-from zslib.analysis.deviations import Deviation, Switch, chapter_row, common_rows, for_config
+from zslib.analysis.deviations import Deviation, Switch, common_rows, for_config, recipe_row
+from zslib.methods.zsml import recipes
 from zslib.methods.zsml.relation import ZSML_ARCHITECTURE
 
 __all__ = ["DEVIATIONS", "chapter_config"]
 
 #: The config the rows describe: the chapter's real-profile ZSML run over the frozen pooled features.
-chapter_config = chapter_row("zslib.methods.zsml.reports", 1)
+chapter_config = recipe_row(recipes, recipes.ZSML)
 
 
 DEVIATIONS = common_rows({

@@ -25,6 +25,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from zslib.methods.zsml.recipes import (ABL_SEEDS, ALPHAS, EVERY, FLOOR, HEAD, KS, POS_FRACTIONS, REAL_SEEDS,
+                                      REAL_ZSML, VAL_SEEDS, VALIDATION_FRACTION, ZSML, every_image_config,
+                                      real_configs, real_zsml)
+
 __all__ = ["METRICS", "MR", "LR", "HEAD", "REAL_ZSML", "REAL_SEEDS", "Section", "by_seed", "seed_difference",
            "paper_tables", "QuickComparison", "quick_comparison", "fig5", "RealComparison",
            "real_comparison", "photo_figures", "Experiments", "real_experiments", "full_profile_runs",
@@ -34,18 +38,7 @@ __all__ = ["METRICS", "MR", "LR", "HEAD", "REAL_ZSML", "REAL_SEEDS", "Section", 
 PAPER = "xu2019zsml"
 METRICS = ("ACC", "NMI", "Purity", "R@1")
 METRICS_ORDER = ("R@1", "NMI", "ACC", "Purity")
-EVERY = "ZSML every image"
 MR, LR = "Triplet + ZSML (MR)", "Triplet + LR + Reloss"
-HEAD = "trained head (binomial deviance)"
-#: the real profile's ZSML: the paper's relation kernels, a smaller S, 4 sampled images per class in evaluation
-REAL_ZSML = {"hidden": [256, 256], "eval_per_class": 4}
-REAL_SEEDS = (0, 1, 2, 3, 4)
-VAL_SEEDS = (0, 1, 2)  # the validation grids (alpha, the share of positive pairs)
-ABL_SEEDS = (0, 1, 2)  # the descriptive Table 7 and 8 analogues
-ALPHAS = (0.1, 0.3, 0.5)
-POS_FRACTIONS = (None, 0.1, 0.25, 0.5)  # None: uniform pairs
-KS = (16, 64, 96, 128)
-VALIDATION_FRACTION = 0.3
 ARM_COLUMNS = ("R@1", "R@2", "R@4", "R@8", "NMI")
 MEMORY_BUDGET_MIB = 2048
 
@@ -239,29 +232,6 @@ def _real():
     return Config.from_profile("real")
 
 
-def _real_zsml(config=None, **changes):
-    """A real-profile ZSML config (``REAL_ZSML`` with ``changes``) on ``config`` (default: the real profile)."""
-    return (config or _real()).replace(method="zsml", method_params={**REAL_ZSML, **changes})
-
-
-def real_configs():
-    """The recorded real-profile rows of the ZSML chapter: the untrained features, ZSML with the profile's pair
-    network (scored on a 4-per-class sample of each split, the runs the experiments page builds on), and the
-    trained head with the binomial deviance loss."""
-    from zslib.methods.cml.method import cml_method
-
-    real = _real()
-    return real.replace(method="pretrained"), _real_zsml(real), real.replace(**cml_method("cub200", "binomial", "baseline"))
-
-
-def every_image_config():
-    """The chapter's headline ZSML runs: the same training as :func:`real_configs`'s ZSML, scored by ranking every
-    unseen image (:data:`zslib.methods.zsml.method.EVERY_UNSEEN_IMAGE`), beside the cosine of its input features."""
-    from zslib.methods.zsml.method import EVERY_UNSEEN_IMAGE
-
-    return _real_zsml(_real(), **EVERY_UNSEEN_IMAGE)
-
-
 @dataclass
 class RealComparison:
     """The recorded real-profile rows: ``runs`` (``"ZSML"`` on the 4-per-class sample, ``"ZSML every image"`` and
@@ -299,10 +269,10 @@ def real_comparison(train: bool = False) -> RealComparison | None:
     any is missing."""
     from zslib.engine.grid import recorded_grid
 
-    floor_c, zsml_c, head_c = real_configs()
-    runs = recorded_grid({"ZSML": zsml_c, EVERY: every_image_config(), HEAD: head_c}, "the ZSML comparison",
+    c = real_configs()
+    runs = recorded_grid({ZSML: c[ZSML], EVERY: every_image_config(), HEAD: c[HEAD]}, "the ZSML comparison",
                          REAL_SEEDS, train=train)
-    floor_runs = recorded_grid({"pretrained": floor_c}, "the pretrained features", (0,), train=train)
+    floor_runs = recorded_grid({FLOOR: c[FLOOR]}, "the pretrained features", (0,), train=train)
     if runs is None or floor_runs is None:
         return None
     zr, ev, head, floor = runs["ZSML"], runs[EVERY], runs[HEAD], floor_runs["pretrained"][0]
@@ -494,7 +464,7 @@ def _alpha_choice(ex: Experiments, train: bool) -> None:
 
     real = _real()
     val = real.replace(validation_fraction=VALIDATION_FRACTION)
-    ex.val_runs = recorded_grid({a: _real_zsml(val, alpha=a) for a in ALPHAS}, "the choice of alpha", VAL_SEEDS,
+    ex.val_runs = recorded_grid({a: real_zsml(val, alpha=a) for a in ALPHAS}, "the choice of alpha", VAL_SEEDS,
                                 train=train)
     zp = ZSML.validate(REAL_ZSML)  # the run's ZSML settings, defaults included
     draws = real.iterations * zp["batch_pairs"]
@@ -576,7 +546,7 @@ def _chosen_alpha_test(ex: Experiments, train: bool) -> None:
     if ex.chosen_alpha is None or ex.chosen_alpha == 0.3 or ex.real is None:
         return
     a = ex.chosen_alpha
-    runs = recorded_grid({a: _real_zsml(alpha=a)}, "ZSML at the chosen alpha", REAL_SEEDS, train=train)
+    runs = recorded_grid({a: real_zsml(alpha=a)}, "ZSML at the chosen alpha", REAL_SEEDS, train=train)
     if runs is None:
         return
     zr, zc = ex.real.zsml, runs[a]
@@ -628,7 +598,7 @@ def _share_choice(ex: Experiments, train: bool) -> None:
     share = (f"The share of same-class pairs among uniform pairs, {how}: {100 * ex.share_fit:.1f}% on the training "
              f"classes of the validation split (mean of seeds {_seeds(VAL_SEEDS)}), {100 * ex.share_seen:.1f}% on all "
              "seen classes.")
-    ex.share_runs = recorded_grid({f: _real_zsml(val, alpha=ex.pos_alpha, positive_fraction=f) for f in POS_FRACTIONS},
+    ex.share_runs = recorded_grid({f: real_zsml(val, alpha=ex.pos_alpha, positive_fraction=f) for f in POS_FRACTIONS},
                                   "the choice of the share of positive pairs", VAL_SEEDS, train=train)
     if ex.share_runs is None:
         ex.share_choice = Section(share)
@@ -670,7 +640,7 @@ def _chosen_share_test(ex: Experiments, train: bool) -> None:
     if ex.share_runs is None or ex.best_pf is None or ex.pf_ref is None:
         return
     f, a = ex.best_pf, ex.pos_alpha
-    runs = recorded_grid({f: _real_zsml(alpha=a, positive_fraction=f)}, "ZSML at the best share of positive pairs",
+    runs = recorded_grid({f: real_zsml(alpha=a, positive_fraction=f)}, "ZSML at the best share of positive pairs",
                          REAL_SEEDS, train=train)
     if runs is None:
         return
@@ -712,7 +682,7 @@ def _alpha_ablation(ex: Experiments, train: bool) -> None:
     from zslib.engine.grid import recorded_grid
     from zslib.engine.stats import summarize
 
-    ex.alpha_runs = recorded_grid({a: _real_zsml(alpha=a) for a in ALPHAS}, "the alpha ablation", ABL_SEEDS,
+    ex.alpha_runs = recorded_grid({a: real_zsml(alpha=a) for a in ALPHAS}, "the alpha ablation", ABL_SEEDS,
                                   train=train)
     if ex.alpha_runs is None:
         return
@@ -732,7 +702,7 @@ def _k_ablation(ex: Experiments, train: bool) -> None:
     the paper's k = 96."""
     from zslib.engine.grid import recorded_grid
 
-    ex.k_runs = recorded_grid({k: _real_zsml(k=k) for k in KS}, "the k ablation", ABL_SEEDS, train=train)
+    ex.k_runs = recorded_grid({k: real_zsml(k=k) for k in KS}, "the k ablation", ABL_SEEDS, train=train)
     if ex.k_runs is None:
         return
     rows, ex.k_vs = _ablation(ex.k_runs, 96, "k")
@@ -778,10 +748,10 @@ def _arms(ex: Experiments, train: bool) -> None:
     if ex.zf is None:
         return
     real, base = _real(), _arm_settings(ex)
-    grid = {"LR + Reloss, 200 steps": _real_zsml(relation="linear", **base),
-            "LR + Reloss, 1,000 steps": _real_zsml(real.replace(iterations=1000), relation="linear", **base),
-            "ZSML (MR), S (1,000, 1,000)": _real_zsml(hidden=[1000, 1000], **base),
-            "Lifted + ZSML": _real_zsml(real.replace(loss="lifted_structure", iterations=400), features="embedding",
+    grid = {"LR + Reloss, 200 steps": real_zsml(relation="linear", **base),
+            "LR + Reloss, 1,000 steps": real_zsml(real.replace(iterations=1000), relation="linear", **base),
+            "ZSML (MR), S (1,000, 1,000)": real_zsml(hidden=[1000, 1000], **base),
+            "Lifted + ZSML": real_zsml(real.replace(loss="lifted_structure", iterations=400), features="embedding",
                                         metric_steps=200, **base)}
     ex.arm_runs = runs = recorded_grid(grid, "the LR, Lifted + ZSML and S-size rows", REAL_SEEDS, train=train)
     if runs is None:
@@ -820,7 +790,7 @@ def _every_pair(ex: Experiments, train: bool) -> None:
 
     if ex.zf is None:
         return
-    ev = ex.every = recorded_every_pair(_real_zsml(**_arm_settings(ex)), 0, train=train)
+    ev = ex.every = recorded_every_pair(real_zsml(**_arm_settings(ex)), 0, train=train)
     if ev is None:
         return
     pv, sample = ev.provenance, ex.zf[0]
@@ -856,9 +826,9 @@ def _transfer(ex: Experiments, train: bool) -> None:
         return
     base = _arm_settings(ex)
     on_synth = _real().replace(dataset="synthparts")
-    synth_runs = recorded_grid({"SynthParts": _real_zsml(on_synth, **base)}, "ZSML on SynthParts (pretrained features)",
+    synth_runs = recorded_grid({"SynthParts": real_zsml(on_synth, **base)}, "ZSML on SynthParts (pretrained features)",
                                REAL_SEEDS, train=train)
-    records = recorded_transfer(_real_zsml(**base), _real_zsml(on_synth, **base), REAL_SEEDS, train=train)
+    records = recorded_transfer(real_zsml(**base), real_zsml(on_synth, **base), REAL_SEEDS, train=train)
     if synth_runs is None or records is None:
         return
     zf, zs, (to_synth, to_flowers) = ex.zf, synth_runs["SynthParts"], records
@@ -1094,8 +1064,8 @@ def key_findings():
     from zslib.analysis.findings import findings_box, not_recorded_box, recorded, verdict_words
     from zslib.engine.stats import format_interval, summarize
 
-    floor_c, _, head_c = real_configs()
-    floor, runs = recorded({"f": floor_c}, (0,)), recorded({"z": every_image_config(), "h": head_c})
+    c = real_configs()
+    floor, runs = recorded({"f": c[FLOOR]}, (0,)), recorded({"z": every_image_config(), "h": c[HEAD]})
     if floor is None or runs is None:
         return not_recorded_box()
     z = runs["z"]

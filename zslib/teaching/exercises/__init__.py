@@ -13,16 +13,16 @@ references and hidden inputs the submission never sees. (An earlier version appe
 """
 from __future__ import annotations
 
-from zslib.teaching.exercises.bank import EXERCISES
-from zslib.teaching.exercises.bank_adapt_adv import EXERCISES as ADAPT_ADV_EXERCISES
+from zslib.engine.registry import PAPERS
+from zslib.teaching.exercises.bank import EXERCISES as _BANK
 from zslib.teaching.exercises.bank_compare import EXERCISES as COMPARE_EXERCISES
-from zslib.teaching.exercises.bank_deml import EXERCISES as DEML_EXERCISES
-from zslib.teaching.exercises.bank_jrd import EXERCISES as JRD_EXERCISES
-from zslib.teaching.exercises.bank_zsml import EXERCISES as ZSML_EXERCISES
 from zslib.teaching.exercises.kinds import ChoiceExercise, FunctionExercise, NumberExercise, Outcome
 
-EXERCISES = [*EXERCISES, *DEML_EXERCISES, *ADAPT_ADV_EXERCISES, *JRD_EXERCISES, *ZSML_EXERCISES,
-             *COMPARE_EXERCISES]
+#: Every paper's exercises (:attr:`zslib.engine.paper.Paper.exercises`), in the book's order.
+PAPER_EXERCISES = [e for paper in PAPERS.values() for e in paper.exercises()]
+
+#: Every exercise: those of the chapters before the papers, then every paper's, then the comparison's.
+EXERCISES = [*(e for e in _BANK if all(e is not p for p in PAPER_EXERCISES)), *PAPER_EXERCISES, *COMPARE_EXERCISES]
 
 __all__ = ["REGISTRY", "check", "verdict", "exercises_of", "Outcome"]
 

@@ -1,0 +1,50 @@
+"""The Adapt-Adv paper as one record (Al-Kaabi, Monsefi and Zabihzadeh, Applied Intelligence 2022;
+``alkaabi2022adaptadv``): registered in :data:`zslib.engine.registry.PAPERS` when this folder is imported, read by
+every list of papers in the book."""
+from __future__ import annotations
+
+from zslib.engine.paper import Paper
+from zslib.engine.registry import register_paper
+from zslib.methods.adapt_adv import recipes
+
+__all__ = ["PAPER"]
+
+
+def _reported() -> dict:
+    from zslib.reported import TABLES
+
+    return {table: data for (paper, table), data in TABLES.items() if paper == PAPER.bibkey}
+
+
+def _deviations() -> tuple:
+    from zslib.methods.adapt_adv.deviations import DEVIATIONS
+
+    return DEVIATIONS
+
+
+def _exercises() -> list:
+    from zslib.teaching.exercises.bank_adapt_adv import EXERCISES
+
+    return list(EXERCISES)
+
+
+def _key_findings():
+    from zslib.methods.adapt_adv.reports import key_findings
+
+    return key_findings()
+
+
+def _explorer():
+    from zslib.analysis.explorers import adapt_adv_lambda
+
+    return adapt_adv_lambda
+
+
+PAPER = register_paper(Paper(
+    key="adapt_adv", name="Adapt-Adv",
+    title=("A framework to enhance generalization of deep metric learning methods using "
+           "general discriminative feature learning and class adversarial neural networks"),
+    bibkey="alkaabi2022adaptadv", citation="Al-Kaabi, Monsefi and Zabihzadeh, Applied Intelligence 2022",
+    methods=("adapt_adv",), chapters=("adapt_adv", "adapt_adv_experiments"), position=3,
+    recipes=recipes, reported=_reported, deviations=_deviations, exercises=_exercises, key_findings=_key_findings,
+    explorer=_explorer))

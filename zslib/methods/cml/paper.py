@@ -1,0 +1,48 @@
+"""The CML paper as one record (Chen, Deng, Wang and Zhang, IEEE TNNLS 2022; ``chen2022cml``): registered in
+:data:`zslib.engine.registry.PAPERS` when this folder is imported, read by every list of papers in the book."""
+from __future__ import annotations
+
+from zslib.engine.paper import Paper
+from zslib.engine.registry import register_paper
+from zslib.methods.cml import recipes
+
+__all__ = ["PAPER"]
+
+
+def _reported() -> dict:
+    from zslib.reported import TABLES
+
+    return {table: data for (paper, table), data in TABLES.items() if paper == PAPER.bibkey}
+
+
+def _deviations() -> tuple:
+    from zslib.methods.cml.deviations import DEVIATIONS
+
+    return DEVIATIONS
+
+
+def _exercises() -> list:
+    from zslib.teaching.exercises.bank import EXERCISES
+
+    return [e for e in EXERCISES if e.name.split(".")[0] in PAPER.chapters]
+
+
+def _key_findings():
+    from zslib.methods.cml.reports import key_findings
+
+    return key_findings()
+
+
+def _explorer():
+    from zslib.analysis.explorers import cml_confusion
+
+    return cml_confusion
+
+
+PAPER = register_paper(Paper(
+    key="cml", name="CML",
+    title="Confusion-Based Metric Learning for Regularizing Zero-Shot Image Retrieval and Clustering",
+    bibkey="chen2022cml", citation="Chen, Deng, Wang and Zhang, IEEE TNNLS 2022",
+    methods=("cml",), chapters=("cml", "cml_experiments", "cml_ablations"), position=0,
+    recipes=recipes, reported=_reported, deviations=_deviations, exercises=_exercises, key_findings=_key_findings,
+    explorer=_explorer))

@@ -1,0 +1,48 @@
+"""The DeML paper as one record (Chen and Deng, CVPR 2019; ``chen2019deml``): registered in
+:data:`zslib.engine.registry.PAPERS` when this folder is imported, read by every list of papers in the book."""
+from __future__ import annotations
+
+from zslib.engine.paper import Paper
+from zslib.engine.registry import register_paper
+from zslib.methods.deml import recipes
+
+__all__ = ["PAPER"]
+
+
+def _reported() -> dict:
+    from zslib.reported import TABLES
+
+    return {table: data for (paper, table), data in TABLES.items() if paper == PAPER.bibkey}
+
+
+def _deviations() -> tuple:
+    from zslib.methods.deml.deviations import DEVIATIONS
+
+    return DEVIATIONS
+
+
+def _exercises() -> list:
+    from zslib.teaching.exercises.bank_deml import EXERCISES
+
+    return list(EXERCISES)
+
+
+def _key_findings():
+    from zslib.methods.deml.reports import key_findings
+
+    return key_findings()
+
+
+def _explorer():
+    from zslib.analysis.explorers import deml_attention
+
+    return deml_attention
+
+
+PAPER = register_paper(Paper(
+    key="deml", name="DeML",
+    title="Hybrid-Attention based Decoupled Metric Learning for Zero-Shot Image Retrieval",
+    bibkey="chen2019deml", citation="Chen and Deng, CVPR 2019",
+    methods=("deml",), chapters=("deml", "deml_experiments"), position=1,
+    recipes=recipes, reported=_reported, deviations=_deviations, exercises=_exercises, key_findings=_key_findings,
+    explorer=_explorer))

@@ -1,0 +1,53 @@
+"""The DeML chapters' protocol (Chen and Deng, CVPR 2019; ``chen2019deml``): the named configs, seeds and grids
+that the chapters, the comparison across methods, the deviations table and the fine-tuning campaign read from here.
+
+* :func:`real_configs`: the recorded real-profile rows, by name; :func:`real_arm_configs`: the two extra arms;
+* :func:`deml` and :func:`binomial_base`: DeML(1, J) and its baseline head on any base config;
+* :data:`LAMBDA0S` and :data:`VAL_SEEDS`: the adversary weights compared on validation classes.
+"""
+from __future__ import annotations
+
+from zslib.engine.config import Config
+
+__all__ = ["FLOOR", "BASE", "DEML4", "DEML8", "HINGE", "LAMBDA0S", "VAL_SEEDS", "VALIDATION", "binomial_base", "deml",
+           "real_configs", "real_arm_configs"]
+
+#: The names of the real-profile rows (:func:`real_configs`, :func:`real_arm_configs`).
+FLOOR, BASE, DEML4, DEML8, HINGE = "pretrained", "baseline", "DeML(1,4)", "DeML(1,8)", "DeML(1,4), hinge"
+
+#: The adversary's weights lambda0 of Eq. 4 compared on validation classes: the paper's 1 and a tenth of it.
+LAMBDA0S = (0.1, 1.0)
+
+#: The seeds of every choice on validation classes ...
+VAL_SEEDS = (0, 1, 2)
+
+#: ... with 30% of the seen classes held out (class-disjoint).
+VALIDATION = 0.3
+
+
+def binomial_base(base: Config) -> Config:
+    """``base`` with the decoupled binomial loss of Eq. 5 and no method: the baseline head DeML is compared with."""
+    return base.replace(loss="binomial_deml", method="baseline", method_params={})
+
+
+def deml(base: Config, learners: int = 4, lambda0: float = 1.0, **params) -> Config:
+    """DeML(1, ``learners``) with the loss of Eq. 5 and the adversary at ``lambda0`` (the paper's 1) on ``base``;
+    ``params``: more method parameters."""
+    return base.replace(loss="binomial_deml", method="deml",
+                        method_params={"learners": learners, "lambda0": lambda0, **params})
+
+
+def real_configs() -> dict[str, Config]:
+    """The recorded real-profile rows of the DeML chapter, by name: the untrained features (:data:`FLOOR`), the
+    baseline head with Eq. 5's loss (:data:`BASE`), DeML(1, 4) with the paper's weights (:data:`DEML4`, lambda0 = 1)
+    and DeML(1, 8) (:data:`DEML8`)."""
+    real = Config.from_profile("real")
+    return {FLOOR: real.replace(method="pretrained"), BASE: binomial_base(real), DEML4: deml(real, 4),
+            DEML8: deml(real, 8)}
+
+
+def real_arm_configs() -> dict[str, Config]:
+    """The two extra real-profile arms: DeML(1, 8) (the paper's largest J, lambda0 = 1) and DeML(1, 4) with the
+    released code's hinge in place of the adversary (weight 0.2 per pair of learners)."""
+    real = Config.from_profile("real")
+    return {DEML8: deml(real, 8), HINGE: deml(real, 4, lambda0=0.2, adversary="hinge")}

@@ -1,0 +1,48 @@
+"""The JRD paper as one record (Chu, Lin, Wang, Wang, Yu, Gao and Tong, ICML 2020; ``chu2020jrd``): registered in
+:data:`zslib.engine.registry.PAPERS` when this folder is imported, read by every list of papers in the book."""
+from __future__ import annotations
+
+from zslib.engine.paper import Paper
+from zslib.engine.registry import register_paper
+from zslib.methods.jrd import recipes
+
+__all__ = ["PAPER"]
+
+
+def _reported() -> dict:
+    from zslib.reported import TABLES
+
+    return {table: data for (paper, table), data in TABLES.items() if paper == PAPER.bibkey}
+
+
+def _deviations() -> tuple:
+    from zslib.methods.jrd.deviations import DEVIATIONS
+
+    return DEVIATIONS
+
+
+def _exercises() -> list:
+    from zslib.teaching.exercises.bank_jrd import EXERCISES
+
+    return list(EXERCISES)
+
+
+def _key_findings():
+    from zslib.methods.jrd.reports import key_findings
+
+    return key_findings()
+
+
+def _explorer():
+    from zslib.analysis.explorers import jrd_bound
+
+    return jrd_bound
+
+
+PAPER = register_paper(Paper(
+    key="jrd", name="JRD",
+    title="Distance Metric Learning with Joint Representation Diversification",
+    bibkey="chu2020jrd", citation="Chu, Lin, Wang, Wang, Yu, Gao and Tong, ICML 2020",
+    methods=("jrd", "intra"), chapters=("jrd", "jrd_experiments"), position=2,
+    recipes=recipes, reported=_reported, deviations=_deviations, exercises=_exercises, key_findings=_key_findings,
+    explorer=_explorer))

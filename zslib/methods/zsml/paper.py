@@ -1,0 +1,48 @@
+"""The ZSML paper as one record (Xu, Cao, Yang, Yang and Deng, IJCAI 2019; ``xu2019zsml``): registered in
+:data:`zslib.engine.registry.PAPERS` when this folder is imported, read by every list of papers in the book."""
+from __future__ import annotations
+
+from zslib.engine.paper import Paper
+from zslib.engine.registry import register_paper
+from zslib.methods.zsml import recipes
+
+__all__ = ["PAPER"]
+
+
+def _reported() -> dict:
+    from zslib.reported import TABLES
+
+    return {table: data for (paper, table), data in TABLES.items() if paper == PAPER.bibkey}
+
+
+def _deviations() -> tuple:
+    from zslib.methods.zsml.deviations import DEVIATIONS
+
+    return DEVIATIONS
+
+
+def _exercises() -> list:
+    from zslib.teaching.exercises.bank_zsml import EXERCISES
+
+    return list(EXERCISES)
+
+
+def _key_findings():
+    from zslib.methods.zsml.reports import key_findings
+
+    return key_findings()
+
+
+def _explorer():
+    from zslib.analysis.explorers import zsml_labels
+
+    return zsml_labels
+
+
+PAPER = register_paper(Paper(
+    key="zsml", name="ZSML",
+    title="Zero-shot Metric Learning",
+    bibkey="xu2019zsml", citation="Xu, Cao, Yang, Yang and Deng, IJCAI 2019",
+    methods=("zsml", "nca"), chapters=("zsml", "zsml_experiments"), position=4,
+    recipes=recipes, reported=_reported, deviations=_deviations, exercises=_exercises, key_findings=_key_findings,
+    explorer=_explorer))
