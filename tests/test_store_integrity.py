@@ -18,7 +18,7 @@ import pytest
 import torch
 
 from zslib.engine.config import HASHED_UNLESS_DEFAULT, NOT_HASHED, Config
-from zslib.engine.store import ResultFileError, load_result, load_results, record_runs
+from zslib.engine.store import DIGEST_KEY, ResultFileError, content_digest, load_result, load_results, record_runs
 
 TINY = dict(iterations=4, eval_every=4, batch_classes=4, batch_per_class=2, synth_images_per_class=8,
             image_size=32, resize_size=36, embedding_dim=16)
@@ -38,6 +38,13 @@ def stored(tmp_path_factory):
     folder = tmp_path_factory.mktemp("store")
     result = run(Config(**TINY), results_dir=folder, progress=False)
     return folder, result
+
+
+def _signed(d: dict) -> str:
+    """``d`` as the JSON text of a record written by the store (its digest over the new contents): to test what
+    lies behind the digest check, as a file written by other code would reach it."""
+    d[DIGEST_KEY] = content_digest(d)
+    return json.dumps(d)
 
 
 def _copy(stored, tmp_path):
@@ -167,7 +174,7 @@ def test_evaluate_result_does_not_follow_a_path_into_another_runs_checkpoint(sto
     other = run(Config(**TINY, seed=1), results_dir=tmp_path / "other", progress=False)
     d = json.loads(path.read_text())
     d["provenance"]["checkpoint"] = str(other.checkpoint)  # the result now points at another run's weights
-    path.write_text(json.dumps(d))
+    path.write_text(_signed(d))
     result = load_result(path)
     assert result.checkpoint == other.checkpoint
     with pytest.raises(ResultFileError, match="not of"):
@@ -246,7 +253,7 @@ def test_a_grid_names_its_diverged_runs(stored, tmp_path):
     assert diverged(healthy) == {}
     d = json.loads(path.read_text())
     d.update(status="diverged", diverged_reason="buffer bn.running_var reached 2e+08")
-    path.write_text(json.dumps(d))  # the status is not part of the key: the file still loads
+    path.write_text(_signed(d))  # the status is not part of the key: a file written so loads
     with pytest.warns(UserWarning, match="diverged runs.*triplet: 1 of 1 seeds"):
         out = recorded_grid(grid, "a test", seeds=[0], results_dir=tmp_path, progress=False)
     assert diverged(out) == {"triplet": ["buffer bn.running_var reached 2e+08"]}
@@ -267,7 +274,7 @@ def test_record_replace_rewrites_only_with_a_newer_run_and_keeps_what_it_replace
     d["provenance"]["timestamp"] = "2099-01-01T00:00:00+00:00"
     d["metrics"]["unseen"]["R@1"] += 0.25
     d["metrics"]["unseen"]["MAP@R"] = 0.5
-    path.write_text(json.dumps(d))
+    path.write_text(_signed(d))
     assert record_runs(result.config.profile, tmp_path) == []  # recorded already: kept as it is
     assert load_result(tmp_path / "recorded" / path.name).metrics == old.metrics
     assert record_runs(result.config.profile, tmp_path, replace=True) == [tmp_path / "recorded" / path.name]
