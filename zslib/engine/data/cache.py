@@ -139,8 +139,11 @@ def _shapes(dataset, size: int) -> np.ndarray:
 
     out = np.empty((len(dataset), 2), dtype=np.int64)
     for i, p in enumerate(dataset.paths):
-        with Image.open(p) as im:
-            w, h = im.size
+        try:
+            with Image.open(p) as im:
+                w, h = im.size
+        except (OSError, SyntaxError, ValueError) as err:  # an OSError here is the file's fault, not the cache's
+            raise _unreadable(p, f"{type(err).__name__}: {err}") from None
         out[i] = resized_shape(h, w, size)
     return out
 
