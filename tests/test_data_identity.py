@@ -109,11 +109,12 @@ def test_the_feature_cache_is_not_served_to_other_pixels_and_an_old_entry_serves
     folder = build_flowers(tmp_path / "data", LABELS)
     first, info = _features()
     assert info["built"]
-    # the entry as code before the data identity wrote it: the same arrays under the key without "data"
+    # the entry as code before the data identity wrote it: the same arrays under the key without "data", and that
+    # code's own source fingerprint
     meta = json.loads((tmp_path / "cache" / os.path.basename(info["folder"]) / "meta.json").read_text())
     from zslib.engine.cache import ArrayCache
 
-    legacy = ArrayCache("features", {k: v for k, v in meta["key"].items() if k != "data"})
+    legacy = ArrayCache("features", {**{k: v for k, v in meta["key"].items() if k != "data"}, "code": "0" * 16})
     shutil.copytree(info["folder"], legacy.path)
     meta["key"] = legacy.key
     (legacy.path / "meta.json").write_text(json.dumps(meta))

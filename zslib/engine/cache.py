@@ -130,13 +130,13 @@ class ArrayCache:
             if tmp is not None:
                 shutil.rmtree(tmp, ignore_errors=True)
 
-    def siblings(self, field: str) -> list[tuple[Path, dict]]:
-        """Complete entries of this name whose key equals this entry's except in ``field`` (which they lack or hold
-        with another value), as ``(folder, key)``: e.g. the same dataset cached from other data (``field="data"``),
-        or an entry written before ``field`` was part of the key."""
+    def siblings(self, *fields: str) -> list[tuple[Path, dict]]:
+        """Complete entries of this name whose key equals this entry's except in ``fields`` (which they lack or hold
+        with other values), as ``(folder, key)``: e.g. the same dataset cached from other data (``"data"``), or an
+        entry written before a field was part of the key."""
         if self.path is None:
             return []
-        mine = {k: v for k, v in self.key.items() if k != field}
+        mine = {k: v for k, v in self.key.items() if k not in fields}
         out = []
         for meta in sorted(self.path.parent.glob(f"{self.name}-*/meta.json")):
             if meta.parent == self.path:
@@ -145,7 +145,7 @@ class ArrayCache:
                 key = json.loads(meta.read_text()).get("key")
             except (OSError, ValueError):
                 continue
-            if isinstance(key, dict) and {k: v for k, v in key.items() if k != field} == mine:
+            if isinstance(key, dict) and {k: v for k, v in key.items() if k not in fields} == mine:
                 out.append((meta.parent, key))
         return out
 

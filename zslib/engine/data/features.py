@@ -11,9 +11,10 @@ labels, the identity of the images' contents (:mod:`zslib.engine.data.identity`:
 with other pixels are other data), the backbone and the SHA-256 of its weights file, the image and resize sizes,
 the stages, and the source of the code that computes them. A changed input can never be answered by a stale cache
 (a warning says when the same names and labels were cached from other data); a damaged file is detected by its
-checksum and rebuilt. An entry written before the data identity was part of the key is still used for the same
-data: the maps of a few of its images (:data:`CHECK_IMAGES`) are computed again and must match its rows, and it is
-then linked under the new key (hard links, no copy).
+checksum and rebuilt. An entry written before the data identity was part of the key (whatever code fingerprint it
+carries) is still used for the same data: the maps of a few of its images (:data:`CHECK_IMAGES`) are computed again
+by this code and must match its rows (:data:`CHECK_TOLERANCE`), and it is then linked under the new key (hard
+links, no copy), so the shared 1.5 GB cache of Flowers-102 is not built again.
 
 * :func:`feature_cache` -- build (once) or load the cached maps of a dataset: one row per image, the maps of
   every stage flattened and concatenated, float16, read as a memory map;
@@ -150,9 +151,10 @@ def feature_cache(dataset: str, backbone: str, stages, image_size: int, resize_s
 
 
 #: Images recomputed to check that a cache entry written before data identities were part of its key holds the
-#: maps of the images on disk now (spread over the rows), and the relative difference allowed (float16 rounding and
-#: another batch composition stay far below it; maps of other pixels are far above it).
-CHECK_IMAGES, CHECK_TOLERANCE = 6, 1e-2
+#: maps of the images on disk now (spread over the rows), and the relative difference allowed between the rows
+#: (the norm of the difference over the norm of the stored rows): float16 rounding (at most 2^-11 of each value) and
+#: another batch composition stay below it; the maps of other pixels, or of other preprocessing, are far above it.
+CHECK_IMAGES, CHECK_TOLERANCE = 6, 2e-3
 
 
 def _rows(net, parts, idx, flipped: bool = False) -> np.ndarray:
@@ -171,12 +173,15 @@ def _rows(net, parts, idx, flipped: bool = False) -> np.ndarray:
 
 def _entry_before_identity(entry: ArrayCache, recompute) -> dict | None:
     """Before ``entry`` (keyed by its data's identity) is built: an entry of the same key written before the data
-    identity was part of it is used (linked under the new key, no copy) when the maps of a few of its images,
-    computed now by ``recompute(indices)``, match its rows; otherwise, and for an entry of the same file names and
-    labels made from other data, one warning says why the maps are computed again."""
-    for folder, key in entry.siblings("data"):
+    identity was part of it (by this code or the code before it, whose source fingerprint differs: the key's
+    ``"code"``) is used, linked under the new key (no copy), when the maps of a few of its images computed now by
+    ``recompute(indices)`` match its rows to :data:`CHECK_TOLERANCE`; otherwise, and for an entry of the same file
+    names and labels made from other data, one warning says why the maps are computed again."""
+    for folder, key in entry.siblings("data", "code"):
         old = ArrayCache(entry.name, key, folder=folder.parent)
         if "data" in key:
+            if key.get("code") != entry.key.get("code"):
+                continue  # other code: rebuilt as after any change of the code, without a word about the data
             warnings.warn(f"the cached {entry.name} at {folder} were made from other data (data identity "
                           f"{key['data']}; the data now is {entry.key['data']}): computed again for this data",
                           stacklevel=3)
