@@ -6,9 +6,7 @@ from __future__ import annotations
 import json
 import warnings
 
-import numpy as np
 import pytest
-import torch
 
 from zslib.engine.config import Config
 from zslib.engine.store import (DIGEST_KEY, ResultFileError, ResultsNotWritableError, content_digest, load_result,

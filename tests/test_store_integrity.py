@@ -396,3 +396,28 @@ def test_a_recorded_run_that_differs_from_the_manifest_is_refused(stored, tmp_pa
     assert str(recorded / result.path.name) in str(err.value) and "record --manifest" in str(err.value)
     (recorded / "new.json").write_text("{}")
     assert manifest_differences(tmp_path) == [f"changed: {result.path.name}", "not in the manifest: new.json"]
+
+
+def test_record_replace_gives_a_recorded_run_its_data_identity(stored, tmp_path):
+    """A run recorded before data identities (no identity, no digest) is rewritten by ``record --replace`` from a run
+    of this code, which carries both; the recorded runs stay usable until then."""
+    from zslib.engine.store import write_manifest
+
+    path = _copy(stored, tmp_path)
+    for f in tmp_path.glob("*.json"):
+        if f != path:
+            f.unlink()
+    d = json.loads(path.read_text())
+    assert d["provenance"]["data_identity"].startswith("synthparts-")
+    old = {k: v for k, v in d.items() if k != DIGEST_KEY}
+    old["provenance"] = {k: v for k, v in d["provenance"].items() if k != "data_identity"}
+    old["provenance"]["timestamp"] = "2026-01-01T00:00:00+00:00"
+    (tmp_path / "recorded").mkdir()
+    (tmp_path / "recorded" / path.name).write_text(json.dumps(old, indent=1))
+    write_manifest(tmp_path)
+    assert "data_identity" not in load_result(tmp_path / "recorded" / path.name).provenance  # still served
+    assert record_runs(stored[1].config.profile, tmp_path, replace=True) == [tmp_path / "recorded" / path.name]
+    write_manifest(tmp_path)
+    new = load_result(tmp_path / "recorded" / path.name)
+    assert new.provenance["data_identity"] == d["provenance"]["data_identity"]
+    assert json.loads(new.path.read_text())[DIGEST_KEY] == content_digest(json.loads(new.path.read_text()))

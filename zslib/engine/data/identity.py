@@ -12,8 +12,8 @@ provenance (``provenance["data_identity"]``); a stored result or cache made from
   read only in its first and last :data:`EDGE_BYTES`. Reading every image is what makes two trees with the
   same names, sizes and labels differ as soon as one pixel does; it is done once per folder: the identity is kept
   in the cache folder (``$ZS_CACHE/data-identity/``) with a stamp of every file's size and modification time, and
-  computed again only when one of them changes (or a file comes or goes). Measured on the Flowers-102 copy of this
-  project (8,189 JPEGs at 160 px, 102 MB, on the shared 2-core machine): see :func:`folder_identity`.
+  computed again only when one of them changes (or a file comes or goes). Its cost on Flowers-102: see
+  :func:`folder_identity`.
 * SynthParts, generated in memory (:func:`zslib.engine.data.synthparts.generator_identity`): a digest of its
   generator's parameters and of the source that renders it.
 
@@ -90,9 +90,10 @@ def folder_identity(folder: str | os.PathLike) -> str:
     """16 hex digits identifying the contents of ``folder`` (see the module docstring), computed once and then
     read back while no file's size or modification time changed.
 
-    Measured on the shared 2-core machine (Flowers-102, 8,189 JPEGs at 160 px, 102 MB, 2026-11-27): about 1.1 s
-    when computed (the files in the page cache; the first read of a cold disk adds its read time), about 0.05 s
-    when read back (a ``stat`` of every file)."""
+    Measured on the shared 2-core machine (Flowers-102: 8,192 files, 8,189 of them JPEGs at 160 px, 89 MB;
+    2026-11-27, the files in the page cache; a cold disk adds the time to read them once): computed in 0.26-0.34 s
+    and read back in 0.09-0.11 s (a ``stat`` of every file) at a load average of about 3, and in 3.3-3.9 s and
+    0.6-1.1 s at a load average of 15."""
     folder = Path(folder).resolve()
     if not folder.is_dir():
         raise FileNotFoundError(f"no dataset folder at {folder}")

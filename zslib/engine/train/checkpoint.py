@@ -120,7 +120,7 @@ def atomic_write(path: str | os.PathLike, write, mode: str = "wb") -> Path:
 
 
 def _file_size_limit() -> int | None:
-    """The largest file this process may write (``ulimit -f``, ``RLIMIT_FSIZE``) in bytes, or ``None`` when unlimited."""
+    """The largest file this process may write (``ulimit -f``, ``RLIMIT_FSIZE``), in bytes; ``None``: unlimited."""
     try:
         import resource
 
