@@ -233,8 +233,13 @@ def _parser(config_cls=None) -> argparse.ArgumentParser:
                                    "chapters then show these runs in builds that do not train them (e.g. the real "
                                    "profile's runs in a quick build), and the analysis records of those runs "
                                    "(results/analyses/, zslib.analysis.records) into recorded/analyses/. Checkpoints are "
-                                   "not copied.")
-    r.add_argument("--profile", required=True, choices=[p for p in sorted(PROFILES) if p != "quick"])
+                                   "not copied. Then it rewrites recorded/SHA256SUMS, the SHA-256 of every recorded "
+                                   "file (zslib.engine.store.MANIFEST), which the store checks and git diffs show.")
+    r.add_argument("--profile", choices=[p for p in sorted(PROFILES) if p != "quick"],
+                   help="the profile whose runs are copied (required unless --manifest)")
+    r.add_argument("--manifest", action="store_true",
+                   help="only rewrite recorded/SHA256SUMS from the files under recorded/ (after adding or changing "
+                        "recorded files by other means)")
     r.add_argument("--results-dir", help="where results are (default: $ZS_RESULTS or results/)")
     r.add_argument("--dry-run", action="store_true", help="only list what would be copied")
     r.add_argument("--replace", action="store_true",
@@ -542,9 +547,15 @@ def _evaluate(args) -> int:
 
 
 def _record(args) -> int:
-    from zslib.engine.store import record_runs
+    from zslib.engine.store import record_runs, write_manifest
 
     from zslib.analysis.records import record_analyses
+
+    if args.manifest:
+        print(f"wrote {write_manifest(args.results_dir)}")
+        return 0
+    if not args.profile:
+        raise UsageError("record needs --profile (the profile whose runs are copied), or --manifest")
 
     copied = record_runs(args.profile, args.results_dir, dry_run=args.dry_run, replace=args.replace)
     verb = "would copy" if args.dry_run else "copied"
@@ -568,6 +579,8 @@ def _record(args) -> int:
         print(f"{verb} {len(analyses)} analysis record(s) of the {args.profile} profile (zslib.analysis.records)")
         for path in analyses:
             print(f"  {path}")
+    if not args.dry_run:
+        print(f"wrote {write_manifest(args.results_dir)}")
     return 0
 
 

@@ -130,6 +130,52 @@ class ArrayCache:
             if tmp is not None:
                 shutil.rmtree(tmp, ignore_errors=True)
 
+    def siblings(self, *fields: str) -> list[tuple[Path, dict]]:
+        """Complete entries of this name whose key equals this entry's except in ``fields`` (which they lack or hold
+        with other values), as ``(folder, key)``: e.g. the same dataset cached from other data (``"data"``), or an
+        entry written before a field was part of the key."""
+        if self.path is None:
+            return []
+        mine = {k: v for k, v in self.key.items() if k not in fields}
+        out = []
+        for meta in sorted(self.path.parent.glob(f"{self.name}-*/meta.json")):
+            if meta.parent == self.path:
+                continue
+            try:
+                key = json.loads(meta.read_text()).get("key")
+            except (OSError, ValueError):
+                continue
+            if isinstance(key, dict) and {k: v for k, v in key.items() if k not in fields} == mine:
+                out.append((meta.parent, key))
+        return out
+
+    def link(self, folder: str | os.PathLike) -> Path | None:
+        """Make this entry hold the arrays of the complete entry ``folder`` (hard links: no copy, no extra space;
+        the checksums recorded there are kept), under this entry's key; ``None`` when the links cannot be made
+        (another disk, a file system without them). The caller has checked that the arrays are this key's."""
+        if self.path is None:
+            return None
+        folder = Path(folder)
+        tmp = None
+        try:
+            meta = json.loads((folder / "meta.json").read_text())
+            tmp = self.scratch()
+            for name in meta["arrays"]:
+                os.link(folder / f"{name}.npy", tmp / f"{name}.npy")
+            meta = {"name": self.name, "key": self.key, "arrays": meta["arrays"], "linked_from": folder.name}
+            (tmp / "meta.json").write_text(json.dumps(meta, indent=1))
+            try:
+                tmp.rename(self.path)
+            except OSError:
+                if not self.exists():
+                    raise
+            return self.path
+        except (OSError, ValueError, KeyError):
+            return None
+        finally:
+            if tmp is not None:
+                shutil.rmtree(tmp, ignore_errors=True)
+
     def scratch(self) -> Path | None:
         """A new empty folder beside the entry (on the same disk; ``None`` when caching is off), for arrays too
         large to build in memory: write them there as ``<name>.npy`` files (e.g. through

@@ -25,10 +25,11 @@ import numpy as np
 import torch
 from torch import nn
 
-from zslib.engine.config import Config
+from zslib.engine.config import Config, config_hash
 from zslib.engine.registry import get_method
 from zslib.engine.method import Method
-from zslib.engine.store import (Result, ResultFileError, check_writable, code_fingerprint, hash_in_name,
+from zslib.engine.out_of_memory import batch_memory_hint
+from zslib.engine.store import (Result, ResultFileError, check_writable, code_fingerprint, file_slug, hash_in_name,
                                 load_result, provenance, result_path, results_dir, stale_code_warning)
 from zslib.engine.train import TrainSpec, default_eval, distributed, embed, load_checkpoint, set_seed, train
 from zslib.engine.train.precision import Precision
@@ -189,6 +190,9 @@ def run(config: Config, results_dir: str | os.PathLike | None = None, force: boo
     directory = _results(results_dir)
     path = result_path(config, directory)
     stored = path.exists() and not force
+    identity = _data_identity(config)
+    if stored and _made_from_other_data(path, identity):  # trained again, into this folder, from step 0
+        stored, force, path = False, True, directory / f"{file_slug(config.name)}-{config_hash(config)}.json"
     if stored and not distributed.launched():
         return _reuse(path, directory)
     if not stored:
@@ -202,7 +206,7 @@ def run(config: Config, results_dir: str | os.PathLike | None = None, force: boo
         if force and ckpt.exists() and rank == 0:
             ckpt.unlink()
         elif ckpt.exists() and rank == 0:
-            _drop_stale_checkpoint(ckpt, config)
+            _drop_stale_checkpoint(ckpt, config, identity)
 
     started = time.perf_counter()
     method_cls = get_method(config.method)  # resolved once, here, and handed down
@@ -225,7 +229,8 @@ def run(config: Config, results_dir: str | os.PathLike | None = None, force: boo
         method.prepare(model, data["train"])  # e.g. a closed-form fit on the training classes
         metrics = _final_metrics(config, model, data, history, device, method)
         result = Result(config, metrics, history, provenance(config, device, train_seconds=0.0,
-                                                             wall_seconds=round(time.perf_counter() - started, 3)))
+                                                             wall_seconds=round(time.perf_counter() - started, 3),
+                                                             data_identity=identity))
         result.save(path)
         distributed.barrier()
         return result
@@ -235,8 +240,10 @@ def run(config: Config, results_dir: str | os.PathLike | None = None, force: boo
     spec = TrainSpec.from_config(
         config, eval_at_start=config.eval_every < config.iterations, eval_at_end=False, checkpoint_path=ckpt,
         checkpoint_every=checkpoint_every or config.eval_every, max_steps=max_steps, device=device, progress=progress,
-        meta={"config": config.as_dict(), "code_fingerprint": code_fingerprint()})  # checked before a resume
-    history = train(model, method, data["train"], spec, eval_sets)
+        meta={"config": config.as_dict(), "code_fingerprint": code_fingerprint(),  # checked before a resume
+              "data_identity": identity})
+    with batch_memory_hint(config):  # an allocation failure names the batch and what to lower
+        history = train(model, method, data["train"], spec, eval_sets)
     done = bool(history.losses) and history.losses[-1]["step"] >= config.iterations
     if not done:
         return Result(config, {"seen": history.last("seen")}, history, {"complete": False}, None)
@@ -247,11 +254,14 @@ def run(config: Config, results_dir: str | os.PathLike | None = None, force: boo
     from zslib.engine.collapse import collapse_reason
     from zslib.engine.data import labels_of
 
-    diverged = collapse_reason(model, history, metrics, labels_of(data["seen"]))
+    diverged = collapse_reason(model, history, metrics, labels_of(data["seen"]),
+                               {k: labels_of(data[k]) for k in ("val", "unseen") if k in data
+                                and not isinstance(data[k], tuple)})
     result = Result(config, metrics, history, provenance(
         config, device, train_seconds=round(history.elapsed, 3), wall_seconds=round(time.perf_counter() - started, 3),
         checkpoint=os.path.relpath(ckpt, path.parent), precision=Precision(device, config.amp).name,
-        processes=world_size, data_wait_share=round(history.data_share, 4), **_throughput(config, history, device)),
+        processes=world_size, data_wait_share=round(history.data_share, 4), data_identity=identity,
+        **_throughput(config, history, device)),
         diverged=diverged)
     result.save(path)
     if diverged:
@@ -279,12 +289,20 @@ def _throughput(config: Config, history, device) -> dict:
     return out
 
 
-def _drop_stale_checkpoint(ckpt: Path, config: Config) -> None:
+def _drop_stale_checkpoint(ckpt: Path, config: Config, data: str | None = None) -> None:
     """Before a run resumes from ``ckpt``: refuse another run's checkpoint under this run's name, and start over
     (deleting it, with one warning) when the checkpoint was written by other zslib code, whose half-trained
-    state would otherwise be finished by this code and stored under this code's fingerprint."""
+    state would otherwise be finished by this code and stored under this code's fingerprint, or trained on other
+    data than ``data`` (the run's data identity, :mod:`zslib.engine.data.identity`)."""
+    from zslib.engine.data.identity import identity_mismatch
+
     state = load_checkpoint(ckpt, map_location="cpu")
     checkpoint_config(ckpt, state, config)
+    other = identity_mismatch(f"the checkpoint {ckpt}", (state.get("meta") or {}).get("data_identity"), data)
+    if other:
+        ckpt.unlink()
+        warnings.warn(f"{other}: not resumed, the run starts over from step 0", stacklevel=3)
+        return
     written_by = (state.get("meta") or {}).get("code_fingerprint")
     if written_by != code_fingerprint():
         ckpt.unlink()
@@ -319,6 +337,26 @@ def checkpoint_config(path, state: dict, config: Config | None = None) -> Config
         raise ResultFileError(f"{path} is the checkpoint of run {own.name} ({h}), not of {config.name} "
                               f"({config_hash(config)}); delete it, or train the run again (--force)")
     return own
+
+
+def _data_identity(config: Config) -> str | None:
+    """The identity of the data ``config`` reads (:func:`zslib.engine.data.identity.data_identity`), recorded in its
+    result's provenance and checked before a stored result is reused; ``None`` when the data is not on disk."""
+    from zslib.engine.data.identity import data_identity
+
+    return data_identity(config)
+
+
+def _made_from_other_data(path: Path, data: str | None) -> bool:
+    """Whether the stored result at ``path`` was made from other data than ``data`` (then one warning says so and
+    the run is trained again). A result recorded before data identities were kept, or a run whose data is not on
+    disk here, is reused as it is."""
+    from zslib.engine.data.identity import identity_mismatch
+
+    other = identity_mismatch(f"the stored result {path}", load_result(path).provenance.get("data_identity"), data)
+    if other:
+        warnings.warn(f"{other}: not reused, the run is trained again", stacklevel=3)
+    return other is not None
 
 
 def _reuse(path: Path, directory: Path) -> Result:

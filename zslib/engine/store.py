@@ -12,10 +12,23 @@ is recomputed from the file's config and must equal the hash the file records an
 (:func:`check_key`), so a file whose config was edited, or which was saved under another run's name, is
 refused rather than served for that run. A run that collapsed (:mod:`zslib.engine.collapse`) is stored with
 ``"status": "diverged"`` and the reason, so that tables show it as such (:attr:`Result.diverged`).
+
+The whole record is checked, not only its config. Every file :meth:`Result.save` writes carries
+``"content_sha256"``, the SHA-256 of everything else in it (:func:`content_digest`), so an edited metric, history
+or provenance, or a deleted ``"status": "diverged"``, is refused with one line naming the file. The recorded runs
+(``results/recorded/``, committed, most of them written before records carried a digest) are listed with the
+SHA-256 of every file in ``results/recorded/SHA256SUMS`` (:data:`MANIFEST`, the format of ``sha256sum``, so ``git
+diff`` shows any change and ``sha256sum -c SHA256SUMS`` checks them); a recorded run whose file differs from its
+line is refused. ``python -m zslib record`` rewrites the manifest (``record --manifest`` does only that).
+
+Each result also records which data it was made from (``provenance["data_identity"]``,
+:mod:`zslib.engine.data.identity`): :func:`zslib.engine.runner.run` trains a run again rather than reuse a result
+made from other data, and :func:`record_runs` refuses to record one.
 """
 from __future__ import annotations
 
 import datetime as _dt
+import hashlib
 import json
 import math
 import os
@@ -36,8 +49,10 @@ from zslib.engine.train.history import History
 __all__ = ["Result", "ResultFileError", "check_key", "hash_in_name",
            "ResultsNotWritableError", "results_dir", "result_path", "load_result",
            "load_results", "check_writable", "code_fingerprint", "stale_code_warning",
-           "record_runs", "metric_changes", "recorded_runs", "provenance_summary", "utc_minute", "short_commit", "git_commit", "device_name", "cpu_model", "provenance",
-           "json_default", "file_slug", "write_json", "recorded_dir", "installed_recorded_dir", "recorded_runs_table"]
+           "record_runs", "metric_changes", "recorded_runs", "provenance_summary", "utc_minute", "short_commit",
+           "git_commit", "device_name", "cpu_model", "provenance",
+           "json_default", "file_slug", "write_json", "recorded_dir", "installed_recorded_dir", "recorded_runs_table",
+           "DIGEST_KEY", "MANIFEST", "content_digest", "write_manifest", "manifest_differences"]
 
 
 class ResultFileError(ValueError):
@@ -269,8 +284,11 @@ class Result:
         return d
 
     def save(self, path: str | os.PathLike) -> Path:
-        """Write the result atomically and durably (temporary file, flushed to disk, renamed)."""
-        self.path = write_json(path, self.to_dict())
+        """Write the result atomically and durably (temporary file, flushed to disk, renamed), with its
+        :func:`content_digest`."""
+        d = json.loads(json.dumps(self.to_dict(), default=json_default))  # as it will be read back
+        d[DIGEST_KEY] = content_digest(d)
+        self.path = write_json(path, d)
         return self.path
 
     def __repr__(self):
@@ -300,6 +318,95 @@ def json_default(obj):
 
 
 _WHAT_TO_DO = "delete it (the run is trained again), or restore it from version control if it was recorded"
+
+#: The key of a record's digest of its own contents (:func:`content_digest`).
+DIGEST_KEY = "content_sha256"
+#: The manifest of the recorded runs: one ``<sha256>  <path>`` line per file under ``results/recorded/``.
+MANIFEST = "SHA256SUMS"
+
+
+def content_digest(record: Mapping) -> str:
+    """The SHA-256 of a record (as read from its JSON file) without its :data:`DIGEST_KEY`: keys sorted, compact."""
+    body = {k: v for k, v in record.items() if k != DIGEST_KEY}
+    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def _check_digest(d: Mapping, path) -> None:
+    stored = d.get(DIGEST_KEY)
+    if stored is None:
+        if isinstance(d.get("provenance"), Mapping) and "data_identity" in d["provenance"]:
+            raise ResultFileError(f"{path} has no '{DIGEST_KEY}', yet the zslib that wrote it writes one: the file was "
+                                  f"edited; " + _WHAT_TO_DO)
+        return  # written before records carried a digest
+    if stored != content_digest(d):
+        raise ResultFileError(f"{path}: its contents do not match the digest it was written with (a metric, the "
+                              f"status, the history or the provenance was changed after the run wrote it); "
+                              + _WHAT_TO_DO)
+
+
+_MANIFESTS: dict[str, tuple[tuple[int, int], dict[str, str]]] = {}  # manifest path -> (stat, {name: sha256})
+
+
+def _manifest_entries(manifest: Path) -> dict[str, str]:
+    """``{relative path: sha256}`` of a manifest file (read once per change of the file)."""
+    st = manifest.stat()
+    cached = _MANIFESTS.get(str(manifest))
+    if cached is not None and cached[0] == (st.st_mtime_ns, st.st_size):
+        return cached[1]
+    entries = {}
+    for line in manifest.read_text().splitlines():
+        digest, sep, name = line.partition("  ")
+        if sep and len(digest) == 64:
+            entries[name] = digest
+    _MANIFESTS[str(manifest)] = ((st.st_mtime_ns, st.st_size), entries)
+    return entries
+
+
+def _check_manifest(path: Path, data: bytes) -> None:
+    """A file listed in the :data:`MANIFEST` of its folder must have the SHA-256 listed there."""
+    manifest = path.parent / MANIFEST
+    if not manifest.is_file():
+        return
+    want = _manifest_entries(manifest).get(path.name)
+    if want is not None and want != hashlib.sha256(data).hexdigest():
+        raise ResultFileError(f"{path} differs from the SHA-256 that {manifest} lists for it (it was changed after it "
+                              "was recorded); restore it from version control, or if the change is meant run "
+                              "`python -m zslib record --manifest` and commit both")
+
+
+def _manifest_lines(folder: Path) -> list[str]:
+    lines = []
+    for f in sorted(p for p in folder.rglob("*") if p.is_file()):
+        rel = f.relative_to(folder).as_posix()
+        if rel == MANIFEST or any(part.startswith(".") for part in f.relative_to(folder).parts):
+            continue
+        lines.append(f"{hashlib.sha256(f.read_bytes()).hexdigest()}  {rel}")
+    return lines
+
+
+def write_manifest(directory: str | os.PathLike | None = None) -> Path:
+    """Write the :data:`MANIFEST` of the recorded runs (``<results>/recorded/``): every file under it (analysis
+    records and campaign files included) with its SHA-256, sorted by path. Returns its path."""
+    folder = results_dir(directory) / "recorded"
+    text = "".join(line + "\n" for line in _manifest_lines(folder))
+    from zslib.engine.train.checkpoint import atomic_write
+
+    return atomic_write(folder / MANIFEST, lambda f: f.write(text), "w")
+
+
+def manifest_differences(directory: str | os.PathLike | None = None) -> list[str]:
+    """What differs between the recorded runs and their :data:`MANIFEST`, one line per file (empty when they
+    match): files changed, added or missing since ``python -m zslib record --manifest`` last wrote it."""
+    folder = results_dir(directory) / "recorded"
+    manifest = folder / MANIFEST
+    if not manifest.is_file():
+        return [f"{manifest} is missing; run `python -m zslib record --manifest`"]
+    want = _manifest_entries(manifest)
+    have = dict(reversed(line.split("  ", 1)) for line in _manifest_lines(folder))
+    out = [f"changed: {n}" for n in sorted(set(want) & set(have)) if want[n] != have[n]]
+    out += [f"not in the manifest: {n}" for n in sorted(set(have) - set(want))]
+    out += [f"listed but missing: {n}" for n in sorted(set(want) - set(have))]
+    return out
 
 
 def _check_metrics(metrics, path) -> dict:
@@ -335,7 +442,8 @@ def load_result(path: str | os.PathLike) -> Result:
     path = Path(path)
     what_to_do = _WHAT_TO_DO
     try:
-        d = json.loads(path.read_text())
+        data = path.read_bytes()
+        d = json.loads(data)
     except FileNotFoundError:
         raise FileNotFoundError(f"no result file at {path}") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
@@ -358,6 +466,8 @@ def load_result(path: str | os.PathLike) -> Result:
         raise ResultFileError(f"{path}: 'status' must be 'ok' or 'diverged' (with a 'diverged_reason'), got "
                               f"{status!r}; {what_to_do}")
     history = _check_history(d["history"], path)
+    _check_manifest(path, data)  # the whole record: a valid file may still have been edited
+    _check_digest(d, path)
     return Result(config, metrics, history, dict(d["provenance"]), path,
                   d.get("diverged_reason") if status == "diverged" else None)
 
@@ -397,6 +507,7 @@ def record_runs(profile: str, directory: str | os.PathLike | None = None, dry_ru
     for path, result in todo:
         if result.config.profile != profile or (path.name in have and not replace):
             continue
+        _check_same_data(path, result)
         target = recorded / path.name
         old = load_result(target) if path.name in have else None
         if old is not None and old.provenance.get("timestamp", "") >= result.provenance.get("timestamp", ""):
@@ -411,6 +522,19 @@ def record_runs(profile: str, directory: str | os.PathLike | None = None, dry_ru
                                           "metric_changes": metric_changes(old, result)}
             Result(result.config, result.metrics, result.history, provenance, diverged=result.diverged).save(target)
     return out
+
+
+def _check_same_data(path: Path, result: Result) -> None:
+    """Refuse to record a run made from other data than the dataset on disk now (``$ZS_DATA``): e.g. a run of the
+    full profile trained on a subset or a fabricated tree. A run without a data identity (made by older code) or
+    whose dataset is not on disk here is recorded as before."""
+    from zslib.engine.data.identity import data_identity, identity_mismatch
+
+    stored = result.provenance.get("data_identity")
+    other = identity_mismatch(f"{path}", stored, data_identity(result.config) if stored else None)
+    if other:
+        raise ResultFileError(f"{other}: not recorded; train it again on this data, or point ZS_DATA at the data it "
+                              "was trained on")
 
 
 def metric_changes(old: Result, new: Result) -> dict[str, float]:

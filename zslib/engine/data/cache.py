@@ -13,9 +13,10 @@ therefore changes the speed of a run and never its numbers, and it is not part o
 
 The cache is an :class:`~zslib.engine.cache.ArrayCache` entry (folder ``$ZS_CACHE``, else ``data/cache`` of the
 book's checkout, else ``~/.cache/zslib``; ``ZS_CACHE=off`` disables it), keyed by the dataset, the split,
-its image files (paths relative to the dataset folder) and labels, the size, the versions of Pillow and
-torchvision (their resampling makes the pixels) and the source of this module; every array is verified
-against its SHA-256 once per process. Images keep their aspect ratio, so the pixels of all images are
+its image files (paths relative to the dataset folder) and labels, the identity of the folder's contents
+(:mod:`zslib.engine.data.identity`: the same names and labels with other pixels are another entry), the size,
+the versions of Pillow and torchvision (their resampling makes the pixels) and the source of this module; every
+array is verified against its SHA-256 once per process. Images keep their aspect ratio, so the pixels of all images are
 stored end to end in one flat array with their offsets and shapes: CUB-200-2011 at 256 px takes about
 3 GB, Stanford Online Products about 25 GB (its images are small JPEGs; caching them gains less).
 """
@@ -107,7 +108,10 @@ class _Resized(Dataset):
         return len(self.dataset)
 
     def __getitem__(self, i):
-        return np.array(self.resize(self.dataset.load_image(i)), dtype=np.uint8)
+        try:
+            return np.array(self.resize(self.dataset.load_image(i)), dtype=np.uint8)
+        except Exception as err:  # handed to the build as text: a worker's error would lose the file's name
+            return f"{type(err).__name__}: {err}"
 
 
 def _key(dataset, size: int) -> dict:
@@ -117,6 +121,7 @@ def _key(dataset, size: int) -> dict:
     import torchvision
 
     from zslib.engine.cache import source_fingerprint
+    from zslib.engine.data.identity import folder_identity
 
     root = Path(getattr(dataset, "root", "/"))
     h = hashlib.sha256()
@@ -124,7 +129,7 @@ def _key(dataset, size: int) -> dict:
         h.update(os.path.relpath(p, root).encode() + b"\0")
     h.update(np.asarray(dataset.labels, dtype=np.int64).tobytes())
     return {"dataset": type(dataset).__name__.lower(), "split": str(getattr(dataset, "split", "all")),
-            "images": h.hexdigest()[:16], "count": len(dataset), "size": int(size),
+            "images": h.hexdigest()[:16], "count": len(dataset), "data": folder_identity(root), "size": int(size),
             "pillow": PIL.__version__, "torchvision": torchvision.__version__, "code": source_fingerprint(__file__)}
 
 
@@ -134,10 +139,25 @@ def _shapes(dataset, size: int) -> np.ndarray:
 
     out = np.empty((len(dataset), 2), dtype=np.int64)
     for i, p in enumerate(dataset.paths):
-        with Image.open(p) as im:
-            w, h = im.size
+        try:
+            with Image.open(p) as im:
+                w, h = im.size
+        except (OSError, SyntaxError, ValueError) as err:  # an OSError here is the file's fault, not the cache's
+            raise _unreadable(p, f"{type(err).__name__}: {err}") from None
         out[i] = resized_shape(h, w, size)
     return out
+
+
+def _unreadable(path, error: str) -> Exception:
+    """The error of an image that could not be decoded while the cache was built: one line naming the file."""
+    from zslib.engine.data.errors import CorruptFileError, MissingDataError
+
+    if error.startswith(("CorruptFileError: ", "MissingDataError: ")):  # the reader's own message names the file
+        kind, message = error.split(": ", 1)
+        return (CorruptFileError if kind == "CorruptFileError" else MissingDataError)(message.split("\n")[0])
+    return CorruptFileError(f"image {path} cannot be read ({error.splitlines()[0]}); it is truncated or damaged. "
+                            "Replace it from the dataset archive (or run the dataset's download() again), or set "
+                            "image_cache=False to leave the cache out.")
 
 
 def _build(entry, dataset, size: int, num_workers: int, progress) -> None:
@@ -153,6 +173,8 @@ def _build(entry, dataset, size: int, num_workers: int, progress) -> None:
         loader = torch.utils.data.DataLoader(_Resized(dataset, size), batch_size=None, num_workers=num_workers)
         bar = progress_bar(progress, len(dataset), 0, desc=f"resizing images to {size} px")
         for i, arr in enumerate(loader):
+            if isinstance(arr, str):
+                raise _unreadable(dataset.paths[i], arr)
             arr = np.asarray(arr)
             if arr.shape != (shapes[i, 0], shapes[i, 1], 3):
                 raise RuntimeError(f"image {dataset.paths[i]} resized to {arr.shape}, not the {tuple(shapes[i])} "
@@ -198,6 +220,10 @@ def cached(dataset, size: int, cache_dir=None, transform="source", *, num_worker
         return dataset
     arrays = entry.load(mmap=True)
     if arrays is None:
+        for folder, key in entry.siblings("data"):
+            if "data" in key:
+                warnings.warn(f"the image cache at {folder} was made from other data (data identity {key['data']}; "
+                              f"the data now is {entry.key['data']}): resized again for this data", stacklevel=2)
         if num_workers is None:
             from zslib.engine.train.batches import loader_workers
 

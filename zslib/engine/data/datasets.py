@@ -298,6 +298,12 @@ class RealImageDataset(Dataset):
             f"{cls.how_to_get(base)}")
 
     @classmethod
+    def locate(cls, root=None) -> Path:
+        """The dataset's folder under the data root ``root`` (see :func:`data_root`), without reading it; raises
+        :class:`MissingDataError` (saying where to get it) when it is not there."""
+        return cls._locate(root)
+
+    @classmethod
     def how_to_get(cls, root=None) -> str:
         """Where to get the files and where to put them."""
         base = data_root(root)

@@ -7,9 +7,14 @@ precision, and training reads them back. What trains is what sits on top: the em
 method's own modules (attention over the maps, channel attention, adversaries). A run then takes seconds.
 
 The cache (:mod:`zslib.engine.cache`) is keyed by everything the numbers depend on: the dataset's image list and
-labels, the backbone and the SHA-256 of its weights file, the image and resize sizes, the stages, and the
-source of the code that computes them. A changed input can never be answered by a stale cache; a damaged
-file is detected by its checksum and rebuilt.
+labels, the identity of the images' contents (:mod:`zslib.engine.data.identity`: the same file names and labels
+with other pixels are other data), the backbone and the SHA-256 of its weights file, the image and resize sizes,
+the stages, and the source of the code that computes them. A changed input can never be answered by a stale cache
+(a warning says when the same names and labels were cached from other data); a damaged file is detected by its
+checksum and rebuilt. An entry written before the data identity was part of the key (whatever code fingerprint it
+carries) is still used for the same data: the maps of a few of its images (:data:`CHECK_IMAGES`) are computed again
+by this code and must match its rows (:data:`CHECK_TOLERANCE`), and it is then linked under the new key (hard
+links, no copy), so the shared 1.5 GB cache of Flowers-102 is not built again.
 
 * :func:`feature_cache` -- build (once) or load the cached maps of a dataset: one row per image, the maps of
   every stage flattened and concatenated, float16, read as a memory map;
@@ -27,6 +32,7 @@ import numpy as np
 import torch
 
 from zslib.engine.cache import ArrayCache, source_fingerprint
+from zslib.engine.data.identity import folder_identity
 from zslib.engine.models.registry import layout
 
 __all__ = ["feature_cache", "FeatureDataset", "CacheInfo", "describe"]
@@ -109,10 +115,15 @@ def feature_cache(dataset: str, backbone: str, stages, image_size: int, resize_s
     key = {"dataset": name, "images": identity, "backbone": backbone,
            "weights_sha256": _weights_digest(backbone), "image_size": int(image_size), "resize_size": int(resize_size),
            "stages": stages, "code": _code_fingerprint(backbone)}
+    if name != "synthparts":  # SynthParts' "images" digest is its generator's identity already
+        key["data"] = folder_identity(train.root)
     entry = ArrayCache("features", key)
     started = time.perf_counter()
     arrays = entry.load(mmap=True)
     n = len(train) + len(test)
+    if arrays is None and "data" in key:
+        arrays = _entry_before_identity(entry, lambda idx: _rows(_inference_network(
+            build_model(backbone, 8, pretrained=True).backbone.eval(), stages, image_size), [train, test], idx))
     if arrays is not None:
         arrays["pooled"] = _pooled(entry, arrays["features"], shapes)
         return arrays, CacheInfo(folder=str(entry.path), built=False, seconds=round(time.perf_counter() - started, 2),
@@ -137,6 +148,56 @@ def feature_cache(dataset: str, backbone: str, stages, image_size: int, resize_s
     arrays["pooled"] = _pooled(entry, arrays["features"], shapes)
     return arrays, CacheInfo(folder=str(entry.path), built=True, seconds=round(built, 1), images=n,
                              megabytes=round(features.nbytes / 2**20, 1))
+
+
+#: Images recomputed to check that a cache entry written before data identities were part of its key holds the
+#: maps of the images on disk now (spread over the rows), and the relative difference allowed between the rows
+#: (the norm of the difference over the norm of the stored rows): float16 rounding (at most 2^-11 of each value) and
+#: another batch composition stay below it; the maps of other pixels, or of other preprocessing, are far above it.
+CHECK_IMAGES, CHECK_TOLERANCE = 6, 2e-3
+
+
+def _rows(net, parts, idx, flipped: bool = False) -> np.ndarray:
+    """The packed maps (float16, as cached) of the images ``idx`` of the datasets ``parts`` read end to end, and with
+    ``flipped`` their mirror images' maps beside them (a view cache's row)."""
+    both = torch.utils.data.ConcatDataset(list(parts))
+    images = torch.stack([both[int(i)][0] for i in idx])
+    views = [images, torch.flip(images, dims=[-1])] if flipped else [images]
+    out = []
+    with torch.no_grad():
+        for batch in views:
+            maps = net(batch.contiguous(memory_format=torch.channels_last))
+            out.append(torch.cat([m.float().flatten(1) for m in maps], dim=1).to(torch.float16).numpy())
+    return np.concatenate(out, axis=1)
+
+
+def _entry_before_identity(entry: ArrayCache, recompute) -> dict | None:
+    """Before ``entry`` (keyed by its data's identity) is built: an entry of the same key written before the data
+    identity was part of it (by this code or the code before it, whose source fingerprint differs: the key's
+    ``"code"``) is used, linked under the new key (no copy), when the maps of a few of its images computed now by
+    ``recompute(indices)`` match its rows to :data:`CHECK_TOLERANCE`; otherwise, and for an entry of the same file
+    names and labels made from other data, one warning says why the maps are computed again."""
+    for folder, key in entry.siblings("data", "code"):
+        old = ArrayCache(entry.name, key, folder=folder.parent)
+        if "data" in key:
+            if key.get("code") != entry.key.get("code"):
+                continue  # other code: rebuilt as after any change of the code, without a word about the data
+            warnings.warn(f"the cached {entry.name} at {folder} were made from other data (data identity "
+                          f"{key['data']}; the data now is {entry.key['data']}): computed again for this data",
+                          stacklevel=3)
+            continue
+        arrays = old.load(mmap=True)
+        if arrays is None:
+            continue
+        n = arrays["features"].shape[0]
+        idx = np.unique(np.linspace(0, n - 1, min(n, CHECK_IMAGES)).round().astype(int))
+        got, want = recompute(idx).astype(np.float32), np.asarray(arrays["features"][idx], dtype=np.float32)
+        if got.shape == want.shape and np.linalg.norm(got - want) <= CHECK_TOLERANCE * np.linalg.norm(want):
+            linked = entry.link(folder)
+            return entry.load(mmap=True) if linked is not None else arrays
+        warnings.warn(f"the cached {entry.name} at {folder} (written before data identities were recorded) do not "
+                      "hold the maps of the images on disk now: computed again for this data", stacklevel=3)
+    return None
 
 
 class _Stages(torch.nn.Module):
@@ -305,11 +366,16 @@ def view_cache(dataset: str, backbone: str, stage: str, image_size: int, resize_
     key = {"dataset": cls.name, "images": _identity(train, test), "backbone": backbone,
            "weights_sha256": _weights_digest(backbone), "image_size": int(image_size),
            "resize_size": int(resize_size), "stages": [stage], "views": list(VIEWS),
-           "code": _code_fingerprint(backbone) + source_fingerprint(_Flipped, _centre_from_feature_cache)}
+           "code": _code_fingerprint(backbone) + source_fingerprint(_Flipped, _centre_from_feature_cache),
+           "data": folder_identity(train.root)}
     entry = ArrayCache("views", key)
     started = time.perf_counter()
     arrays = entry.load(mmap=True)
     n = len(train) + len(test)
+    if arrays is None:
+        arrays = _entry_before_identity(entry, lambda idx: _rows(_inference_network(
+            build_model(backbone, 8, pretrained=True).backbone.eval(), [stage], image_size), [train, test], idx,
+            flipped=True))
     if arrays is None:
         width = shapes[0][1] * shapes[0][2] * shapes[0][3]
         both = torch.utils.data.ConcatDataset([train, test])

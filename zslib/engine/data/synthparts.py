@@ -69,6 +69,7 @@ from torch.utils.data import Dataset
 
 __all__ = [
     "SynthParts",
+    "generator_identity",
     "SynthPartsDesign",
     "design_classes",
     "ProbeResult",
@@ -476,6 +477,18 @@ def _code_fingerprint() -> str:
 
         _FINGERPRINT.append(source_fingerprint(__file__))
     return _FINGERPRINT[0]
+
+
+def generator_identity(image_size: int, images_per_class: int, seed: int = 0, num_seen: int = 50,
+                       num_unseen: int = 50, unseen_groups: int = 10, design_seed: int = 0) -> str:
+    """16 hex digits identifying the SynthParts images these arguments render (the arguments of
+    :class:`SynthParts` and a fingerprint of this file, which renders them): SynthParts' data identity
+    (:mod:`zslib.engine.data.identity`), computed without rendering anything."""
+    import hashlib
+
+    args = (int(image_size), int(images_per_class), int(seed), int(num_seen), int(num_unseen), int(unseen_groups),
+            int(design_seed))
+    return hashlib.sha256(repr((args, _code_fingerprint())).encode()).hexdigest()[:16]
 
 
 class SynthParts(Dataset):

@@ -105,13 +105,13 @@ def atomic_write(path: str | os.PathLike, write, mode: str = "wb") -> Path:
             except RuntimeError as e:  # torch.save on a full disk: "[enforce fail at inline_container.cc:...]"
                 if "inline_container" not in str(e) and "write failed" not in str(e):
                     raise
-                raise _write_failed(path, e) from None
+                raise _write_failed(path, e, _size(tmp)) from None
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
     except OSError as e:
-        if e.errno in (errno.ENOSPC, errno.EDQUOT) and not getattr(e, "zslib_message", False):
-            raise _write_failed(path, e) from None
+        if e.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG) and not getattr(e, "zslib_message", False):
+            raise _write_failed(path, e, _size(tmp)) from None
         raise
     finally:
         if tmp.exists():
@@ -119,9 +119,37 @@ def atomic_write(path: str | os.PathLike, write, mode: str = "wb") -> Path:
     return path
 
 
-def _write_failed(path: Path, err: Exception) -> OSError:
-    """One line for a write that failed for lack of space: which file, how much room is left, what to do."""
+def _file_size_limit() -> int | None:
+    """The largest file this process may write (``ulimit -f``, ``RLIMIT_FSIZE``), in bytes; ``None``: unlimited."""
+    try:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+    except (ImportError, OSError, ValueError):
+        return None
+    return None if soft == resource.RLIM_INFINITY else int(soft)
+
+
+def _size(path: Path) -> int | None:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return None
+
+
+def _write_failed(path: Path, err: Exception, written: int | None = None) -> OSError:
+    """One line for a write that failed for lack of space: which file, how much room is left, what to do. A write
+    stopped by the process's file-size limit (``ulimit -f``) says so instead: the disk may have plenty of room."""
     import shutil
+
+    limit = _file_size_limit()
+    if getattr(err, "errno", None) == errno.EFBIG or (limit is not None and (written or 0) >= limit):
+        shown = f"at most {limit:,} bytes" if limit is not None else "only files below a size limit"
+        out = OSError(errno.EFBIG, f"could not write {path}: this process may write {shown} (the file-size limit, "
+                                   f"ulimit -f; not a full disk); raise it (ulimit -f unlimited) "
+                                   "and run again (a run resumes from its last complete checkpoint)")
+        out.zslib_message = True
+        return out
 
     try:
         free = f"{shutil.disk_usage(path.parent).free / 2**20:.0f} MB free there"
@@ -140,6 +168,18 @@ def save_checkpoint(path: str | os.PathLike, state: dict) -> None:
     atomic_write(path, lambda f: torch.save(state, f))
 
 
+def _unreadable(err: Exception) -> str:
+    """Why torch could not read a file, without torch's advice to load it with ``weights_only=False`` (which would
+    run whatever code a damaged or foreign file holds: never the remedy for a checkpoint zslib wrote)."""
+    text = str(err)
+    if "weights_only" in text:
+        detail = text.split("WeightsUnpickler error:", 1)[-1].strip().split("\n")[0].strip() if (
+            "WeightsUnpickler error:" in text) else ""
+        return ("its contents are not the tensors and plain values a zslib checkpoint holds"
+                + (f": {detail}" if detail else ""))
+    return f"{type(err).__name__}: {text.splitlines()[0] if text else ''}"
+
+
 def load_checkpoint(path: str | os.PathLike, map_location=None) -> dict:
     """Read a checkpoint written by :func:`zslib.engine.train.train` (safely: ``weights_only=True``)."""
     path = Path(path)
@@ -148,8 +188,8 @@ def load_checkpoint(path: str | os.PathLike, map_location=None) -> dict:
     try:
         state = torch.load(path, map_location=map_location, weights_only=True)
     except Exception as e:  # a truncated or foreign file
-        raise RuntimeError(f"could not read checkpoint {path} ({type(e).__name__}: {e}); it is damaged or not "
-                           "a zslib checkpoint -- delete it to start the run afresh") from e
+        raise RuntimeError(f"could not read checkpoint {path} ({_unreadable(e)}); it is damaged or not "
+                           "a zslib checkpoint -- delete it to start the run afresh") from None
     if not isinstance(state, dict) or state.get("format") != "zslib-checkpoint":
         raise RuntimeError(f"{path} is not a zslib training checkpoint")
     if state.get("version") != CHECKPOINT_VERSION:
