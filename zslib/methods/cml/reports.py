@@ -319,7 +319,7 @@ def key_findings():
     trained baseline head for each of the paper's three losses, paired by seed, and the count of variants that show
     the paper's claim. A row whose weights the rule did not choose is named an ablation, without "clearly"."""
     from zslib.analysis.findings import findings_box, not_recorded_box, real_comparison
-    from zslib.analysis.verdict import status_note, verb_words
+    from zslib.analysis.verdict import verb_words
     from zslib.engine.stats import format_interval, paired
 
     got = _recorded_real()
@@ -334,7 +334,8 @@ def key_findings():
     head = real_comparison(floor, runs[first, "baseline"], runs[first, "cml"], f"CML with {LOSS_NAMES[first]}",
                            f"the {first} baseline head", status=status(first))
     others = [f"{verb_words(p.verdict, status(loss) == 'chosen')} {'unseen Recall@1' if i == 0 else 'it'} with "
-              f"{LOSS_NAMES[loss]}{status_note(status(loss))} ({format_interval(p.diff, signed=True)} points)"
+              f"{LOSS_NAMES[loss]} ({format_interval(p.diff, signed=True)} points"
+              f"{'; an ablation' if status(loss) == 'ablation' else ''})"
               for i, (loss, p) in enumerate((loss, paired(runs[loss, "baseline"], runs[loss, "cml"])) for loss in rest)]
     return findings_box([
         head[0],
