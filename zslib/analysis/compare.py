@@ -15,8 +15,9 @@ For every method (an :class:`Entry`) the candidates of its main setting are trai
 **"off"**, the same recipe with the method switched off (the same loss alone, or for ZSML the input features
 compared without a learned relation), and :func:`zslib.engine.choice.choose` picks one: the best validation mean,
 only if clearly above "off". The chosen setting, and its baseline, are then scored on the unseen classes. When
-"off" wins, the row still shows the test numbers of the method's best candidate, labelled as an ablation, so that the reader sees what
-the method would have done.
+"off" wins, the row still shows the test numbers of the method's best candidate, labelled as an ablation, so that
+the reader sees what the method would have done. The words of every outcome sentence come from
+:mod:`zslib.analysis.verdict`; broken seeds are marked from :mod:`zslib.engine.stability`.
 
 :func:`compare` returns a :class:`Comparison` (one :class:`Row` per method) from stored or recorded runs (or trains
 them, ``train=True``); :func:`comparison_table`, :func:`forest_plot` and :func:`findings` turn it into what the
@@ -761,7 +762,7 @@ def _said(d: Interval, chosen: bool = True) -> str:
     (...)" for an ablation (:func:`zslib.analysis.verdict.change_words`)."""
     from zslib.analysis.verdict import change_words
 
-    return f"{change_words(verdict(d), chosen)} ({_pts(d)})"
+    return f"{change_words(verdict(d), chosen).removesuffix(' from')} ({_pts(d)})"
 
 
 def context_sentence() -> str:

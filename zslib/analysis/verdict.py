@@ -161,23 +161,26 @@ def adaptation_sentence(frozen_row, adapted_row, mean_r1) -> str:
     if base_f and base_a and not hasattr(base_f[0], "prefix"):
         parts.append(f"its baseline goes from {100 * mean_r1(base_f):.1f}% (frozen) to {100 * mean_r1(base_a):.1f}% "
                      "(adapted)")
-    parts.append(f"the method ({row_label(frozen_row)} frozen, {row_label(adapted_row)} adapted) from "
-                 f"{100 * mean_r1(frozen_row.runs):.1f}% to {100 * mean_r1(adapted_row.runs):.1f}%")
+    lf, la = frozen_row.label or frozen_row.tested, adapted_row.label or adapted_row.tested
+    which = f"{lf}, in both" if lf == la else f"{lf} frozen, {la} adapted"
+    parts.append(f"the method ({which}) from {100 * mean_r1(frozen_row.runs):.1f}% to "
+                 f"{100 * mean_r1(adapted_row.runs):.1f}%")
     said = []
     for name, row in (("frozen", frozen_row), ("adapted", adapted_row)):
         d = row.vs_baseline.get("R@1")
         if d is None:
             continue
         status = row_status(row)
-        tag = " (an ablation)" if status == "ablation" else ""
+        tag = ", an ablation" if status == "ablation" else ""
         if _identical(row):
-            said.append(f"identical to it when {name}{tag}")
+            said.append(f"identical when {name} (on every seed{tag})")
         elif _instability(row):
-            said.append(f"unstable when {name}{tag} ({_instability(row)}; {pts(d)})")
+            said.append(f"unstable when {name} ({_instability(row)}; {pts(d)}{tag})")
         else:
-            said.append(f"{change_words(verdict(d), status == 'chosen')} it when {name}{tag} ({pts(d)})")
+            words = change_words(verdict(d), status == "chosen").removesuffix(" from")
+            said.append(f"{words} when {name} ({pts(d)}{tag})")
     if said:
-        parts.append("against its baseline it is " + " and ".join(said))
+        parts.append("against its baseline: " + " and ".join(said))
     carried = getattr(adapted_row, "carried_over", "")
     return f"**{adapted_row.method}**: " + "; ".join(parts) + (f" (adapted: {carried})" if carried else "") + "."
 

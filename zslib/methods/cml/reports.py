@@ -17,7 +17,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 __all__ = ["REAL_LOSSES", "REAL_WEIGHTS", "VARIANT_TERMS", "LOSS_NAMES", "GREEK", "real_cml", "validation_seeds",
-           "real_sweep_grid", "choose_weights", "ablations", "rule_choices", "sweep_table", "weights_caption", "real_test_grid", "real_table",
+           "real_sweep_grid", "choose_weights", "ablations",
+           "rule_choices", "sweep_table", "weights_caption", "real_test_grid", "real_table",
            "provenance_caption", "real_verdict", "quick_verdict", "key_findings", "lemma_bounds_text",
            "mixture_text", "hoeffding_text", "full_runs_text", "what_we_found"]
 
