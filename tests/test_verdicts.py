@@ -333,3 +333,22 @@ def test_the_chapter_explains_off_kept_at_the_rules_power(comparisons):
             if row.ablation:
                 assert f"**{row.method}, {comp.regime}**" in note
                 assert f"about {100 * row.val_detectable:.1f} points" in note
+
+
+def test_the_forest_plot_marks_the_rows_with_broken_seeds(comparisons):
+    import matplotlib.pyplot as plt
+
+    comp = comparisons["quick"]
+    fig = cmp.forest_plot([comp])
+    try:
+        marked = [t.get_position()[1] for t in fig.axes[0].texts if t.get_text() == "unstable"]
+    finally:
+        plt.close(fig)
+    base = cmp.regime_config("quick")
+    broken = []
+    for y, row in enumerate(comp.rows):
+        entry = _entry(row.method)
+        files = [_json(entry.build(base, entry.candidates[row.tested]).replace(seed=s)) for s in (0, 1, 2)]
+        if any(f.get("status") == "diverged" or _seen_collapsed(f["history"]) for f in files):
+            broken.append(y)
+    assert sorted(marked) == broken and broken  # quick Adapt-Adv collapsed, quick ZSML diverged

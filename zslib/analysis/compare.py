@@ -586,7 +586,8 @@ def method_table(method: str, regimes: Sequence[str] = ("real frozen", "real ada
 def forest_plot(comparisons: Sequence[Comparison], metrics: Sequence[str] = ("R@1",)):
     """The paired change of each of ``metrics`` against the same-loss baseline, per method: one panel per regime
     (columns) and metric (rows), a dot for the mean over seeds and a bar for its 95% interval; hollow for a row
-    whose setting "off" won (an ablation)."""
+    whose setting "off" won (an ablation); a red cross labelled "unstable" for a row with diverged, collapsed or
+    unstable seeds (:mod:`zslib.engine.stability`)."""
     import matplotlib.pyplot as plt
 
     metrics = (metrics,) if isinstance(metrics, str) else tuple(metrics)
@@ -601,8 +602,13 @@ def forest_plot(comparisons: Sequence[Comparison], metrics: Sequence[str] = ("R@
                 ax.text(0, y, why, va="center", ha="center", fontsize=8, color="0.4")
                 continue
             lo, hi = (d.low, d.high) if not math.isnan(d.low) else (d.mean, d.mean)
-            ax.plot([100 * lo, 100 * hi], [y, y], color="C0")
-            ax.plot(100 * d.mean, y, "o", color="C0", mfc="white" if r.ablation else "C0")
+            broken = r.stability not in ("", "stable")  # diverged, collapsed or unstable seeds: never a plain dot
+            color = "C3" if broken else "C0"
+            ax.plot([100 * lo, 100 * hi], [y, y], color=color)
+            ax.plot(100 * d.mean, y, "X" if broken else "o", color=color, mfc="white" if r.ablation else color)
+            if broken:
+                ax.annotate("unstable", (100 * hi, y), xytext=(4, 0), textcoords="offset points", va="center",
+                            fontsize=7, color=color)
         ax.axvline(0, color="0.5", lw=0.8)
         ax.set_yticks(range(len(names)), names)
         ax.set_title(comp.regime)
