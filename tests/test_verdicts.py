@@ -341,7 +341,7 @@ def test_the_forest_plot_marks_the_rows_with_broken_seeds(comparisons):
     comp = comparisons["quick"]
     fig = cmp.forest_plot([comp])
     try:
-        marked = [t.get_position()[1] for t in fig.axes[0].texts if t.get_text() == "unstable"]
+        marked = [t.xy[1] for t in fig.axes[0].texts if t.get_text() == "unstable"]
     finally:
         plt.close(fig)
     base = cmp.regime_config("quick")
