@@ -213,7 +213,8 @@ def test_the_stability_check_reads_a_history():
     from zslib.engine.stability import held_out_fall, seen_collapse, stability_label
 
     def evals(seen, unseen):
-        return [{"step": 50 * i, "seen": {"R@1": s}, "unseen": {"R@1": u}} for i, (s, u) in enumerate(zip(seen, unseen))]
+        return [{"step": 50 * i, "seen": {"R@1": s}, "unseen": {"R@1": u}}
+                for i, (s, u) in enumerate(zip(seen, unseen))]
 
     assert seen_collapse(evals([0.1, 0.3, 0.09], [0.1] * 3))  # 0.09 <= 0.3 / 3
     assert seen_collapse(evals([0.1, 0.3, 0.11], [0.1] * 3)) is None

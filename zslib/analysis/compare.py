@@ -43,7 +43,7 @@ __all__ = ["PROTOCOL_FIELDS", "VAL_FRACTION", "Entry", "ENTRIES", "Row", "Compar
            "validation_grid", "compare", "check_protocol", "comparison_table", "forest_plot", "findings",
            "REGIMES", "METRICS", "protocol_frame", "metric_agreement", "choice_sentences", "context_sentence",
            "mean_r1", "mean_metric", "adaptation_sentences", "method_table", "Claim", "adapted_order_sentence",
-           "backbone_caption", "power_note"]
+           "backbone_caption", "power_note", "rule_status"]
 
 #: The config fields that must be equal for every row of one regime.
 PROTOCOL_FIELDS = ("profile", "dataset", "backbone", "pretrained", "embedding_dim", "image_size", "batch_classes",
@@ -508,7 +508,8 @@ def comparison_table(comparisons: Sequence[Comparison]):
                 line["stability"] = r.stability + ("" if r.base_stability in ("", "stable")
                                                    else f" (baseline: {r.base_stability})")
                 line["detectable, validation / test (pts)"] = _detectable_cell(r)
-                line["vs baseline MAP@R (pts)"] = _marked(r.vs_baseline.get("MAP@R"), r.runs, r.baseline) or "not recorded"
+                line["vs baseline MAP@R (pts)"] = (_marked(r.vs_baseline.get("MAP@R"), r.runs, r.baseline)
+                                                   or "not recorded")
                 line["vs baseline NMI (pts)"] = _marked(r.vs_baseline.get("NMI"), r.runs, r.baseline)
                 line["vs untrained R@1 (pts)"] = _marked(r.vs_floor.get("R@1"), r.runs, ())
                 line["vs untrained MAP@R (pts)"] = _marked(r.vs_floor.get("MAP@R"), r.runs, ()) or "not recorded"
@@ -796,3 +797,22 @@ def mean_r1(runs, split: str = "unseen") -> float:
 def mean_metric(runs, metric: str, split: str = "unseen") -> float:
     """The mean of ``metric`` over the seeds of ``runs`` (a fraction)."""
     return float(np.mean([r.metric(metric, split) for r in runs]))
+
+
+def rule_status(method: str, config, regime: str = "real frozen") -> str:
+    """What the book's choice rule made of ``config`` for ``method`` in the comparison's ``regime``
+    (:func:`compare` from the stored runs): ``"chosen"`` when it is the setting the rule
+    chose, ``"ablation"`` when the rule kept the method off (any setting of it trained anyway is an ablation),
+    ``"not chosen"`` when the rule chose another setting (or its runs are not recorded)."""
+    from zslib.engine.config import config_hash
+
+    entries = [e for e in ENTRIES if e.name == method]
+    if not entries:
+        raise ValueError(f"unknown method {method!r}; choose one of {[e.name for e in ENTRIES]}")
+    row = compare(regime, entries=entries).rows[0]
+    if row.choice is None or not row.runs:
+        return "not chosen"
+    if row.ablation:  # the rule kept the method off: every setting of it trained anyway is an ablation
+        return "ablation"
+    same = config_hash(row.runs[0].config.replace(seed=config.seed)) == config_hash(config)
+    return "chosen" if same else "not chosen"

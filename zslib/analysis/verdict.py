@@ -27,7 +27,7 @@ from collections.abc import Sequence
 import numpy as np
 
 __all__ = ["detectable", "change_words", "power_words", "row_label", "row_status", "row_sentence", "pts",
-           "regime_sentences", "adaptation_sentence", "rule_status", "status_note", "headline", "verb_words"]
+           "regime_sentences", "adaptation_sentence", "status_note", "headline", "verb_words"]
 
 
 def detectable(differences: Sequence[float], confidence: float = 0.95) -> float:
@@ -185,27 +185,9 @@ def adaptation_sentence(frozen_row, adapted_row, mean_r1) -> str:
     return f"**{adapted_row.method}**: " + "; ".join(parts) + (f" (adapted: {carried})" if carried else "") + "."
 
 
-def rule_status(method: str, config, regime: str = "real frozen") -> str:
-    """What the book's choice rule made of ``config`` for ``method`` in the comparison's ``regime``
-    (:func:`zslib.analysis.compare.compare` from the stored runs): ``"chosen"`` when it is the setting the rule
-    chose, ``"ablation"`` when the rule kept the method off (any setting of it trained anyway is an ablation),
-    ``"not chosen"`` when the rule chose another setting (or its runs are not recorded)."""
-    from zslib.analysis import compare as cmp
-    from zslib.engine.config import config_hash
-
-    entries = [e for e in cmp.ENTRIES if e.name == method]
-    if not entries:
-        raise ValueError(f"unknown method {method!r}; choose one of {[e.name for e in cmp.ENTRIES]}")
-    row = cmp.compare(regime, entries=entries).rows[0]
-    if row.choice is None or not row.runs:
-        return "not chosen"
-    if row.ablation:  # the rule kept the method off: every setting of it trained anyway is an ablation
-        return "ablation"
-    return "chosen" if config_hash(row.runs[0].config.replace(seed=config.seed)) == config_hash(config) else "not chosen"
-
-
 def status_note(status: str) -> str:
-    """The words a sentence adds after a method's name for ``status`` (:func:`rule_status`)."""
+    """The words a sentence adds after a method's name for ``status``
+    (:func:`zslib.analysis.compare.rule_status`)."""
     return {"chosen": "", "ablation": " (an ablation: the book's validation rule keeps the method off)",
             "not chosen": " (a setting the book's validation rule did not choose)"}.get(status, "")
 
@@ -213,7 +195,8 @@ def status_note(status: str) -> str:
 def headline(p, method_name: str, baseline_name: str, status: str, seeds: int, unstable: str = "") -> str:
     """The first sentence of a method chapter's "Key findings" (and of the book's index): ``p`` the paired unseen
     Recall@1 difference (:func:`zslib.engine.stats.paired`) of ``method_name`` against ``baseline_name``, with the
-    method's ``status`` under the rule (:func:`rule_status`; "clearly" only when ``"chosen"``) and, when some seeds
+    method's ``status`` under the rule (:func:`zslib.analysis.compare.rule_status`; "clearly" only when
+    ``"chosen"``) and, when some seeds
     broke, ``unstable`` (a :func:`zslib.engine.stability.stability_label`) instead of a verdict."""
     from zslib.engine.stats import format_interval
 

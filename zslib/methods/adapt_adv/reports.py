@@ -1163,7 +1163,8 @@ def key_findings():
     (:func:`zslib.analysis.verdict.rule_status`), and the adversary's runs called unstable where their seeds fell
     after their best step (:mod:`zslib.engine.stability`)."""
     from zslib.analysis.findings import findings_box, not_recorded_box, real_comparison
-    from zslib.analysis.verdict import change_words, rule_status, status_note, verb_words
+    from zslib.analysis.compare import rule_status
+    from zslib.analysis.verdict import change_words, status_note, verb_words
     from zslib.engine.stability import stability_label
 
     study = real_study(train=False)

@@ -960,7 +960,7 @@ def key_findings():
     if floor is None or runs is None:
         return not_recorded_box()
     p8 = paired(runs["4"], runs["8"])
-    from zslib.analysis.verdict import rule_status
+    from zslib.analysis.compare import rule_status
 
     return findings_box(real_comparison(floor["f"][0], runs["b"], runs["4"], "DeML(1, 4)",
                                         status=rule_status("DeML", deml4_c)) + [

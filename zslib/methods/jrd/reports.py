@@ -1419,7 +1419,7 @@ def key_findings():
     real = RealRuns(train=False, quiet=True)
     if real.floor is None or real.main is None:
         return not_recorded_box()
-    from zslib.analysis.verdict import rule_status
+    from zslib.analysis.compare import rule_status
 
     out = real_comparison(real.floor, real.main["AM-Softmax"], real.main["JRD"], "JRD (alpha = 1)", "AM-Softmax alone",
                           status=rule_status("JRD", real.main["JRD"][0].config))

@@ -1098,7 +1098,8 @@ def key_findings():
     floor, runs = recorded({"f": floor_c}, (0,)), recorded({"z": every_image_config(), "h": head_c})
     if floor is None or runs is None:
         return not_recorded_box()
-    from zslib.analysis.verdict import rule_status, status_note, verb_words
+    from zslib.analysis.compare import rule_status
+    from zslib.analysis.verdict import status_note, verb_words
 
     z = runs["z"]
     d, v = seed_difference(by_seed(z, "input R@1"), by_seed(z, "R@1"))
