@@ -196,8 +196,8 @@ def headline(p, method_name: str, baseline_name: str, status: str, seeds: int, u
     """The first sentence of a method chapter's "Key findings" (and of the book's index): ``p`` the paired unseen
     Recall@1 difference (:func:`zslib.engine.stats.paired`) of ``method_name`` against ``baseline_name``, with the
     method's ``status`` under the rule (:func:`zslib.analysis.compare.rule_status`; "clearly" only when
-    ``"chosen"``) and, when some seeds
-    broke, ``unstable`` (a :func:`zslib.engine.stability.stability_label`) instead of a verdict."""
+    ``"chosen"``) and, when some seeds broke, ``unstable`` (a :func:`zslib.engine.stability.stability_label`)
+    instead of a verdict."""
     from zslib.engine.stats import format_interval
 
     diff = f"{format_interval(p.diff, signed=True)} points over {seeds} seeds paired"
