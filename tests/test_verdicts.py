@@ -57,7 +57,7 @@ def _val_values(entry, regime):
     """{candidate: per-seed validation R@1} from the JSON files, "off" included (ZSML: the leader's input
     features), and the seeds."""
     base = cmp.regime_config(regime)
-    seeds = (0, 1, 2)
+    seeds = entry.choice_seeds(regime)
     grid = cmp.validation_grid(entry, base, regime)
     values = {k: _r1(c, seeds, "val") for k, c in grid.items()}
     if entry.off_metrics_prefix:
@@ -247,7 +247,7 @@ def test_when_runs_were_trained_is_read_from_their_records(comparisons):
     for row in comp.rows:
         entry = _entry(row.method)
         for config in cmp.validation_grid(entry, base, "real adapted").values():
-            val += [_first_trained(_json(config.replace(seed=s))["provenance"]) for s in (0, 1, 2)]
+            val += [_first_trained(_json(config.replace(seed=s))["provenance"]) for s in entry.choice_seeds("real adapted")]
         tested = entry.build(base, entry.candidates[row.tested])
         test += [_first_trained(_json(tested.replace(seed=s))["provenance"]) for s in range(5)]
         if not entry.off_metrics_prefix:

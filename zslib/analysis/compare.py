@@ -52,6 +52,9 @@ PROTOCOL_FIELDS = ("profile", "dataset", "backbone", "pretrained", "embedding_di
 #: The share of the seen classes held out to choose each method's setting.
 VAL_FRACTION = 0.3
 
+#: The seeds of a choice, unless an entry asks for more (:meth:`Entry.choice_seeds`).
+VAL_SEEDS = 3
+
 #: The regimes of the chapter: name -> the profile they run on and a one-line description.
 REGIMES = {
     "quick": ("quick", "SynthParts, a small CNN trained from scratch"),
@@ -167,6 +170,12 @@ class Entry:
     off_metrics_prefix: str | None = None
     quick: tuple = ()
     adapted: tuple = ()
+    val_seeds: Mapping[str, int] = field(default_factory=dict)  # regime -> seeds of the choice (default 3)
+
+    def choice_seeds(self, regime: str) -> tuple[int, ...]:
+        """The seeds ``regime``'s choice for this method is made with: :data:`VAL_SEEDS`, or more where its runs
+        are cheap enough to give the rule the power to choose (``val_seeds``)."""
+        return tuple(range(self.val_seeds.get(regime, VAL_SEEDS)))
 
     def candidates_for(self, regime: str) -> dict:
         """The candidates trained in ``regime``: all of them in the real frozen regime; on the quick profile only
@@ -375,14 +384,13 @@ def compare(regime: str, *, train: bool = False, entries: Sequence[Entry] = ENTR
     """The comparison of ``entries`` in ``regime`` from stored runs (``train``: train the missing ones)."""
     base = regime_config(regime)
     seeds = PROFILES[base.profile].seeds
-    val_seeds = seeds[:3]
     floor = _floor(base, train)
     rows = []
     for entry in entries:
         row = Row(entry.name, regime)
         rows.append(row)
         try:
-            row.choice, val = _choose(entry, base, regime, val_seeds, train)
+            row.choice, val = _choose(entry, base, regime, entry.choice_seeds(regime), train)
         except MissingRunsError:
             row.missing = "validation runs"
             continue
@@ -675,7 +683,8 @@ def protocol_frame(regimes: Sequence[str] = tuple(REGIMES)):
         col.update({f: ", ".join(map(str, getattr(c, f))) if isinstance(getattr(c, f), (list, tuple))
                     else str(getattr(c, f)) for f in PROTOCOL_FIELDS})
         col["test seeds"] = ", ".join(map(str, seeds))
-        col["choice seeds"] = ", ".join(map(str, seeds[:3]))
+        more = [f"{e.name}: 0-{e.val_seeds[regime] - 1}" for e in ENTRIES if regime in e.val_seeds]
+        col["choice seeds"] = ", ".join(map(str, range(VAL_SEEDS))) + (f" ({'; '.join(more)})" if more else "")
         col["validation classes"] = f"{int(100 * VAL_FRACTION)}% of the seen classes"
         cols[regime] = col
     return pd.DataFrame(cols)
