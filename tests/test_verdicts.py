@@ -247,7 +247,8 @@ def test_when_runs_were_trained_is_read_from_their_records(comparisons):
     for row in comp.rows:
         entry = _entry(row.method)
         for config in cmp.validation_grid(entry, base, "real adapted").values():
-            val += [_first_trained(_json(config.replace(seed=s))["provenance"]) for s in entry.choice_seeds("real adapted")]
+            val += [_first_trained(_json(config.replace(seed=s))["provenance"])
+                    for s in entry.choice_seeds("real adapted")]
         tested = entry.build(base, entry.candidates[row.tested])
         test += [_first_trained(_json(tested.replace(seed=s))["provenance"]) for s in range(5)]
         if not entry.off_metrics_prefix:
