@@ -69,14 +69,17 @@ def verb_words(verdict: str, chosen: bool) -> str:
     return f"clearly {words}" if chosen else words
 
 
-def power_words(diff, margin: float, seeds: int, scale: float = 100.0) -> str:
+def power_words(diff, margin: float, seeds: int, candidate: str = "", scale: float = 100.0) -> str:
     """What a kept "off" means at the rule's power: ``diff`` the leader's paired validation difference from "off"
-    (an interval, ``None`` when "off" led), ``margin`` :func:`detectable` of those differences."""
+    (an interval, ``None`` when "off" led), ``margin`` :func:`detectable` of the paired differences of
+    ``candidate`` (the leader, or when "off" led the best candidate that trained differently from it)."""
     if margin != margin:
         return f"with {seeds} validation seed{'s' if seeds != 1 else ''} the rule has no power to choose"
-    tail = f"with {seeds} validation seeds the rule could detect differences of about {margin * scale:.1f} points"
+    size = f"{margin * scale:.2f}" if margin * scale < 0.1 else f"{margin * scale:.1f}"
+    tail = f"with {seeds} validation seeds the rule could detect differences of about {size} points"
     if diff is None:
-        return f"no candidate had a higher validation mean than off; {tail}"
+        of = f" ({candidate}, the best candidate that trained differently from off)" if candidate else ""
+        return f"no candidate had a higher validation mean than off; {tail}{of}"
     if abs(diff.mean) < margin:
         return (f"the leader's {diff.mean * scale:+.2f} points on validation cannot be told from off at this power "
                 f"({tail})")
@@ -121,7 +124,7 @@ def row_sentence(row, with_choice: bool = True) -> str:
     if status == "ablation":
         why = ""
         if with_choice and getattr(row, "val_detectable", None) is not None:
-            why = ": " + power_words(row.val_diff, row.val_detectable, row.val_seeds)
+            why = ": " + power_words(row.val_diff, row.val_detectable, row.val_seeds, row.val_margin_of)
         notes.append(f"an ablation, the rule kept off{why}")
     if getattr(row, "carried_over", ""):
         notes.append(row.carried_over)
