@@ -181,9 +181,9 @@ class Entry:
         """The candidates trained in ``regime``: all of them in the real frozen regime; on the quick profile only
         those named in ``quick`` (the paper's own setting), so that the chapter's quick grid fits its time budget;
         in the adapted regime, where a run costs several times more, only those named in ``adapted``: the candidate
-        that led the frozen regime's *validation* grid at three seeds (and for Adapt-Adv also its best setting with the adversary
-        on, since the paper's method is attention plus adversary; for JRD, whose small weights tied with "off" there,
-        also the quick profile's alpha 1). When the adapted runs were trained relative to each other is read from
+        that led the frozen regime's *validation* grid at three seeds (and for Adapt-Adv also its best setting with
+        the adversary on, since the paper's method is attention plus adversary; for JRD, whose small weights tied
+        with "off" there, also the quick profile's alpha 1). When the adapted runs were trained relative to each other is read from
         their records (:func:`adapted_order_sentence`), not stated here."""
         keep = {"quick": self.quick, "real adapted": self.adapted}.get(regime, ())
         if keep:
