@@ -10,6 +10,10 @@ extension, listed under ``sphinx.local_extensions`` in ``_config.yml``.
   one line, so a sentence longer than the column (about 90 characters) ran out of its box. Text outputs wrap
   at spaces (:data:`WRAP_OUTPUT_CSS`); a token longer than the column still overflows, and the browser check
   reports it.
+* **Wide tables cut at the column's edge.** A table output (a DataFrame's HTML) wider than the text column was
+  clipped, its last columns out of reach. Every HTML output scrolls sideways inside its own box
+  (:data:`SCROLL_TABLES_CSS`), so a wide table stays whole and the page keeps its column; the browser check
+  (``scripts/browse_book.py``, ``table``) reports a table that is still cut.
 """
 from __future__ import annotations
 
@@ -36,8 +40,12 @@ WRAP_OUTPUT_CSS = ("<style>.cell_output .output.stream pre, .cell_output .output
                    "{white-space: pre-wrap;}</style>")
 
 
+SCROLL_TABLES_CSS = ("<style>.cell_output .output.text_html {overflow-x: auto; max-width: 100%;}"
+                     ".cell_output .output.text_html table {max-width: none;}</style>")
+
+
 def wrap_text_outputs(app, pagename, templatename, context, doctree) -> None:
-    context["metatags"] = context.get("metatags", "") + WRAP_OUTPUT_CSS
+    context["metatags"] = context.get("metatags", "") + WRAP_OUTPUT_CSS + SCROLL_TABLES_CSS
 
 
 def setup(app):

@@ -24,6 +24,8 @@ Chromium and these problems are reported (the exit status is 1 when there is any
 * ``output``: a line of a code cell's output wider than its box (the reader would have to scroll sideways
   to read a sentence, or it is cut), a progress bar, or a local path of the build machine
   (``/work/``, ``/home/``, ``/tmp/``) anywhere on the page;
+* ``table``: a table a reader cannot read whole (:data:`TABLES_JS`): one that reaches past a box that clips it,
+  or past the page's column with no box around it that scrolls sideways, or a cell that clips its own text;
 * ``data``: only when the build declared Flowers-102 present (``ZS_REQUIRE_DATA=1``, or ``require_data``):
   the text "not available here" or "skipped" on a page, or a section whose heading promises a figure on the
   photographs ("on the photographs", "on photographs", "on real flowers") that holds no image.
@@ -267,6 +269,53 @@ _OUTPUT_JS = """() => {
   return {wide, text: texts.join(' '), sections};
 }"""
 
+# Tables a reader cannot read whole: a table (or a cell of it) that reaches past a box that clips it, or past the
+# page's main column with no box around it that scrolls. A table inside a box with overflow-x auto or scroll is
+# read by scrolling that box and is fine.
+TABLES_JS = """() => {
+  const main = document.querySelector('main') || document.body;
+  const column = main.getBoundingClientRect();
+  const page = document.documentElement.clientWidth;
+  const out = [];
+  const text = t => (t.textContent || '').trim().replace(/\\s+/g, ' ').slice(0, 80);
+  for (const t of main.querySelectorAll('table')) {
+    if (!t.checkVisibility()) continue;
+    const r = t.getBoundingClientRect();
+    let scrolls = false, cut = null;
+    for (let a = t.parentElement; a && a !== document.body; a = a.parentElement) {
+      const ox = getComputedStyle(a).overflowX;
+      if (ox === 'auto' || ox === 'scroll') { scrolls = true; break; }
+      if (ox === 'hidden' || ox === 'clip') {
+        const ar = a.getBoundingClientRect();
+        if (r.right > ar.right + 1 || r.left < ar.left - 1) { cut = a; break; }
+      }
+    }
+    const clipped = Array.from(t.querySelectorAll('td, th')).filter(c => {
+      const ox = getComputedStyle(c).overflowX;
+      return (ox === 'hidden' || ox === 'clip') && c.scrollWidth > c.clientWidth + 1;
+    });
+    if (clipped.length) {
+      out.push({why: `${clipped.length} cell(s) cut inside the table`, width: r.width, box: 0, text: text(clipped[0])});
+    }
+    if (scrolls) continue;
+    if (cut) {
+      out.push({why: 'cut off by a box that hides what overflows', width: r.width,
+                box: cut.getBoundingClientRect().width, text: text(t)});
+    } else if (r.right > Math.min(column.right, page) + 1) {
+      out.push({why: 'wider than the page column, with no box that scrolls', width: r.width,
+                box: Math.min(column.right, page) - r.left, text: text(t)});
+    }
+  }
+  return out;
+}"""
+
+
+def check_tables(found: list, add) -> None:
+    """Report each table of :data:`TABLES_JS` that a reader cannot read whole."""
+    for t in found:
+        add("table", f"a table is {t['why']} ({t['width']:.0f} px in {t['box']:.0f} px): '{t['text']}'")
+
+
 #: A progress bar as tqdm draws it (``45%|####      | 9/20 [00:01<00:02, 4.1it/s]``) or its block characters.
 PROGRESS = re.compile(r"\d+%\|[^|\n]{0,80}\||[\u2588\u2589\u258a\u258b\u258c\u258d\u258e\u258f]{3,}|\d+(?:\.\d+)?it/s\]")
 #: A local path of the machine that built the book.
@@ -395,6 +444,7 @@ def check_page(context, root: Path, html_dir: Path, page: str, screenshot: Path 
     for link in links:
         _check_link(link, html_dir, anchor_cache, add)
     _check_output(tab.evaluate(_OUTPUT_JS), add, require_data)
+    check_tables(tab.evaluate(TABLES_JS), add)
 
     for explorer in tab.evaluate(_EXPLORERS_JS):
         _operate_explorer(tab, explorer, add)

@@ -127,9 +127,9 @@ def test_validation_split_and_seeds(tiny_config, tmp_path):
     c = tiny_config.replace(validation_fraction=0.2, iterations=3)
     results = run_seeds(c, seeds=[0, 1], results_dir=tmp_path, progress=False)
     assert [r.config.seed for r in results] == [0, 1]
-    assert results[0].metrics["unseen"] != results[1].metrics["unseen"]
-    assert set(results[0].metrics) == {"seen", "val", "unseen"}
-    assert results[0].history.splits == ["seen", "unseen", "val"]
+    assert results[0].metrics["val"] != results[1].metrics["val"]
+    assert set(results[0].metrics) == {"seen", "val"}  # a validation run scores no unseen class
+    assert results[0].history.splits == ["seen", "val"]
     mean, lo, hi = summarize(results, "R@1", split="val")
     assert lo <= mean <= hi
     assert len(list(tmp_path.glob("*.json"))) == 2

@@ -15,8 +15,9 @@ For every method (an :class:`Entry`) the candidates of its main setting are trai
 **"off"**, the same recipe with the method switched off (the same loss alone, or for ZSML the input features
 compared without a learned relation), and :func:`zslib.engine.choice.choose` picks one: the best validation mean,
 only if clearly above "off". The chosen setting, and its baseline, are then scored on the unseen classes. When
-"off" wins, the row still shows the test numbers of the method's best candidate, labelled as an ablation, so that the reader sees what
-the method would have done.
+"off" wins, the row still shows the test numbers of the method's best candidate, labelled as an ablation, so that
+the reader sees what the method would have done. The words of every outcome sentence come from
+:mod:`zslib.analysis.verdict`; broken seeds are marked from :mod:`zslib.engine.stability`.
 
 :func:`compare` returns a :class:`Comparison` (one :class:`Row` per method) from stored or recorded runs (or trains
 them, ``train=True``); :func:`comparison_table`, :func:`forest_plot` and :func:`findings` turn it into what the
@@ -36,12 +37,13 @@ from zslib.engine.choice import Prefixed as _Prefixed
 from zslib.engine.config import Config
 from zslib.engine.grid import MissingRunsError, choose_on_validation, run_grid
 from zslib.engine.profile import ADAPTED_REAL, PROFILES
-from zslib.engine.stats import Interval, interval, paired, verdict
+from zslib.engine.stats import Interval, format_interval, interval, paired, summarize, verdict
 
 __all__ = ["PROTOCOL_FIELDS", "VAL_FRACTION", "Entry", "ENTRIES", "Row", "Comparison", "regime_config",
            "validation_grid", "compare", "check_protocol", "comparison_table", "forest_plot", "findings",
            "REGIMES", "METRICS", "protocol_frame", "metric_agreement", "choice_sentences", "context_sentence",
-           "mean_r1", "mean_metric", "adaptation_sentences", "method_table"]
+           "mean_r1", "mean_metric", "adaptation_sentences", "method_table", "Claim", "adapted_order_sentence",
+           "backbone_caption", "power_note", "rule_status"]
 
 #: The config fields that must be equal for every row of one regime.
 PROTOCOL_FIELDS = ("profile", "dataset", "backbone", "pretrained", "embedding_dim", "image_size", "batch_classes",
@@ -49,6 +51,9 @@ PROTOCOL_FIELDS = ("profile", "dataset", "backbone", "pretrained", "embedding_di
 
 #: The share of the seen classes held out to choose each method's setting.
 VAL_FRACTION = 0.3
+
+#: The seeds of a choice, unless an entry asks for more (:meth:`Entry.choice_seeds`).
+VAL_SEEDS = 3
 
 #: The regimes of the chapter: name -> the profile they run on and a one-line description.
 REGIMES = {
@@ -122,13 +127,37 @@ def _jrd(base: Config, alpha: float = 0.0) -> Config:
 
 
 @dataclass(frozen=True)
+class Claim:
+    """A paper's reported gain of the *same variant* the book tests: ``method`` and ``base`` are ``(table, row,
+    column)`` cells of :mod:`zslib.reported` for ``paper`` (the two may come from different tables of it)."""
+
+    paper: str
+    method: tuple
+    base: tuple
+    dataset: str
+
+    def gain(self) -> float:
+        from zslib.reported import reported_value
+
+        (tm, rm, cm), (tb, rb, cb) = self.method, self.base
+        return float(reported_value(tm, rm, cm, self.paper)) - float(reported_value(tb, rb, cb, self.paper))
+
+    def where(self) -> str:
+        (tm, rm, _), (tb, rb, _) = self.method, self.base
+        tables = f"Table {tm}" if tm == tb else f"Tables {tb} and {tm}"
+        return f"{rm} vs {rb}, {tables}, {self.dataset}, {self.paper}"
+
+
+@dataclass(frozen=True)
 class Entry:
     """One method of the comparison: how to make its configs, its candidates, and the paper's own claim.
 
     ``build(base, value)`` makes the config of candidate ``value`` (``None``: "off"); ``candidates`` maps a label
-    to a value; ``reported`` is ``(paper, table, method row, base row, column, dataset)`` for :mod:`zslib.reported`, or
-    ``None`` (JRD's tables give no same-loss baseline row); ``off_metrics_prefix`` reads "off" from a prefix of the same runs' metrics (ZSML's ``input``).
-    ``quick`` and ``adapted`` name the candidates trained in those regimes (empty: all of them)."""
+    to a value; ``claims(label)`` is the paper's gain for the variant that candidate trains (a :class:`Claim`), or a
+    sentence saying why the paper has no like-for-like row; ``parts(label)`` names the parts of the method that
+    candidate runs ("GDFL attention, adversary off"); ``off_metrics_prefix`` reads "off" from a prefix of the same
+    runs' metrics (ZSML's ``input``). ``quick`` and ``adapted`` name the candidates trained in those regimes (empty:
+    all of them)."""
 
     name: str
     paper: str
@@ -136,50 +165,74 @@ class Entry:
     knob: str
     build: Callable[..., Config]
     candidates: Mapping[str, object]
-    reported: tuple | None = None
+    claims: Callable[[str], Claim | str] = lambda label: "no like-for-like row"
+    parts: Callable[[str], str] = str
     off_metrics_prefix: str | None = None
     quick: tuple = ()
     adapted: tuple = ()
+    val_seeds: Mapping[str, int] = field(default_factory=dict)  # regime -> seeds of the choice (default 3)
+
+    def choice_seeds(self, regime: str) -> tuple[int, ...]:
+        """The seeds ``regime``'s choice for this method is made with: :data:`VAL_SEEDS`, or more where its runs
+        are cheap enough to give the rule the power to choose (``val_seeds``)."""
+        return tuple(range(self.val_seeds.get(regime, VAL_SEEDS)))
 
     def candidates_for(self, regime: str) -> dict:
         """The candidates trained in ``regime``: all of them in the real frozen regime; on the quick profile only
         those named in ``quick`` (the paper's own setting), so that the chapter's quick grid fits its time budget;
         in the adapted regime, where a run costs several times more, only those named in ``adapted``: the candidate
-        that led the frozen regime's *validation* grid (and for Adapt-Adv also its best setting with the adversary
-        on, since the paper's method is attention plus adversary; for JRD, whose small weights tied with "off" there,
-        also the quick profile's alpha 1). They were fixed from validation numbers only,
-        before any adapted run was trained."""
+        that led the frozen regime's *validation* grid at three seeds (and for Adapt-Adv also its best setting with
+        the adversary on, since the paper's method is attention plus adversary; for JRD, whose small weights tied
+        with "off" there, also the quick profile's alpha 1). When the adapted runs were trained relative to each other is read from
+        their records (:func:`adapted_order_sentence`), not stated here."""
         keep = {"quick": self.quick, "real adapted": self.adapted}.get(regime, ())
         if keep:
             return {k: v for k, v in self.candidates.items() if k in keep}
         return dict(self.candidates)
 
 
+#: CML's tested candidates use one confusion term at a time: lambda1 alone is the paper's CML-e, lambda2 alone its
+#: CML-d (Eq. 11; Table IV, the triplet loss on CUB-200).
+_CML_CLAIMS = {"lambda1": Claim("chen2022cml", ("IV", "CML-e (Tri)", "R@1"), ("IV", "Triplet", "R@1"), "CUB-200"),
+               "lambda2": Claim("chen2022cml", ("IV", "CML-d (Tri)", "R@1"), ("IV", "Triplet", "R@1"), "CUB-200")}
+_CML_PARTS = {"lambda1": "CML-e, energy confusion alone", "lambda2": "CML-d, diversity confusion alone"}
+
 ENTRIES: tuple[Entry, ...] = (
     Entry("CML", "chen2022cml", "triplet", "confusion weights (lambda1, lambda2)",
           lambda b, v: _cml(b) if v is None else _cml(b, *v),
           {"lambda1 0.2": (0.2, 0.0), "lambda1 2": (2.0, 0.0), "lambda1 20": (20.0, 0.0),
            "lambda2 0.1": (0.0, 0.1), "lambda2 1": (0.0, 1.0), "lambda2 10": (0.0, 10.0)},
-          ("chen2022cml", "IV", "CML (Tri)", "Triplet", "R@1", "CUB-200"), quick=("lambda1 0.2",),
-          adapted=("lambda1 0.2",)),
+          claims=lambda label: _CML_CLAIMS[label.split()[0]], parts=lambda label: _CML_PARTS[label.split()[0]]
+          + f", {label.replace(' ', ' = ')}", quick=("lambda1 0.2",), adapted=("lambda1 0.2",),
+          val_seeds={"real frozen": 10}),
     Entry("DeML", "chen2019deml", "binomial_deml", "adversary weight lambda0 of DeML(1,4)",
           lambda b, v: _deml(b, v), {"lambda0 0.1": 0.1, "lambda0 1": 1.0},
-          ("chen2019deml", "3", "DeML(3,3)", "baseline(U512)", "CUB R@1", "CUB-200"), quick=("lambda0 1",),
-          adapted=("lambda0 1",)),
+          claims=lambda label: Claim("chen2019deml", ("2-CUB200", "DeML(1,4)", "H"), ("1", "U512", "CUB R@1"),
+                                     "CUB-200"),
+          parts=lambda label: f"DeML(1,4), attention and adversarial diversification, {label.replace(' ', ' = ')}",
+          quick=("lambda0 1",), adapted=("lambda0 1",)),
     Entry("Adapt-Adv", "alkaabi2022adaptadv", "triplet", "attention alone, or with the adversary at lambda0",
           lambda b, v: _adapt(b) if v is None else _adapt(b, *v),
           {"+GDFL (no adversary)": (0.5, False), "lambda0 0.1": (0.1, True), "lambda0 0.5": (0.5, True),
            "lambda0 1": (1.0, True)},
-          ("alkaabi2022adaptadv", "5", "Triplet / Adapt-Adv", "Triplet / Base", "R@1", "Flowers-102"),
+          claims=lambda label: Claim("alkaabi2022adaptadv", ("6", "Triplet / +GDFL" if label.startswith("+GDFL")
+                                                             else "Triplet / Adapt-Adv", "R@1"),
+                                     ("6", "Triplet / Base", "R@1"), "Flowers-102"),
+          parts=lambda label: ("GDFL attention, adversary off" if label.startswith("+GDFL") else
+                               f"GDFL attention and class adversary, {label.replace(' ', ' = ')}"),
           quick=("lambda0 0.5",), adapted=("+GDFL (no adversary)", "lambda0 0.1")),
     Entry("ZSML", "xu2019zsml", "triplet", "continuous-label weight alpha",
           lambda b, v: _zsml(b, v), {"alpha 0.1": 0.1, "alpha 0.3": 0.3, "alpha 0.5": 0.5},
-          ("xu2019zsml", "6", "Lifted+Ours", "Lifted", "R@1", "CUB-200"), off_metrics_prefix="input ",
+          claims=lambda label: ("no like-for-like row (the paper's one seen-to-unseen retrieval row puts ZSML on a "
+                                "Lifted embedding, Table 6; here it learns a relation on the frozen features)"),
+          parts=lambda label: f"learned relation, {label.replace(' ', ' = ')}", off_metrics_prefix="input ",
           quick=("alpha 0.5",), adapted=("alpha 0.5",)),
     Entry("JRD", "chu2020jrd", "am_softmax", "JRS weight alpha (Gaussian mixture kernel)",
           lambda b, v: _jrd(b, 0.0 if v is None else v),
           {"alpha 0.001": 0.001, "alpha 0.01": 0.01, "alpha 0.1": 0.1, "alpha 1": 1.0, "alpha 4": 4.0},
-          quick=("alpha 1",), adapted=("alpha 0.001", "alpha 1")),
+          claims=lambda label: "no like-for-like row (the paper's tables give no row of the same loss without JRD)",
+          parts=lambda label: f"joint representation diversification, {label.replace(' ', ' = ')}",
+          quick=("alpha 1",), adapted=("alpha 0.001", "alpha 1"), val_seeds={"real frozen": 10}),
 )
 
 
@@ -212,6 +265,17 @@ class Row:
     reported_gain: float | None = None
     reported_where: str = ""
     missing: str = ""
+    label: str = ""  # the parts of the method the tested candidate runs
+    val_runs: dict = field(default_factory=dict)  # the validation runs the choice read, "off" included
+    val_diff: Interval | None = None  # the leader's paired validation difference from "off" (None: "off" led)
+    val_detectable: float = float("nan")  # the smallest validation difference the rule's seeds could call clear
+    val_seeds: int = 0
+    val_margin_of: str = ""  # the candidate whose paired differences gave val_detectable
+    test_detectable: float = float("nan")  # the same for the test runs' paired R@1 differences from the baseline
+    stability: str = ""  # zslib.engine.stability.stability_label of the test runs
+    base_stability: str = ""
+    identical: bool = False  # every per-seed metric equal to the baseline's
+    carried_over: str = ""  # in a regime that trains fewer candidates: where they came from
 
 
 @dataclass
@@ -248,13 +312,32 @@ def _runs(grid: dict, seeds, train: bool) -> dict | None:
         return None
 
 
-def _reported_gain(entry: Entry) -> float | None:
-    if entry.reported is None:
-        return None
-    from zslib.reported import reported_value
+def _reported_gain(entry: Entry, label: str) -> tuple[float | None, str]:
+    """The paper's gain for the variant that candidate ``label`` trains, and where it is printed (or, without a
+    like-for-like row, ``None`` and the reason)."""
+    claim = entry.claims(label)
+    if isinstance(claim, Claim):
+        return claim.gain(), claim.where()
+    return None, str(claim)
 
-    paper, table, row, base, column, _ = entry.reported
-    return float(reported_value(table, row, column, paper)) - float(reported_value(table, base, column, paper))
+
+def _power(row: Row, val: dict) -> None:
+    """The power of ``row``'s choice and of its test comparison (:func:`zslib.analysis.verdict.detectable`): the
+    validation margin from the leader's paired differences from "off" (when "off" led, from the best other
+    candidate's; a candidate identical to "off" on every seed is passed over), the test margin from the paired R@1
+    differences from the baseline."""
+    from zslib.analysis.verdict import detectable
+
+    others = sorted((k for k in val if k != OFF), key=lambda k: -row.choice.means[k].mean)
+    pairs = [paired(val[OFF], val[k], "R@1", "val") for k in others]
+    # the best candidate that trained differently from "off" (a weight too small to change training has no spread)
+    i = next((j for j, q in enumerate(pairs) if any(d != 0 for d in q.differences)), 0)
+    p, row.val_margin_of = pairs[i], others[i]
+    row.val_diff = row.choice.leader_vs_off
+    row.val_detectable, row.val_seeds = detectable(p.differences), len(p.differences)
+    if row.runs and row.baseline:
+        q = paired(row.baseline, row.runs, "R@1")
+        row.test_detectable = detectable(q.differences)
 
 
 def _seconds_per_step(runs) -> float:
@@ -306,15 +389,13 @@ def compare(regime: str, *, train: bool = False, entries: Sequence[Entry] = ENTR
     """The comparison of ``entries`` in ``regime`` from stored runs (``train``: train the missing ones)."""
     base = regime_config(regime)
     seeds = PROFILES[base.profile].seeds
-    val_seeds = seeds[:3]
     floor = _floor(base, train)
     rows = []
     for entry in entries:
-        row = Row(entry.name, regime, reported_gain=_reported_gain(entry),
-                  reported_where="" if entry.reported is None else f"{entry.reported[5]}, {entry.paper}")
+        row = Row(entry.name, regime)
         rows.append(row)
         try:
-            row.choice, val = _choose(entry, base, regime, val_seeds, train)
+            row.choice, val = _choose(entry, base, regime, entry.choice_seeds(regime), train)
         except MissingRunsError:
             row.missing = "validation runs"
             continue
@@ -324,6 +405,12 @@ def compare(regime: str, *, train: bool = False, entries: Sequence[Entry] = ENTR
         if label == OFF:
             label = max((k for k in val if k != OFF), key=lambda k: row.choice.means[k].mean)
         row.ablation, row.tested = row.choice.off_won, label
+        row.label, row.val_runs = entry.parts(label), val
+        row.reported_gain, row.reported_where = _reported_gain(entry, label)
+        trained = entry.candidates_for(regime)
+        if len(trained) < len(entry.candidates) and regime != "quick":
+            row.carried_over = (f"{len(trained)} of the {len(entry.candidates)} candidates ({', '.join(trained)}), "
+                                "carried over from the frozen regime's validation grid at three seeds")
         test = _runs({"method": entry.build(base, entry.candidates[label])}, seeds, train)
         if test is None:
             row.missing = "test runs"
@@ -340,10 +427,14 @@ def compare(regime: str, *, train: bool = False, entries: Sequence[Entry] = ENTR
             if _one_session(row.runs + row.baseline):  # timings of a shared machine compare only within a session
                 row.seconds_per_step_ratio = _seconds_per_step(row.runs) / _seconds_per_step(row.baseline)
         row.vs_baseline = _differences(row.baseline, row.runs)
-        if entry.off_metrics_prefix:  # ZSML: its input features on the same images are its floor too
-            row.vs_floor = dict(row.vs_baseline)
-        elif floor is not None:
+        if floor is not None:  # the untrained network's own run, for every method (ZSML's inputs are its baseline)
             row.vs_floor = _vs_floor(row.runs, floor)
+        from zslib.engine.stability import stability_label
+
+        row.stability, row.base_stability = stability_label(row.runs), stability_label(row.baseline)
+        row.identical = bool(row.vs_baseline) and all(
+            d == 0 for m in row.vs_baseline for d in paired(row.baseline, row.runs, m).differences)
+        _power(row, val)
         row.extra_parameters = _extra_parameters(entry.build(base, entry.candidates[label]), entry.build(base, None))
     return Comparison(regime, rows, floor)
 
@@ -388,10 +479,29 @@ def _pts(i: Interval | None) -> str:
     return f"{100 * i.mean:+.1f} [{100 * i.low:+.1f}, {100 * i.high:+.1f}]"
 
 
+def _marked(d: Interval | None, runs: Sequence, baseline: Sequence) -> str:
+    """A paired difference in points, with the diverged seeds of either side named (never a silent row)."""
+    text = _pts(d)
+    k = len([r for r in [*runs, *baseline] if getattr(r, "diverged", None)])
+    if text and k:
+        text += f" (diverged: {k} run{'s' if k != 1 else ''})"
+    return text
+
+
+def _detectable_cell(r: Row) -> str:
+    def one(x):
+        return "n/a" if x != x else f"{100 * x:.1f}"
+
+    return f"{one(r.val_detectable)} / {one(r.test_detectable)}"
+
+
 def comparison_table(comparisons: Sequence[Comparison]):
     """One DataFrame, a line per (regime, method): chosen setting, test R@1, the paired change against the same-loss
     baseline (R@1, MAP@R and NMI) and against the untrained floor (R@1 and MAP@R), in points with 95% intervals,
-    cost and parameters. A MAP@R cell of runs recorded without it says "not recorded"."""
+    cost and parameters. A MAP@R cell of runs recorded without it says "not recorded". Diverged seeds are named in
+    every cell that contains them; the "stability" column names collapsed and unstable seeds
+    (:mod:`zslib.engine.stability`); "detectable" gives the smallest paired difference the validation seeds (the
+    rule's) and the test seeds could call clear (:func:`zslib.analysis.verdict.detectable`)."""
     import pandas as pd
 
     lines = []
@@ -402,26 +512,78 @@ def comparison_table(comparisons: Sequence[Comparison]):
                 line["chosen on validation"] = f"not recorded ({r.missing})" if r.missing else ""
                 lines.append(line)
                 continue
-            line["chosen on validation"] = (f"off (tested: {r.tested}, an ablation)" if r.ablation
-                                            else str(r.chosen))
+            line["chosen on validation"] = (f"off (tested: {r.label or r.tested}, an ablation)" if r.ablation
+                                            else f"{r.chosen} ({r.label})" if r.label else str(r.chosen))
             if r.runs:
-                m = interval([x.metric("R@1") for x in r.runs])
-                line["unseen R@1 %"] = f"{100 * m.mean:.1f} [{100 * m.low:.1f}, {100 * m.high:.1f}]"
-                line["vs baseline R@1 (pts)"] = _pts(r.vs_baseline.get("R@1"))
-                line["verdict"] = verdict(r.vs_baseline["R@1"]) if "R@1" in r.vs_baseline else ""
-                line["vs baseline MAP@R (pts)"] = _pts(r.vs_baseline.get("MAP@R")) or "not recorded"
-                line["vs baseline NMI (pts)"] = _pts(r.vs_baseline.get("NMI"))
-                line["vs untrained R@1 (pts)"] = _pts(r.vs_floor.get("R@1"))
-                line["vs untrained MAP@R (pts)"] = _pts(r.vs_floor.get("MAP@R")) or "not recorded"
+                line["unseen R@1 %"] = format_interval(summarize(r.runs))
+                line["vs baseline R@1 (pts)"] = _marked(r.vs_baseline.get("R@1"), r.runs, r.baseline)
+                line["verdict"] = _verdict_cell(r)
+                line["stability"] = r.stability + ("" if r.base_stability in ("", "stable")
+                                                   else f" (baseline: {r.base_stability})")
+                line["detectable, validation / test (pts)"] = _detectable_cell(r)
+                line["vs baseline MAP@R (pts)"] = (_marked(r.vs_baseline.get("MAP@R"), r.runs, r.baseline)
+                                                   or "not recorded")
+                line["vs baseline NMI (pts)"] = _marked(r.vs_baseline.get("NMI"), r.runs, r.baseline)
+                line["vs untrained R@1 (pts)"] = _marked(r.vs_floor.get("R@1"), r.runs, ())
+                line["vs untrained MAP@R (pts)"] = _marked(r.vs_floor.get("MAP@R"), r.runs, ()) or "not recorded"
                 ratio = r.seconds_per_step_ratio
                 line["time per step vs baseline"] = (f"{ratio:.1f}x" if ratio == ratio else "no baseline run"
                                                      if not r.baseline or isinstance(r.baseline[0], _Prefixed)
                                                      else "recorded apart")
                 line["parameters added"] = "" if r.extra_parameters is None else f"{r.extra_parameters:,}"
-            line["paper's claimed R@1 gain (pts)"] = ("no same-loss row" if r.reported_gain is None else
-                                                      f"{r.reported_gain:+.1f} ({r.reported_where})")
+            line["paper's R@1 gain, same variant (pts)"] = (r.reported_where if r.reported_gain is None else
+                                                            f"{r.reported_gain:+.1f} ({r.reported_where})")
             lines.append(line)
     return pd.DataFrame(lines).fillna("")
+
+
+def _verdict_cell(r: Row) -> str:
+    """The verdict column: the paired R@1 verdict, with "identical", "unstable" and "ablation" where they hold."""
+    d = r.vs_baseline.get("R@1")
+    if d is None:
+        return ""
+    if r.identical:
+        word = "identical to baseline"
+    elif r.stability not in ("", "stable"):
+        word = "unstable"
+    else:
+        word = verdict(d)
+        word = paired(r.baseline, r.runs).verdict if word in ("up", "down") else word
+    return f"{word} (ablation)" if r.ablation else word
+
+
+def backbone_caption(comparisons: Sequence[Comparison]) -> str:
+    """One Markdown line naming the network each regime's rows were trained on, read from the runs' configs (the
+    backbone key and whether it was pretrained, and which of its stages trained)."""
+    parts = []
+    for comp in comparisons:
+        configs = {(r.config.backbone, r.config.pretrained, tuple(r.config.train_stages or ()))
+                   for row in comp.rows for r in row.runs}
+        if not configs:
+            parts.append(f"{comp.regime}: no runs recorded")
+            continue
+        names = []
+        for backbone, pretrained, stages in sorted(configs, key=str):
+            name = f"`{backbone}`" + (" (pretrained" if pretrained else " (from scratch")
+            name += f", trained stages {', '.join(stages)})" if stages else ")"
+            names.append(name)
+        parts.append(f"{comp.regime}: {', '.join(names)}")
+    return "Networks, from the runs' configs: " + "; ".join(parts) + "."
+
+
+def power_note(comparisons: Sequence[Comparison]) -> str:
+    """Markdown: what "off kept" means at the power of the rule's seeds, regime by regime, from the rows' validation
+    margins (:func:`zslib.analysis.verdict.detectable`)."""
+    from zslib.analysis.verdict import power_words
+
+    out = []
+    for comp in comparisons:
+        for r in comp.rows:
+            if r.choice is None or not r.ablation:
+                continue
+            out.append(f"- **{r.method}, {comp.regime}**: "
+                       + power_words(r.val_diff, r.val_detectable, r.val_seeds, r.val_margin_of) + ".")
+    return "\n".join(out) if out else "Every method's setting was chosen over off."
 
 
 def method_table(method: str, regimes: Sequence[str] = ("real frozen", "real adapted"), *, train: bool = False):
@@ -438,7 +600,8 @@ def method_table(method: str, regimes: Sequence[str] = ("real frozen", "real ada
 def forest_plot(comparisons: Sequence[Comparison], metrics: Sequence[str] = ("R@1",)):
     """The paired change of each of ``metrics`` against the same-loss baseline, per method: one panel per regime
     (columns) and metric (rows), a dot for the mean over seeds and a bar for its 95% interval; hollow for a row
-    whose setting "off" won (an ablation)."""
+    whose setting "off" won (an ablation); a red cross labelled "unstable" for a row with diverged, collapsed or
+    unstable seeds (:mod:`zslib.engine.stability`)."""
     import matplotlib.pyplot as plt
 
     metrics = (metrics,) if isinstance(metrics, str) else tuple(metrics)
@@ -453,8 +616,13 @@ def forest_plot(comparisons: Sequence[Comparison], metrics: Sequence[str] = ("R@
                 ax.text(0, y, why, va="center", ha="center", fontsize=8, color="0.4")
                 continue
             lo, hi = (d.low, d.high) if not math.isnan(d.low) else (d.mean, d.mean)
-            ax.plot([100 * lo, 100 * hi], [y, y], color="C0")
-            ax.plot(100 * d.mean, y, "o", color="C0", mfc="white" if r.ablation else "C0")
+            broken = r.stability not in ("", "stable")  # diverged, collapsed or unstable seeds: never a plain dot
+            color = "C3" if broken else "C0"
+            ax.plot([100 * lo, 100 * hi], [y, y], color=color)
+            ax.plot(100 * d.mean, y, "X" if broken else "o", color=color, mfc="white" if r.ablation else color)
+            if broken:
+                ax.annotate("unstable", (100 * hi, y), xytext=(4, 0), textcoords="offset points", va="center",
+                            fontsize=7, color=color)
         ax.axvline(0, color="0.5", lw=0.8)
         ax.set_yticks(range(len(names)), names)
         ax.set_title(comp.regime)
@@ -465,34 +633,16 @@ def forest_plot(comparisons: Sequence[Comparison], metrics: Sequence[str] = ("R@
 
 
 def findings(comparisons: Sequence[Comparison]) -> str:
-    """"Which method, when": Markdown bullets generated from the comparisons' verdicts."""
-    bullets = []
+    """"Which method, when": Markdown, a bullet per regime and method, each sentence written by
+    :func:`zslib.analysis.verdict.row_sentence` ("clearly" only for a setting the rule chose; "ablation",
+    "unstable", "identical" and the power of the choice where they hold)."""
+    from zslib.analysis.verdict import row_sentence
+
+    out = []
     for comp in comparisons:
-        ups, downs, flat, off, missing = [], [], [], [], []
-        for r in comp.rows:
-            if r.missing:
-                missing.append(r.method)
-                continue
-            if r.choice is not None and r.choice.off_won:
-                off.append(r.method)
-            d = r.vs_baseline.get("R@1")
-            if d is None:
-                continue
-            v = verdict(d)
-            (ups if v == "up" else downs if v == "down" else flat).append(f"{r.method} ({_pts(d)})")
-        parts = []
-        if off:
-            parts.append(f"the validation rule kept the method off for {', '.join(off)}")
-        if ups:
-            parts.append(f"clearly above its own baseline on the unseen classes: {', '.join(ups)}")
-        if downs:
-            parts.append(f"clearly below it: {', '.join(downs)}")
-        if flat:
-            parts.append(f"no clear difference: {', '.join(flat)}")
-        if missing:
-            parts.append(f"not recorded in this copy: {', '.join(missing)}")
-        bullets.append(f"- **{comp.regime}**: " + ("; ".join(parts) if parts else "no rows") + ".")
-    return "\n".join(bullets)
+        out.append(f"- **{comp.regime}**:")
+        out += [f"    - {row_sentence(r)}" for r in comp.rows] or ["    - no rows"]
+    return "\n".join(out)
 
 
 def metric_agreement(comparisons: Sequence[Comparison], metric: str = "MAP@R", against: str = "R@1") -> str:
@@ -512,7 +662,8 @@ def metric_agreement(comparisons: Sequence[Comparison], metric: str = "MAP@R", a
             elif verdict(m) == verdict(a):
                 same.append(r.method)
             else:
-                other.append(f"{r.method} ({against} {_said(a)}, {metric} {_said(m)})")
+                chosen = not r.ablation
+                other.append(f"{r.method} ({against} {_said(a, chosen)}, {metric} {_said(m, chosen)})")
         parts = []
         if same:
             parts.append(f"{metric} gives the same verdict as {against} for {', '.join(same)}")
@@ -537,7 +688,8 @@ def protocol_frame(regimes: Sequence[str] = tuple(REGIMES)):
         col.update({f: ", ".join(map(str, getattr(c, f))) if isinstance(getattr(c, f), (list, tuple))
                     else str(getattr(c, f)) for f in PROTOCOL_FIELDS})
         col["test seeds"] = ", ".join(map(str, seeds))
-        col["choice seeds"] = ", ".join(map(str, seeds[:3]))
+        more = [f"{e.name}: 0-{e.val_seeds[regime] - 1}" for e in ENTRIES if regime in e.val_seeds]
+        col["choice seeds"] = ", ".join(map(str, range(VAL_SEEDS))) + (f" ({'; '.join(more)})" if more else "")
         col["validation classes"] = f"{int(100 * VAL_FRACTION)}% of the seen classes"
         cols[regime] = col
     return pd.DataFrame(cols)
@@ -552,7 +704,9 @@ def choice_sentences(comparisons: Sequence[Comparison]) -> str:
                 out.append(f"- **{r.method}, {comp.regime}**: no choice shown; its {r.missing or 'runs'} are not "
                            "recorded in this copy.")
                 continue
-            tail = f" Its test row ({r.tested}) is an ablation." if r.ablation else ""
+            tail = f" Its test row ({r.label or r.tested}) is an ablation." if r.ablation else ""
+            if r.carried_over:
+                tail += f" The candidates here are {r.carried_over}."
             out.append(f"- **{r.method}, {comp.regime}**: {r.choice.sentence()}{tail}")
     return "\n".join(out)
 
@@ -572,29 +726,64 @@ def adaptation_sentences(comparisons: Sequence[Comparison], frozen: str = "real 
         out.append(f"- The untrained network scores {100 * f_floor.metric('R@1'):.1f}% in both regimes' evaluation "
                    f"({100 * a_floor.metric('R@1'):.1f}% read through the adapted code path, whose stages start "
                    "from the same ImageNet weights).")
+    from zslib.analysis.verdict import adaptation_sentence
+
     rows_f = {r.method: r for r in by[frozen].rows}
     for r in by[adapted].rows:
         f = rows_f.get(r.method)
         if f is None or not (r.runs and f.runs):
             out.append(f"- **{r.method}**: not recorded in both regimes in this copy.")
             continue
-        parts = []
-        if r.baseline and f.baseline and not isinstance(r.baseline[0], _Prefixed):
-            parts.append(f"its baseline goes from {100 * mean_r1(f.baseline):.1f}% (frozen) to "
-                         f"{100 * mean_r1(r.baseline):.1f}% (adapted)")
-        parts.append(f"the method ({r.tested}) from {100 * mean_r1(f.runs):.1f}% to {100 * mean_r1(r.runs):.1f}%")
-        d_f, d_a = f.vs_baseline.get("R@1"), r.vs_baseline.get("R@1")
-        if d_f is not None and d_a is not None:
-            parts.append(f"against its baseline it is {_said(d_f)} when frozen and {_said(d_a)} when adapted")
-        out.append(f"- **{r.method}**: " + "; ".join(parts) + ".")
+        out.append("- " + adaptation_sentence(f, r, mean_r1))
     return "\n".join(out)
 
 
-def _said(d: Interval) -> str:
-    """A paired difference in words and points: "clearly above (+1.2 [+0.4, +2.0])" and so on."""
-    v = verdict(d)
-    word = {"up": "clearly above", "down": "clearly below"}.get(v, "not clearly different")
-    return f"{word} ({_pts(d)})"
+def adapted_order_sentence(comparison: Comparison) -> str:
+    """Markdown: when ``comparison``'s validation runs and test runs were first trained, read from their records'
+    timestamps (a record trained again with ``record --replace`` counts from the record it replaced), and which came
+    first (the choice is meant to be made before any test run is read)."""
+    import datetime as dt
+
+    def first_trained(provenance):
+        """The earliest timestamp of a record and of the records it replaced (``record --replace``)."""
+        stamps = []
+        while isinstance(provenance, dict):
+            try:
+                stamps.append(dt.datetime.fromisoformat(provenance["timestamp"]).astimezone(dt.timezone.utc))
+            except (KeyError, TypeError, ValueError):
+                pass
+            provenance = provenance.get("replaced")
+        return min(stamps) if stamps else None
+
+    def times(runs):
+        stamps = (first_trained(getattr(getattr(r, "run", r), "provenance", None)) for r in runs)
+        return [t for t in stamps if t is not None]
+
+    val = times(x for row in comparison.rows for runs in row.val_runs.values() for x in runs)
+    test = times(x for row in comparison.rows for x in [*row.runs, *row.baseline])
+    if not val or not test:
+        return f"The {comparison.regime} runs carry no timestamps to order them by."
+
+    def span(ts):
+        return f"{min(ts):%Y-%m-%d %H:%M} to {max(ts):%Y-%m-%d %H:%M} UTC"
+
+    early = sum(t < max(val) for t in test)
+    if not early:
+        order = "every validation run was trained before the first test run"
+    else:
+        order = (f"{early} of the {len(test)} test runs (the methods' and their baselines') were first trained before "
+                 "the last validation run, so the records cannot show that every choice was made before any test "
+                 "number was read")
+    return (f"In the {comparison.regime} regime the validation runs were trained from {span(val)}, the test runs "
+            f"from {span(test)}: {order}.")
+
+
+def _said(d: Interval, chosen: bool = True) -> str:
+    """A paired difference in words and points: "clearly above (+1.2 [+0.4, +2.0])" for a chosen setting, "above
+    (...)" for an ablation (:func:`zslib.analysis.verdict.change_words`)."""
+    from zslib.analysis.verdict import change_words
+
+    return f"{change_words(verdict(d), chosen).removesuffix(' from')} ({_pts(d)})"
 
 
 def context_sentence() -> str:
@@ -622,3 +811,22 @@ def mean_r1(runs, split: str = "unseen") -> float:
 def mean_metric(runs, metric: str, split: str = "unseen") -> float:
     """The mean of ``metric`` over the seeds of ``runs`` (a fraction)."""
     return float(np.mean([r.metric(metric, split) for r in runs]))
+
+
+def rule_status(method: str, config, regime: str = "real frozen") -> str:
+    """What the book's choice rule made of ``config`` for ``method`` in the comparison's ``regime``
+    (:func:`compare` from the stored runs): ``"chosen"`` when it is the setting the rule
+    chose, ``"ablation"`` when the rule kept the method off (any setting of it trained anyway is an ablation),
+    ``"not chosen"`` when the rule chose another setting (or its runs are not recorded)."""
+    from zslib.engine.config import config_hash
+
+    entries = [e for e in ENTRIES if e.name == method]
+    if not entries:
+        raise ValueError(f"unknown method {method!r}; choose one of {[e.name for e in ENTRIES]}")
+    row = compare(regime, entries=entries).rows[0]
+    if row.choice is None or not row.runs:
+        return "not chosen"
+    if row.ablation:  # the rule kept the method off: every setting of it trained anyway is an ablation
+        return "ablation"
+    same = config_hash(row.runs[0].config.replace(seed=config.seed)) == config_hash(config)
+    return "chosen" if same else "not chosen"

@@ -61,19 +61,24 @@ def verdict_words(verdict: str) -> str:
 
 
 def real_comparison(floor, baseline: Sequence, method: Sequence, method_name: str,
-                    baseline_name: str = "the trained baseline head") -> list[str]:
+                    baseline_name: str = "the trained baseline head", status: str = "not chosen") -> list[str]:
     """Sentences about recorded real-profile runs (Flowers-102, frozen ImageNet EfficientNet-Lite0, classes
     52-102 unseen): ``floor`` (one run of the untrained features), ``baseline`` and ``method`` (runs with the
-    same seeds). Unseen Recall@1 with 95% intervals over seeds; the differences are paired by seed."""
+    same seeds). Unseen Recall@1 with 95% intervals over seeds; the differences are paired by seed. ``status`` is
+    what the book's choice rule made of the method's setting (:func:`zslib.analysis.verdict.rule_status`): the
+    first sentence says "clearly" only for ``"chosen"``, names an ablation as such, and calls a method with
+    collapsed or unstable seeds (:mod:`zslib.engine.stability`) unstable instead of giving it a verdict."""
+    from zslib.analysis.verdict import headline
+    from zslib.engine.stability import stability_label
     from zslib.engine.stats import format_interval, paired, summarize
 
     raw = 100 * floor.metric("R@1")
     base_vs_floor = 100 * summarize(baseline)[0] - raw
     p = paired(baseline, method)
+    first = headline(p, method_name, baseline_name, status, len(method), stability_label(method))
     return [
-        f"On Flowers-102 photographs of unseen classes, {method_name} {verdict_words(p.verdict)} unseen Recall@1 "
-        f"against {baseline_name}: {format_interval(p.diff, signed=True)} points over {len(method)} seeds paired "
-        f"({method_name} {format_interval(summarize(method))} %, {baseline_name} {format_interval(summarize(baseline))} %).",
+        f"{first} ({method_name} {format_interval(summarize(method))} %, {baseline_name} "
+        f"{format_interval(summarize(baseline))} %).",
         f"Training only the embedding head on the frozen pretrained features moved unseen Recall@1 by "
         f"{base_vs_floor:+.1f} points from the untrained features' {raw:.1f} % (measured on this book's 160-px copy "
         "of the photographs).",

@@ -61,7 +61,10 @@ class Choice:
         d = self.leader_vs_off
         diff = f"{d.mean * scale:+.2f} [{d.low * scale:+.2f}, {d.high * scale:+.2f}] points over {label(self.off)}"
         if self.off_won:
-            return f"{lead}, {diff}, not clearly above it, so the rule keeps {label(self.off)}."
+            margin = d.high - d.mean  # the smallest mean difference these seeds' spread could call clear
+            power = ("" if margin != margin else f" (with these {d.n} seeds a difference under about "
+                     f"{margin * scale:.2f} points cannot be told from {label(self.off)})")
+            return f"{lead}, {diff}: its interval holds 0, so the rule keeps {label(self.off)}{power}."
         return f"{lead}, {diff}, clearly above it, so {label(self.leader)} is chosen."
 
 

@@ -35,6 +35,7 @@ from zslib.engine.train import TrainSpec, default_eval, distributed, embed, load
 from zslib.engine.train.precision import Precision
 
 __all__ = ["build_data", "build_model", "build_method", "run", "load_model", "evaluate_checkpoint", "split_metrics",
+           "scored_splits",
            "HELD_OUT_EXTRA",
            "checkpoint_config"]
 
@@ -127,8 +128,15 @@ def build_method(config: Config, model: nn.Module, classes, method_cls: type[Met
 HELD_OUT_EXTRA = ("MAP@R",)
 
 
+def scored_splits(config: Config) -> tuple[str, ...]:
+    """The splits a finished run is scored on: a validation run (``validation_fraction`` > 0) is made to choose a
+    setting before any unseen-class number is read, so it scores ``seen`` and ``val`` only; a test run scores
+    ``seen``, ``val`` (when it has one) and ``unseen``."""
+    return ("seen", "val") if config.validation_fraction else ("seen", "val", "unseen")
+
+
 def split_metrics(config: Config, model: nn.Module, data: dict, device, method=None, cluster_seed: int | None = None,
-                  splits=("seen", "val", "unseen")) -> dict[str, dict[str, float]]:
+                  splits=None) -> dict[str, dict[str, float]]:
     """The final evaluation of a trained model: the full :func:`zslib.engine.evaluate.evaluate` row on the unseen (and
     validation) classes with :data:`HELD_OUT_EXTRA`, Recall@K on the seen classes, as ``{split: {metric: value}}``.
 
@@ -136,7 +144,8 @@ def split_metrics(config: Config, model: nn.Module, data: dict, device, method=N
     the rows ``model(x)`` instead, with the same evaluator on every split. ``cluster_seed`` seeds the clustering
     (k-means; for a pair evaluator also its sample of pairs); ``None`` is the run's own choice (k-means seed 0,
     a pair evaluator the run's seed), the one a stored result was measured with. ``splits`` limits the evaluation
-    to those of ``data``'s splits (each one is embedded and scored in full)."""
+    to those of ``data``'s splits (each one is embedded and scored in full); by default :func:`scored_splits`, so a
+    validation run stores no unseen-class metrics."""
     from zslib.engine.evaluate import evaluate
 
     def emb(ds):
@@ -145,7 +154,7 @@ def split_metrics(config: Config, model: nn.Module, data: dict, device, method=N
     pairwise = method.pair_evaluator(model) if method is not None else None
     kmeans_seed = 0 if cluster_seed is None else int(cluster_seed)
     metrics = {}
-    for split in splits:
+    for split in scored_splits(config) if splits is None else splits:
         if split not in data:
             continue
         score = default_eval if split == "seen" else partial(evaluate, dataset=config.dataset, seed=kmeans_seed,
@@ -244,6 +253,9 @@ def run(config: Config, results_dir: str | os.PathLike | None = None, force: boo
               "data_identity": identity})
     with batch_memory_hint(config):  # an allocation failure names the batch and what to lower
         history = train(model, method, data["train"], spec, eval_sets)
+    if "unseen" not in scored_splits(config):  # a validation run keeps no unseen-class curve either
+        for row in history.evals:
+            row.pop("unseen", None)
     done = bool(history.losses) and history.losses[-1]["step"] >= config.iterations
     if not done:
         return Result(config, {"seen": history.last("seen")}, history, {"complete": False}, None)

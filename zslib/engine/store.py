@@ -603,8 +603,8 @@ def recorded_runs_table(runs: list[Result] | None = None):
         params = ", ".join(f"{k}={_json.dumps(v, default=str)}" for k, v in sorted(r.config.method_params.items()))
         row["params"] = params if len(params) <= 70 else params[:69] + "\u2026"  # the file holds them all
         row["val. split"] = r.config.validation_fraction or 0.0
-        for m in TABLE_METRICS:
-            value = r.metrics.get("unseen", {}).get(m)
+        for m in TABLE_METRICS:  # a validation run's unseen metrics (stored by older code) are not shown
+            value = None if r.config.validation_fraction else r.metrics.get("unseen", {}).get(m)
             row[f"unseen {m} %"] = round(100 * value, 2) if value is not None else None
         rows.append(row)
     order = ["run", "profile", "method", "loss", "seed", *[f"unseen {m} %" for m in TABLE_METRICS], "params",

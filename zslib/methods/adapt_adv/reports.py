@@ -1119,8 +1119,14 @@ def gradcam_on_photos(records: Mapping, config):
 
 
 def key_findings():
-    """The "Key findings" box the Adapt-Adv chapter opens with, generated from the recorded real-profile runs."""
-    from zslib.analysis.findings import findings_box, not_recorded_box, real_comparison, verdict_words
+    """The "Key findings" box the Adapt-Adv chapter opens with, generated from the recorded real-profile runs: each
+    row named by the parts that ran, "clearly" only for the setting the book's choice rule chose
+    (:func:`zslib.analysis.verdict.rule_status`), and the adversary's runs called unstable where their seeds fell
+    after their best step (:mod:`zslib.engine.stability`)."""
+    from zslib.analysis.findings import findings_box, not_recorded_box, real_comparison
+    from zslib.analysis.compare import rule_status
+    from zslib.analysis.verdict import change_words, status_note, verb_words
+    from zslib.engine.stability import stability_label
 
     study = real_study(train=False)
     runs = study.runs
@@ -1131,14 +1137,24 @@ def key_findings():
     where = (f"at the best trained length on validation classes ({stop.length} steps; an ablation: the choice rule "
              "keeps no training)" if stop is not None and stop.ablation else
              f"at the length chosen on validation classes ({stop.length} steps)" if stop is not None else "")
-    stopped = ([f"Stopped {where}, Adapt-Adv "
-                f"{verdict_words(stop.p_stop.verdict)} unseen Recall@1 against the triplet base ({_signed(stop.p_stop)} "
-                "points, paired)" + (f" and {verdict_words(stop.p_stop_gdfl.verdict)} it against +GDFL "
-                                     f"({_signed(stop.p_stop_gdfl)} points)." if stop.p_stop_gdfl is not None else ".")]
-               if stop is not None and stop.p_stop is not None else [])
-    return findings_box(real_comparison(runs[FLOOR][0], runs[BASE], runs[METHOD], "Adapt-Adv", "the triplet base") + [
-        f"The attention alone (+GDFL) {verdict_words(pg.verdict)} unseen Recall@1 against the base "
-        f"({_signed(pg)} points); adding the class adversary to it {verdict_words(pa.verdict)} it ({_signed(pa)} points)."]
+    chosen = stop is not None and not stop.ablation
+    stopped = []
+    if stop is not None and stop.p_stop is not None:
+        vs_gdfl = (f" and {verb_words(stop.p_stop_gdfl.verdict, chosen)} it against +GDFL "
+                   f"({_signed(stop.p_stop_gdfl)} points)." if stop.p_stop_gdfl is not None else ".")
+        stopped = [f"Stopped {where}, Adapt-Adv {verb_words(stop.p_stop.verdict, chosen)} unseen Recall@1 against "
+                   f"the triplet base ({_signed(stop.p_stop)} points, paired){vs_gdfl}"]
+    label = "Adapt-Adv (GDFL attention and class adversary)"
+    head = real_comparison(runs[FLOOR][0], runs[BASE], runs[METHOD], label, "the triplet base",
+                           status=rule_status("Adapt-Adv", runs[METHOD][0].config))
+    g_status, broken = rule_status("Adapt-Adv", runs[GDFL][0].config), stability_label(runs[METHOD])
+    adversary = (f"adding the class adversary to it made training unstable ({broken}; {_signed(pa)} points)"
+                 if broken != "stable" else
+                 f"adding the class adversary to it left unseen Recall@1 {change_words(pa.verdict, False)} the "
+                 f"attention alone ({_signed(pa)} points)")
+    return findings_box(head + [
+        f"The attention alone (+GDFL: GDFL attention, adversary off{status_note(g_status)}) left unseen Recall@1 "
+        f"{change_words(pg.verdict, g_status == 'chosen')} the base ({_signed(pg)} points); {adversary}."]
         + stopped + [
         "With the backbone frozen, Grad-CAM of the base and of Adapt-Adv re-weights the same 7x7 map: their maps over "
         "the photographs (on the experiments page) can differ only in which channels they weight."])

@@ -1,10 +1,10 @@
 """The CML chapters' protocol (Chen, Deng, Wang and Zhang, TNNLS 2022; ``chen2022cml``): the named configs, seeds,
-grids and the choice rule that the chapters, the comparison across methods, the deviations table and the
+grids that the chapters, the comparison across methods, the deviations table and the
 fine-tuning campaign read from here.
 
 * :func:`real_cml`: the paper's loss, and CML with weights, on any base config;
-* :func:`real_sweep_grid` and :func:`choose_weights`: the weights searched on validation classes
-  (:data:`REAL_WEIGHTS`, :func:`validation_seeds`) and the rule that picks them;
+* :func:`real_sweep_grid`: the weights searched on validation classes (:data:`REAL_WEIGHTS`,
+  :func:`validation_seeds`), chosen by the book's one rule (:func:`zslib.methods.cml.reports.choose_weights`);
 * :func:`real_test_grid`: the test rows at the chosen weights; :func:`chapter_config`: the run the deviations
   table describes.
 """
@@ -14,11 +14,10 @@ from collections.abc import Mapping
 
 from zslib.engine.config import Config
 from zslib.engine.profile import PROFILES
-from zslib.engine.stats import summarize
 from zslib.methods.cml.method import cml_method
 
 __all__ = ["REAL_LOSSES", "REAL_WEIGHTS", "VARIANT_TERMS", "VALIDATION", "real_cml", "validation_seeds",
-           "real_sweep_grid", "choose_weights", "real_test_grid", "chapter_config"]
+           "real_sweep_grid", "real_test_grid", "chapter_config"]
 
 #: The paper's three metric losses (Eqs. 12-14) in the order of its tables.
 REAL_LOSSES = ("triplet", "npair", "binomial")
@@ -59,17 +58,6 @@ def real_sweep_grid(base: Config | None = None) -> dict:
         for term, weights in REAL_WEIGHTS.items():
             grid.update({(loss, term, w): real_cml(val, loss, **{term: w}) for w in weights})
     return grid
-
-
-def choose_weights(sweep: Mapping) -> dict:
-    """``{(loss, term): weight}``: for each loss and confusion term, the weight with the highest mean validation
-    Recall@1 over the seeds (the first listed wins a tie). ``sweep``: the runs of :func:`real_sweep_grid`."""
-    chosen = {}
-    for loss in REAL_LOSSES:
-        for term in REAL_WEIGHTS:
-            means = {w: summarize(rs, "R@1", "val")[0] for (l, t, w), rs in sweep.items() if l == loss and t == term}
-            chosen[loss, term] = max(means, key=means.get)
-    return chosen
 
 
 def real_test_grid(chosen: Mapping, base: Config | None = None) -> dict:

@@ -16,11 +16,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from zslib.methods.cml.recipes import (REAL_LOSSES, REAL_WEIGHTS, VARIANT_TERMS, choose_weights, real_cml,
+from zslib.methods.cml.recipes import (REAL_LOSSES, REAL_WEIGHTS, VARIANT_TERMS, real_cml,
                                      real_sweep_grid, real_test_grid, validation_seeds)
 
 __all__ = ["REAL_LOSSES", "REAL_WEIGHTS", "VARIANT_TERMS", "LOSS_NAMES", "GREEK", "real_cml", "validation_seeds",
-           "real_sweep_grid", "choose_weights", "rule_choices", "sweep_table", "weights_caption", "real_test_grid", "real_table",
+           "real_sweep_grid", "choose_weights", "ablations",
+           "rule_choices", "sweep_table", "weights_caption", "real_test_grid", "real_table",
            "provenance_caption", "real_verdict", "quick_verdict", "key_findings", "lemma_bounds_text",
            "mixture_text", "hoeffding_text", "full_runs_text", "what_we_found"]
 
@@ -39,6 +40,28 @@ def _markdown(text: str):
 
 # ----------------------------------------------------------------------------------------------------
 # The real-profile protocol (Flowers-102, frozen ImageNet EfficientNet-Lite0)
+
+
+def choose_weights(sweep: Mapping) -> dict:
+    """``{(loss, term): weight}``: the weight each loss's CML rows train with, through the book's one rule
+    (:func:`rule_choices`, :mod:`zslib.engine.choice`): the weight the rule chose when it chose one; where the rule
+    keeps the loss alone ("off"), the candidate weight with the best mean validation Recall@1, so that the test rows
+    show what the method would have done, as ablations (:func:`ablations`). ``sweep``: the runs of
+    :func:`real_sweep_grid`."""
+    chosen = {}
+    for key, choice in rule_choices(sweep).items():
+        if not choice.off_won:
+            chosen[key] = choice.chosen
+        else:  # "off" kept: the best weight other than 0, tested as an ablation (the first listed wins a tie)
+            weights = [k for k in choice.means if k != choice.off]
+            chosen[key] = max(weights, key=lambda w: choice.means[w].mean)
+    return chosen
+
+
+def ablations(sweep: Mapping) -> set:
+    """The ``(loss, term)`` pairs whose weight the rule did not choose (it kept the loss alone): the CML rows that
+    use that term are ablations."""
+    return {key for key, choice in rule_choices(sweep).items() if choice.off_won}
 
 
 def sweep_table(sweep: Mapping):
@@ -98,10 +121,12 @@ def weights_caption(sweep: Mapping, chosen: Mapping, seconds: float, trained: bo
             f"{picks}. {verdict}")
 
 
-def real_table(runs: Mapping, floor):
+def real_table(runs: Mapping, floor, kept: set = frozenset()):
     """The real-photograph table: the untrained features (``floor``, one run), then every ``(loss, variant)`` of
     ``runs`` with unseen and seen Recall@1 over seeds, the gain over the untrained features, and each CML variant's
-    paired difference from its baseline with the verdicts on the unseen and the seen classes."""
+    paired difference from its baseline with the verdicts on the unseen and the seen classes. ``kept``: the
+    ``(loss, term)`` pairs the choice rule kept off (:func:`ablations`); a variant that uses such a term is marked
+    "(ablation)" in its verdicts."""
     import pandas as pd
 
     from zslib.engine.stats import format_interval, paired, summarize
@@ -117,8 +142,9 @@ def real_table(runs: Mapping, floor):
                "vs baseline (pts)": "", "unseen": "", "seen": ""}
         if variant != "baseline":
             pu, ps = paired(runs[loss, "baseline"], rs), paired(runs[loss, "baseline"], rs, split="seen")
-            row.update({"vs baseline (pts)": format_interval(pu.diff, signed=True), "unseen": pu.verdict,
-                        "seen": ps.verdict})
+            tag = " (ablation)" if any((loss, t) in kept for t in VARIANT_TERMS.get(variant, ())) else ""
+            row.update({"vs baseline (pts)": format_interval(pu.diff, signed=True), "unseen": pu.verdict + tag,
+                        "seen": ps.verdict + tag})
         rows.append(row)
     return pd.DataFrame(rows).set_index(["loss", "variant"])
 
@@ -163,7 +189,13 @@ def _claim_counts(runs: Mapping, losses: Sequence[str]) -> tuple[int, int, int, 
     return n, ups, downs, both
 
 
-def _claim_sentence(n: int, ups: int, downs: int, both: int, where: str) -> str:
+def _claim_sentence(n: int, ups: int, downs: int, both: int, where: str, ablations: bool = False) -> str:
+    """The count of the paper's two-part claim; for rows the choice rule did not choose (``ablations``) the counts
+    say "interval above / below zero" instead of "clearly" (:mod:`zslib.analysis.verdict`)."""
+    if ablations:
+        return (f"Of the {n} CML variants {where} (ablations: the rule chose no weight for them), {ups} had unseen "
+                f"Recall@1 above their baseline and {downs} seen Recall@1 below it (95% intervals on one side of "
+                f"zero); {both} did both, which is the paper's two-part claim (Sec. IV-D1).")
     return (f"Of the {n} CML variants {where}, {ups} raised unseen Recall@1 clearly over their baseline and {downs} "
             f"lowered seen Recall@1 clearly; {both} did both, which is the paper's two-part claim (Sec. IV-D1).")
 
@@ -218,8 +250,9 @@ def quick_verdict(verdict, runs: Mapping, fit_floor: float = 0.1):
 
 
 def _recorded_real():
-    """``(floor, runs)`` of the chapter's real section from the stored runs (the untrained features, and the test
-    grid with the weights chosen on the stored validation sweep), or ``None`` when any is missing."""
+    """``(floor, runs, ablations)`` of the chapter's real section from the stored runs (the untrained features, the
+    test grid with the weights of :func:`choose_weights` on the stored validation sweep, and the ``(loss, term)``
+    pairs the rule kept off), or ``None`` when any is missing."""
     from zslib.analysis.findings import recorded
     from zslib.engine.config import Config
 
@@ -230,30 +263,40 @@ def _recorded_real():
     runs = recorded(real_test_grid(choose_weights(sweep)))
     if floor is None or runs is None:
         return None
-    return floor["f"][0], runs
+    return floor["f"][0], runs, ablations(sweep)
 
 
 def key_findings():
     """The "Key findings" box the CML chapter opens with, generated from the recorded real-profile runs: CML
-    (Eq. 11, weights chosen on validation classes) against the trained baseline head for each of the paper's three
-    losses, paired by seed, and the count of variants that show the paper's claim."""
-    from zslib.analysis.findings import findings_box, not_recorded_box, real_comparison, verdict_words
+    (Eq. 11, each weight through the book's choice rule on validation classes, :func:`choose_weights`) against the
+    trained baseline head for each of the paper's three losses, paired by seed, and the count of variants that show
+    the paper's claim. A row whose weights the rule did not choose is named an ablation, without "clearly"."""
+    from zslib.analysis.findings import findings_box, not_recorded_box, real_comparison
+    from zslib.analysis.verdict import verb_words
     from zslib.engine.stats import format_interval, paired
 
     got = _recorded_real()
     if got is None:
         return not_recorded_box()
-    floor, runs = got
+    floor, runs, kept = got
     first, rest = REAL_LOSSES[0], REAL_LOSSES[1:]
+
+    def status(loss):
+        return "ablation" if any((loss, t) in kept for t in VARIANT_TERMS["cml"]) else "chosen"
+
     head = real_comparison(floor, runs[first, "baseline"], runs[first, "cml"], f"CML with {LOSS_NAMES[first]}",
-                           f"the {first} baseline head")
-    others = [f"{verdict_words(p.verdict)} {'unseen Recall@1' if i == 0 else 'it'} with {LOSS_NAMES[loss]} "
-              f"({format_interval(p.diff, signed=True)} points)"
+                           f"the {first} baseline head", status=status(first))
+    others = [f"{verb_words(p.verdict, status(loss) == 'chosen')} {'unseen Recall@1' if i == 0 else 'it'} with "
+              f"{LOSS_NAMES[loss]} ({format_interval(p.diff, signed=True)} points"
+              f"{'; an ablation' if status(loss) == 'ablation' else ''})"
               for i, (loss, p) in enumerate((loss, paired(runs[loss, "baseline"], runs[loss, "cml"])) for loss in rest)]
     return findings_box([
         head[0],
         "Against their own baseline heads, CML " + " and ".join(others) + ".",
-        _claim_sentence(*_claim_counts(runs, REAL_LOSSES), "(CML-e, CML-d and CML for three losses)"),
+        _claim_sentence(*_claim_counts(runs, REAL_LOSSES), "(CML-e, CML-d and CML for three losses)",
+                        ablations=len(kept) == len(REAL_LOSSES) * len(REAL_WEIGHTS))
+        + (f" The rule kept the loss alone for {len(kept)} of the {len(REAL_LOSSES) * len(REAL_WEIGHTS)} pairs of "
+           "loss and confusion term, so the rows that use those terms are ablations." if kept else ""),
         head[1]])
 
 
@@ -272,14 +315,15 @@ def what_we_found(runs: Mapping, real_runs: Mapping, floor, sweep: Mapping, fit_
                                                                f"the seen classes ({', '.join(fit)})"))
     else:
         out.append("On the quick profile no baseline fitted the seen classes, so no row there tests the claim.")
+    rule = rule_choices(sweep)
     out.append("On Flowers-102 photographs: " + _claim_sentence(*_claim_counts(real_runs, REAL_LOSSES),
-                                                               "on real photographs"))
+                                                               "on real photographs",
+                                                               ablations=all(c.off_won for c in rule.values())))
     raw = floor.metric("R@1")
     above = sum(summarize(rs)[1] > raw for rs in real_runs.values())
     out.append(f"{above} of the {len(real_runs)} real-photograph rows lie clearly above the untrained features "
                f"({100 * raw:.1f}% unseen Recall@1): training a head on the seen flowers has to keep what ImageNet "
                "features already give before it can add to it.")
-    rule = rule_choices(sweep)
     kept = sum(c.off_won for c in rule.values())
     out.append(f"On validation classes the book's choice rule keeps the loss alone for {kept} of the {len(rule)} "
                "pairs of loss and confusion term, so the CML rows tested on the unseen classes are "

@@ -943,6 +943,9 @@ def key_findings():
     if floor is None or runs is None:
         return not_recorded_box()
     p8 = paired(runs["4"], runs["8"])
-    return findings_box(real_comparison(floor["f"][0], runs["b"], runs["4"], "DeML(1, 4)") + [
+    from zslib.analysis.compare import rule_status
+
+    return findings_box(real_comparison(floor["f"][0], runs["b"], runs["4"], "DeML(1, 4)",
+                                        status=rule_status("DeML", deml4_c)) + [
         f"Eight learners instead of four {verdict_words(p8.verdict)} it ({format_interval(p8.diff, signed=True)} "
         "points, paired): with a frozen backbone the CAMs can only re-weight the channels of one fixed map."])

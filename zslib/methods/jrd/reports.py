@@ -1405,7 +1405,10 @@ def key_findings():
     real = RealRuns(train=False, quiet=True)
     if real.floor is None or real.main is None:
         return not_recorded_box()
-    out = real_comparison(real.floor, real.main["AM-Softmax"], real.main["JRD"], "JRD (alpha = 1)", "AM-Softmax alone")
+    from zslib.analysis.compare import rule_status
+
+    out = real_comparison(real.floor, real.main["AM-Softmax"], real.main["JRD"], "JRD (alpha = 1)", "AM-Softmax alone",
+                          status=rule_status("JRD", real.main["JRD"][0].config))
     if real.sweep_pairs:
         parts = []
         for reg, label in REGULARIZER_NAMES.items():

@@ -1061,18 +1061,23 @@ def chapter_findings(quick: QuickComparison, fig5_numbers: dict | None, real: Re
 
 def key_findings():
     """The "Key findings" box the ZSML chapter opens with, generated from the recorded real-profile runs."""
-    from zslib.analysis.findings import findings_box, not_recorded_box, recorded, verdict_words
+    from zslib.analysis.findings import findings_box, not_recorded_box, recorded
     from zslib.engine.stats import format_interval, summarize
 
     c = real_configs()
     floor, runs = recorded({"f": c[FLOOR]}, (0,)), recorded({"z": every_image_config(), "h": c[HEAD]})
     if floor is None or runs is None:
         return not_recorded_box()
+    from zslib.analysis.compare import rule_status
+    from zslib.analysis.verdict import status_note, verb_words
+
     z = runs["z"]
     d, v = seed_difference(by_seed(z, "input R@1"), by_seed(z, "R@1"))
+    status = rule_status("ZSML", z[0].config)
     return findings_box([
-        f"On Flowers-102 photographs of unseen classes, ZSML's learned pair metric {verdict_words(v)} "
-        f"Recall@1 against the cosine of the same features, every unseen image ranked: "
+        f"On Flowers-102 photographs of unseen classes, ZSML's learned pair metric{status_note(status)} "
+        f"{verb_words(v, status == 'chosen')} Recall@1 against the cosine of the same features, every unseen image "
+        "ranked: "
         f"{format_interval(d, signed=True)} points over {len(z)} seeds paired.",
         f"The untrained features reach {100 * floor['f'][0].metric('R@1'):.1f} % unseen Recall@1 and a trained "
         f"embedding head (binomial deviance) {format_interval(summarize(runs['h']))} % (all unseen images, on this "

@@ -1,0 +1,361 @@
+"""What the comparison and the index page *say* about the recorded runs holds: like-for-like paper gains, labels
+that name the parts that ran and the rule's verdict, the untrained run as the floor, broken seeds marked, dates read
+from the records, no unseen metric in a validation run, one rule for CML, and the power of every choice.
+
+Every expected value is recomputed here from the recorded JSON files with numpy and scipy (and the rule with the
+project's oracle, ``tests/rule_oracle.py``), not through the code under test.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from rule_oracle import expected_choice
+from zslib.analysis import compare as cmp
+from zslib.engine.choice import OFF
+from zslib.engine.config import Config, config_hash
+
+REPO = Path(__file__).resolve().parents[1]
+RECORDED = REPO / "results" / "recorded"
+
+
+def _json(config) -> dict:
+    (path,) = RECORDED.glob(f"*-{config_hash(config)}.json")
+    return json.loads(path.read_text())
+
+
+def _r1(config, seeds, split="unseen", metric="R@1") -> np.ndarray:
+    return np.array([_json(config.replace(seed=s))["metrics"][split][metric] for s in seeds])
+
+
+def _half(d) -> float:
+    d = np.asarray(d, float)
+    return float(stats.t.ppf(0.975, len(d) - 1) * d.std(ddof=1) / math.sqrt(len(d)))
+
+
+def _side(d) -> int:
+    d = np.asarray(d, float)
+    h = _half(d)
+    return int(d.mean() - h > 0) - int(d.mean() + h < 0)
+
+
+@pytest.fixture(scope="module")
+def comparisons():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return {regime: cmp.compare(regime) for regime in cmp.REGIMES}
+
+
+def _val_values(entry, regime):
+    """{candidate: per-seed validation R@1} from the JSON files, "off" included (ZSML: the leader's input
+    features), and the seeds."""
+    base = cmp.regime_config(regime)
+    seeds = entry.choice_seeds(regime)
+    grid = cmp.validation_grid(entry, base, regime)
+    values = {k: _r1(c, seeds, "val") for k, c in grid.items()}
+    if entry.off_metrics_prefix:
+        leader = max(values, key=lambda k: values[k].mean())
+        values[OFF] = _r1(grid[leader], seeds, "val", entry.off_metrics_prefix + "R@1")
+    return values
+
+
+def _entry(name):
+    return next(e for e in cmp.ENTRIES if e.name == name)
+
+
+# ---------------------------------------------------------------------------------------------------- 1
+#: The papers' printed Recall@1 for the variant each candidate trains, and the base row it is measured against.
+PAPER_GAINS = {
+    ("CML", "lambda1"): 53.8 - 48.9,  # CML-e (Tri) - Triplet, Table IV (CUB-200)
+    ("CML", "lambda2"): 55.2 - 48.9,  # CML-d (Tri) - Triplet, Table IV
+    ("DeML", "lambda0"): 56.6 - 52.9,  # DeML(1,4) (Table 2, CUB, H) - U512 (Table 1)
+    ("Adapt-Adv", "+GDFL"): 86.41 - 81.55,  # Triplet / +GDFL - Triplet / Base, Table 6 (Flowers-102)
+    ("Adapt-Adv", "lambda0"): 89.32 - 81.55,  # Triplet / Adapt-Adv - Triplet / Base, Table 6
+}
+
+
+def test_the_claimed_gain_is_the_paper_row_of_the_variant_tested(comparisons):
+    for regime, comp in comparisons.items():
+        table = cmp.comparison_table([comp])
+        for i, row in enumerate(comp.rows):
+            cell = table.loc[i, "paper's R@1 gain, same variant (pts)"]
+            key = (row.method, row.tested.split()[0])
+            if key in PAPER_GAINS:
+                assert row.reported_gain == pytest.approx(PAPER_GAINS[key]), (regime, key)
+                assert cell.startswith(f"{PAPER_GAINS[key]:+.1f} (") and "Table" in cell, cell
+            else:
+                assert row.reported_gain is None and cell.startswith("no like-for-like row"), (regime, key, cell)
+
+
+# ---------------------------------------------------------------------------------------------------- 2 and 8
+@pytest.mark.parametrize("regime", ["quick", "real frozen", "real adapted"])
+def test_a_row_the_rule_did_not_choose_is_an_ablation_in_every_sentence_and_never_clearly(comparisons, regime):
+    comp = comparisons[regime]
+    findings = cmp.findings([comp])
+    lines = {r.method: next(line for line in findings.splitlines() if f"**{r.method} (" in line) for r in comp.rows}
+    for row in comp.rows:
+        entry = _entry(row.method)
+        expected = expected_choice(_val_values(entry, regime), OFF)
+        assert (row.chosen == OFF) == (expected == OFF), (regime, row.method)
+        line = lines[row.method]
+        if expected == OFF:
+            assert "ablation" in line and "clearly above" not in line and "clearly below" not in line, line
+        tested = entry.build(cmp.regime_config(regime), entry.candidates[row.tested])
+        seeds = tuple(sorted(r.config.seed for r in row.runs))
+        if entry.off_metrics_prefix:
+            diffs = _r1(tested, seeds) - _r1(tested, seeds, metric="input R@1")
+        else:
+            diffs = _r1(tested, seeds) - _r1(entry.build(cmp.regime_config(regime), None), seeds)
+        if np.all(diffs == 0):
+            assert "identical to its baseline on every seed" in line, line
+        # the power of the choice and of the test, from the paired standard deviations
+        values = _val_values(entry, regime)
+        ranked = sorted((k for k in values if k != OFF), key=lambda k: -values[k].mean())
+        moved = [k for k in ranked if np.any(values[k] != values[OFF])]  # a candidate identical to off has no spread
+        val_margin = _half(values[(moved or ranked)[0]] - values[OFF])
+        assert row.val_detectable == pytest.approx(val_margin, abs=1e-12)
+        assert row.test_detectable == pytest.approx(_half(diffs), abs=1e-12)
+        cell = cmp.comparison_table([comp]).set_index("method").loc[row.method, "detectable, validation / test (pts)"]
+        assert cell == f"{100 * val_margin:.1f} / {100 * _half(diffs):.1f}"
+        if expected == OFF:
+            size = f"{100 * val_margin:.2f}" if 100 * val_margin < 0.1 else f"{100 * val_margin:.1f}"
+            assert f"detect differences of about {size} points" in line, line
+    for line in cmp.adaptation_sentences(list(comparisons.values())).splitlines():
+        for part in line.split(" and "):
+            if ", an ablation)" in part:
+                assert "clearly" not in part, line
+
+
+def test_the_labels_name_the_parts_that_ran(comparisons):
+    frozen = {r.method: r for r in comparisons["real frozen"].rows}
+    assert frozen["Adapt-Adv"].tested == "+GDFL (no adversary)"
+    assert "GDFL attention, adversary off" in cmp.findings([comparisons["real frozen"]])
+    cml = frozen["CML"]
+    part = {"lambda1": "CML-e, energy confusion alone", "lambda2": "CML-d, diversity confusion alone"}
+    assert part[cml.tested.split()[0]] in cmp.comparison_table([comparisons["real frozen"]]).iloc[0, 2]
+
+
+def test_a_map_at_r_verdict_that_differs_is_said_beside_recall(comparisons):
+    comp = comparisons["real frozen"]
+    line = next(s for s in cmp.findings([comp]).splitlines() if "**CML (" in s)
+    row = next(r for r in comp.rows if r.method == "CML")
+    entry, base = _entry("CML"), cmp.regime_config("real frozen")
+    tested, seeds = entry.build(base, entry.candidates[row.tested]), (0, 1, 2, 3, 4)
+    r1 = _r1(tested, seeds) - _r1(entry.build(base, None), seeds)
+    mapr = _r1(tested, seeds, metric="MAP@R") - _r1(entry.build(base, None), seeds, metric="MAP@R")
+    if _side(r1) != _side(mapr):
+        assert "(MAP@R" in line, line
+
+
+def test_the_index_headlines_say_clearly_only_for_a_setting_the_rule_chose():
+    """Every method's first "Key findings" sentence (the index page's line): the frozen regime's rule, recomputed
+    with the oracle, kept each of these methods off (or chose another setting), so none says "clearly raised" or
+    "clearly lowered", and each names its status."""
+    from zslib.methods.adapt_adv import reports as adapt
+    from zslib.methods.cml import reports as cml
+    from zslib.methods.deml import reports as deml
+    from zslib.methods.zsml import reports as zsml
+
+    for name, module in (("CML", cml), ("DeML", deml), ("Adapt-Adv", adapt), ("ZSML", zsml)):
+        first = module.key_findings().sentences[0]
+        kept_off = expected_choice(_val_values(_entry(name), "real frozen"), OFF) == OFF
+        assert "clearly raised" not in first and "clearly lowered" not in first, first
+        if kept_off:
+            assert "ablation" in first, first
+    first = adapt.key_findings().sentences[0]
+    assert "adversary" in first and "unstable" in first, first
+
+
+# ---------------------------------------------------------------------------------------------------- 3
+def test_zsml_against_the_untrained_network_is_against_its_run(comparisons):
+    for regime in ("real frozen", "real adapted"):
+        comp = comparisons[regime]
+        row = next(r for r in comp.rows if r.method == "ZSML")
+        base = cmp.regime_config(regime)
+        floor = _json(base.replace(method="pretrained", seed=0))["metrics"]["unseen"]
+        entry = _entry("ZSML")
+        tested, seeds = entry.build(base, entry.candidates[row.tested]), (0, 1, 2, 3, 4)
+        for metric in ("R@1", "MAP@R"):
+            want = _r1(tested, seeds, metric=metric) - floor[metric]
+            assert row.vs_floor[metric].mean == pytest.approx(want.mean()), (regime, metric)
+
+
+# ---------------------------------------------------------------------------------------------------- 4
+def _seen_collapsed(history) -> bool:
+    seen = [(row["step"], row["seen"]["R@1"]) for row in history["evals"] if "seen" in row]
+    peak = max(v for _, v in seen)
+    return seen[-1][1] <= peak / 3 and seen[-1][0] > max(s for s, v in seen if v == peak)
+
+
+def test_diverged_and_collapsed_seeds_are_marked_in_the_table(comparisons):
+    comp = comparisons["quick"]
+    table = cmp.comparison_table([comp]).set_index("method")
+    base = cmp.regime_config("quick")
+    for row in comp.rows:
+        entry = _entry(row.method)
+        tested = entry.build(base, entry.candidates[row.tested])
+        files = [_json(tested.replace(seed=s)) for s in (0, 1, 2)]
+        diverged = sum(f.get("status") == "diverged" for f in files)
+        collapsed = sum(f.get("status") != "diverged" and _seen_collapsed(f["history"]) for f in files)
+        cell = table.loc[row.method, "unseen R@1 %"]
+        assert (f"(diverged: {diverged} of 3 seeds)" in cell) == bool(diverged), cell
+        stability = table.loc[row.method, "stability"]
+        assert (f"collapsed: {collapsed} of 3 seeds" in stability) == bool(collapsed), stability
+        if diverged or collapsed:
+            assert table.loc[row.method, "verdict"].startswith("unstable"), row.method
+    assert "collapsed: 2 of 3 seeds" in table.loc["Adapt-Adv", "stability"]  # seen R@1 0.28 -> 0.08, 0.47 -> 0.07
+
+
+def test_the_stability_check_reads_a_history():
+    from zslib.engine.stability import held_out_fall, seen_collapse, stability_label
+
+    def evals(seen, unseen):
+        return [{"step": 50 * i, "seen": {"R@1": s}, "unseen": {"R@1": u}}
+                for i, (s, u) in enumerate(zip(seen, unseen))]
+
+    assert seen_collapse(evals([0.1, 0.3, 0.09], [0.1] * 3))  # 0.09 <= 0.3 / 3
+    assert seen_collapse(evals([0.1, 0.3, 0.11], [0.1] * 3)) is None
+    assert held_out_fall(evals([0.5] * 5, [0.88, 0.92, 0.92, 0.912, 0.688]))  # the frozen Adapt-Adv seed
+    assert held_out_fall(evals([0.5] * 3, [0.88, 0.90, 0.875])) is None  # 2.5 points: within the margin
+    assert held_out_fall(evals([0.5] * 2, [0.95, 0.80])) and held_out_fall(evals([0.5], [0.95])) is None
+
+    class Run:
+        def __init__(self, seen, unseen):
+            self.history = type("H", (), {"evals": evals(seen, unseen)})()
+            self.config, self.diverged = Config(), None
+
+    runs = [Run([0.3, 0.5, 0.5], [0.2, 0.2, 0.2]), Run([0.3, 0.5, 0.1], [0.2, 0.2, 0.1])]
+    assert stability_label(runs) == "collapsed: 1 of 2 seeds"
+
+
+# ---------------------------------------------------------------------------------------------------- 5
+def _first_trained(provenance) -> dt.datetime:
+    stamps = []
+    while provenance:
+        stamps.append(dt.datetime.fromisoformat(provenance["timestamp"]))
+        provenance = provenance.get("replaced")
+    return min(stamps)
+
+
+def test_when_runs_were_trained_is_read_from_their_records(comparisons):
+    comp = comparisons["real adapted"]
+    base = cmp.regime_config("real adapted")
+    val, test = [], []
+    for row in comp.rows:
+        entry = _entry(row.method)
+        for config in cmp.validation_grid(entry, base, "real adapted").values():
+            val += [_first_trained(_json(config.replace(seed=s))["provenance"])
+                    for s in entry.choice_seeds("real adapted")]
+        tested = entry.build(base, entry.candidates[row.tested])
+        test += [_first_trained(_json(tested.replace(seed=s))["provenance"]) for s in range(5)]
+        if not entry.off_metrics_prefix:
+            test += [_first_trained(_json(entry.build(base, None).replace(seed=s))["provenance"]) for s in range(5)]
+        else:  # ZSML's baseline is its own runs' input features: the same files once more
+            test += [_first_trained(_json(tested.replace(seed=s))["provenance"]) for s in range(5)]
+    early = sum(t < max(val) for t in test)
+    sentence = cmp.adapted_order_sentence(comp)
+    assert (f"{early} of the {len(test)} test runs" in sentence) if early else ("every validation run" in sentence)
+    for text in (cmp.Entry.candidates_for.__doc__, (REPO / "book" / "compare.ipynb").read_text()):
+        assert "before any adapted run was trained" not in text
+
+
+# ---------------------------------------------------------------------------------------------------- 6
+def test_a_validation_run_stores_no_unseen_metrics(tmp_path):
+    from zslib.engine.runner import run, scored_splits
+
+    tiny = Config.from_profile("quick", iterations=4, eval_every=2, batch_classes=4, batch_per_class=2,
+                               synth_images_per_class=8, image_size=32, resize_size=36, embedding_dim=16)
+    val = run(tiny.replace(validation_fraction=0.3), results_dir=tmp_path, progress=False)
+    stored = json.loads(val.path.read_text())
+    assert set(stored["metrics"]) == {"seen", "val"}
+    assert all("unseen" not in row for row in stored["history"]["evals"])
+    test = run(tiny, results_dir=tmp_path, progress=False)
+    assert "unseen" in test.metrics and scored_splits(tiny) == ("seen", "val", "unseen")
+
+
+def test_the_recorded_runs_table_hides_a_validation_runs_unseen_metrics():
+    from zslib.engine import store
+
+    base = cmp.regime_config("real frozen")
+    config = cmp.validation_grid(_entry("CML"), base)[OFF].replace(seed=0)
+    assert "unseen" in _json(config)["metrics"]  # recorded by earlier code
+    table = store.recorded_runs_table([store.load_result(next(RECORDED.glob(f"*-{config_hash(config)}.json")))])
+    assert table["unseen R@1 %"].isna().all()
+
+
+# ---------------------------------------------------------------------------------------------------- 7
+def test_cml_weights_go_through_the_one_rule_and_its_headline_names_an_ablation():
+    from zslib.engine.grid import run_grid
+    from zslib.methods.cml import reports
+    from zslib.methods.cml.method import cml_method
+
+    val = Config.from_profile("real").replace(validation_fraction=0.3)
+    seeds = reports.validation_seeds()
+    sweep = run_grid(reports.real_sweep_grid(), seeds=seeds, stored_only=True)
+    chosen, kept = reports.choose_weights(sweep), reports.ablations(sweep)
+
+    def config(loss, **w):
+        c = val.replace(**cml_method("cub200", loss, "baseline"))
+        return c.replace(method="cml", method_params={"lambda1": 0.0, "lambda2": 0.0, **w}) if any(w.values()) else c
+
+    for loss in reports.REAL_LOSSES:
+        for term, weights in reports.REAL_WEIGHTS.items():
+            values = {0.0: _r1(config(loss), seeds, "val")}
+            values.update({w: _r1(config(loss, **{term: w}), seeds, "val") for w in weights})
+            expected = expected_choice(values, 0.0)
+            assert ((loss, term) in kept) == (expected == 0.0), (loss, term)
+            best = max(weights, key=lambda w: values[w].mean())
+            assert chosen[loss, term] == (best if expected == 0.0 else expected), (loss, term)
+    first = reports.key_findings().sentences[0]
+    triplet_kept = any(("triplet", t) in kept for t in reports.REAL_WEIGHTS)
+    assert ("ablation" in first) == triplet_kept and ("clearly" not in first.split(":")[0] or not triplet_kept)
+
+
+# ---------------------------------------------------------------------------------------------------- 8
+def test_detectable_is_the_half_width_of_the_paired_interval():
+    from zslib.analysis.verdict import detectable
+    from zslib.engine.stats import interval
+
+    rng = np.random.default_rng(0)
+    for n in (2, 3, 5, 10):
+        d = rng.normal(0.01, 0.02, n)
+        assert detectable(d) == pytest.approx(_half(d))
+        i = interval(d)
+        assert detectable(d) == pytest.approx(i.high - i.mean)
+    assert math.isnan(detectable([0.1]))
+
+
+def test_the_chapter_explains_off_kept_at_the_rules_power(comparisons):
+    note = cmp.power_note(list(comparisons.values()))
+    for comp in comparisons.values():
+        for row in comp.rows:
+            if row.ablation:
+                assert f"**{row.method}, {comp.regime}**" in note
+                margin = 100 * row.val_detectable
+                assert f"about {margin:.2f} points" in note if margin < 0.1 else f"about {margin:.1f} points" in note
+
+
+def test_the_forest_plot_marks_the_rows_with_broken_seeds(comparisons):
+    import matplotlib.pyplot as plt
+
+    comp = comparisons["quick"]
+    fig = cmp.forest_plot([comp])
+    try:
+        marked = [t.xy[1] for t in fig.axes[0].texts if t.get_text() == "unstable"]
+    finally:
+        plt.close(fig)
+    base = cmp.regime_config("quick")
+    broken = []
+    for y, row in enumerate(comp.rows):
+        entry = _entry(row.method)
+        files = [_json(entry.build(base, entry.candidates[row.tested]).replace(seed=s)) for s in (0, 1, 2)]
+        if any(f.get("status") == "diverged" or _seen_collapsed(f["history"]) for f in files):
+            broken.append(y)
+    assert sorted(marked) == broken and broken  # quick Adapt-Adv collapsed, quick ZSML diverged
