@@ -42,6 +42,14 @@ def recorded_campaign(dataset: str = "flowers102", directory=None):
                      "method": runs(t["method"])} for m, t in manifest["test"].items()}
     camp.validation = {m: {k: runs(names) for k, names in c.items()} for m, c in manifest["validation"].items()}
     camp.choices = {m: choose(c, off="off", metric="R@1", split="val") for m, c in camp.validation.items()}
+    if manifest.get("tuning"):  # campaigns with a tuning stage (the fine-tuning recipe chosen on validation classes)
+        from zslib.campaign.plan import length_candidates
+        from zslib.campaign.run import tuning_to_use
+
+        camp.tuning = {k: runs(names) for k, names in manifest["tuning"].items()}
+        camp.tuning_choice = choose(length_candidates(camp.tuning), off="off", metric="R@1", split="val")
+        camp.tuning_setting = tuning_to_use(camp.tuning_choice)
+        camp.head = runs(manifest.get("head", []))
     camp.rows = comparison_rows(camp)
     camp.paths = {"json": path, "session": _session_file(folder, manifest["dataset"])}
     return camp
@@ -114,4 +122,207 @@ def campaign_sentences(camp) -> str:
     if camp.paths.get("session") is not None:
         out.append(f"How these runs were made (hardware, the copy of the images, the seeds) is recorded in "
                    f"`results/recorded/campaign/{camp.paths['session'].name}`.")
+    return " ".join(out)
+
+
+# ---- what differs between the regimes, generated from the configs ---------------------------------------------------
+
+#: The aspects :func:`regime_differences` compares, in order.
+ASPECTS = ("network", "images", "augmentation", "BatchNorm", "batch", "steps", "rates", "baseline loss",
+           "DeML's loss", "seeds")
+
+
+def _describe(configs, *, deml_loss=None, session: str | None = None) -> dict:
+    """The aspects of :data:`ASPECTS` for one regime, from its configs (all of them: a value that varies between
+    them is listed with every variant)."""
+    from zslib.engine.models import build_label
+
+    def one(values):
+        values = list(dict.fromkeys(values))
+        return " / ".join(str(v) for v in values)
+
+    cs = list(configs)
+    c0 = cs[0]
+    trained = [c for c in cs if c.method != "pretrained"] or cs
+    if c0.train_stages:
+        what = f"cached maps up to {', '.join(c0.feature_stages) or 'block5'}; trained: {', '.join(c0.train_stages)}"
+        aug = "two views, the centre crop and its mirror image, drawn per step"
+        bn = one(f"{'ImageNet statistics frozen' if c.train_bn == 'frozen' else 'batch statistics'} (trained stages)"
+                 for c in trained)
+    elif c0.feature_stages:
+        what = f"frozen; cached maps {', '.join(c0.feature_stages)}; a head trains on them"
+        aug = "none (the cached centre crop)"
+        bn = "ImageNet statistics (nothing of the network trains)"
+    else:
+        what = "the whole network trains"
+        aug = "random crop of the resized image and horizontal flip, per image and step"
+        bn = one("ImageNet statistics frozen" if c.freeze_bn else "batch statistics, running statistics updated"
+                 for c in trained)
+    images = one(f"{c.image_size}-px crop of {c.resize_size} px" for c in cs)
+    if session:
+        images += f"; {session}"
+    rates = one(_rates(c) for c in trained)
+    losses = {c.loss for c in trained if c.method in ("baseline",)} or {c.loss for c in trained}
+    return {"network": build_label(c0) + f" ({what})", "images": images, "augmentation": aug, "BatchNorm": bn,
+            "batch": one(f"{c.batch_classes} x {c.batch_per_class}" for c in trained),
+            "steps": one(c.iterations for c in trained), "rates": rates,
+            "baseline loss": " / ".join(sorted(losses)),
+            "DeML's loss": deml_loss or one(c.loss for c in trained if c.method == "deml") or "-",
+            "seeds": one(sorted({c.seed for c in cs}))}
+
+
+def _rates(c) -> str:
+    head = c.lr * c.new_layer_mult
+    if c.feature_stages and not c.train_stages:
+        return f"head {head:.0e}"
+    schedule = c.schedule if isinstance(c.schedule, dict) else {"name": c.schedule or "constant"}
+    if schedule.get("name") == "head_first" and schedule.get("head_steps", 0) >= c.iterations:
+        return f"head {head:.0e}, backbone 0 (not fine-tuned)"
+    text = f"backbone {c.lr:.0e}, head {head:.0e}"
+    if schedule.get("name") == "head_first":
+        text += f", the head alone for the first {schedule['head_steps']} steps"
+    return text
+
+
+def session_data_line(camp) -> str | None:
+    """The recorded campaign's words about the images it saw (the ``**data**`` line of its session file), or None."""
+    path = None if camp is None else camp.paths.get("session")
+    if path is None:
+        return None
+    import re
+
+    text = " ".join(Path(path).read_text().split())
+    match = re.search(r"\*\*data\*\*:(.*?)(?= - \*\*|$)", text)
+    if not match:
+        return None
+    quality = re.search(r"(\d+) px on the short side, JPEG quality (\d+)", match.group(1))
+    return f"a {quality.group(1)}-px copy at JPEG quality {quality.group(2)}" if quality else match.group(1).strip()
+
+
+def regime_differences(camp=None, cpu=None):
+    """Every difference between the regimes, one row per aspect (:data:`ASPECTS`), one column per regime: frozen
+    and adapted (the ``real`` profile's configs, :func:`zslib.analysis.compare.regime_config`), the fine-tuned
+    recipe of :mod:`zslib.campaign.plan` (Flowers-102), the recorded fine-tuned campaign ``camp`` (its run files'
+    configs, and the images its session file names) and the fine-tuned runs on the CPU ``cpu``
+    (:func:`recorded_cpu_proof`). Only aspects on which some regimes differ are kept."""
+    import pandas as pd
+
+    from zslib.analysis.compare import ENTRIES, regime_config
+    from zslib.campaign.plan import RECIPES, tuning_configs
+    from zslib.campaign.run import campaign_configs
+
+    deml = next(e.loss for e in ENTRIES if e.name == "DeML")
+    cols = {"frozen": _describe([regime_config("real frozen")], deml_loss=deml),
+            "adapted": _describe([regime_config("real adapted")], deml_loss=deml)}
+    plan = campaign_configs("flowers102")
+    tuning = [c for runs in tuning_configs(RECIPES["flowers102"]).values() for c in runs]
+    planned = [*tuning, *(x for r in plan["validation"].values() for s in r.values() for x in s)]
+    cols["fine-tuned: the campaign's recipe"] = _describe(planned)
+    if camp is not None:
+        runs = [r.config for rs in camp.floor.values() for r in rs]
+        runs += [r.config for t in camp.test.values() for r in (*t["off"], *t["method"])]
+        hw = sorted({h for t in camp.test.values() for r in t["method"] for h in [_hardware(r)]})
+        cols[f"fine-tuned: recorded ({', '.join(hw)})"] = _describe(runs, session=session_data_line(camp))
+    if cpu is not None:
+        runs = [r.config for rs in cpu["test"].values() for r in rs]
+        cols[f"fine-tuned: recorded on the CPU ({', '.join(cpu['hardware'])})"] = _describe(runs)
+    frame = pd.DataFrame(cols).reindex(list(ASPECTS))
+    keep = [a for a in frame.index if frame.loc[a].nunique() > 1]
+    return frame.loc[keep]
+
+
+def _hardware(result) -> str:
+    from zslib.campaign.records import hardware
+
+    return hardware(result)
+
+
+# ---- the fine-tuned baseline recipe proven on the CPU (scripts/cpu_finetune.py) -------------------------------------
+
+CPU_MANIFEST = "flowers102-cpu"
+
+
+def recorded_cpu_proof(directory=None) -> dict | None:
+    """The recorded CPU proof of the fine-tuned recipe (``scripts/cpu_finetune.py``; ``campaign/flowers102-cpu.json``
+    beside the recorded runs), every run loaded and checked, the choice recomputed by the rule, or None.
+
+    Returns ``{"validation": {label: [Result]}, "choice": Choice, "test": {label: [Result]}, "setting": label,
+    "ablation": bool, "tiny": Result, "hardware": [...], "build": str, "size": dict}``."""
+    import json
+
+    from zslib.campaign.records import hardware
+    from zslib.engine.choice import choose
+    from zslib.engine.models import build_label
+    from zslib.engine.store import load_result, recorded_dir
+
+    folder = recorded_dir(directory)
+    path = folder / "campaign" / f"{CPU_MANIFEST}.json"
+    if not path.is_file():
+        return None
+    manifest = json.loads(path.read_text())
+
+    def runs(names):
+        return [load_result(folder / n) for n in names]
+
+    val = {k: runs(v) for k, v in manifest["validation"].items()}
+    test = {k: runs(v) for k, v in manifest["test"].items()}
+    choice = choose(val, off="off", metric="R@1", split="val")
+    every = [r for rs in test.values() for r in rs]
+    return {"validation": val, "choice": choice, "test": test, "setting": manifest["setting"],
+            "ablation": manifest["setting"] != choice.chosen, "tiny": load_result(folder / manifest["tiny"]),
+            "hardware": sorted({hardware(r) for r in every}), "build": build_label(every[0]),
+            "size": manifest["size"], "path": path}
+
+
+def cpu_proof_frame(proof):
+    """The CPU proof's test rows: the untrained network, the head on the frozen network ("off") and the fine-tuned
+    setting, unseen Recall@1 (95% intervals over the test seeds) and the paired changes against the first two."""
+    import pandas as pd
+
+    from zslib.engine.stats import format_interval, interval, paired
+
+    if proof is None:
+        return pd.DataFrame()
+    rows = []
+    labels = {"untrained": "untrained network", "off": "no fine-tuning: head on the frozen network"}
+    for key, runs in proof["test"].items():
+        row = {"row": labels.get(key, f"fine-tuned, {key}" + (" (ablation: not chosen)" if proof["ablation"] else "")),
+               "test seeds": ", ".join(str(r.config.seed) for r in runs),
+               "unseen R@1": format_interval(tuple(interval([r.metric("R@1", "unseen") for r in runs]))[:3])}
+        for other, name in (("untrained", "vs untrained network"), ("off", "vs head on the frozen network")):
+            if other == key:
+                row[name] = "-"
+                continue
+            d = paired(proof["test"][other], runs, "R@1", "unseen")
+            row[name] = f"{format_interval(tuple(d.diff)[:3], signed=True)} ({d.verdict})"
+        row["hardware"] = "; ".join(sorted({_hardware(r) for r in runs}))
+        rows.append(row)
+    return pd.DataFrame(rows).set_index("row")
+
+
+def cpu_proof_sentences(proof) -> str:
+    """What the CPU proof found, in sentences generated from its recorded runs."""
+    from zslib.engine.stats import format_interval, interval, paired
+
+    if proof is None:
+        return ("No fine-tuned runs on the CPU are recorded: `python scripts/cpu_finetune.py` trains them and "
+                "`python -m zslib record --profile full` records them.")
+    s = proof["size"]
+    val = {k: v for k, v in proof["validation"].items()}
+    first = next(iter(val.values()))[0].config
+    out = [f"On the CPU ({', '.join(proof['hardware'])}), {proof['build']}, {s['image_size']}-px crops, "
+           f"{s['iterations']} steps of {s['batch_classes']} x {s['batch_per_class']}: the candidates were compared "
+           f"on the validation classes over seeds {', '.join(str(r.config.seed) for r in val['off'])} "
+           f"({first.validation_fraction:.0%} of the seen classes held out).", proof["choice"].sentence()]
+    if proof["ablation"]:
+        out.append(f"The whole network was fine-tuned at test anyway, at the leading fine-tuning setting "
+                   f"{proof['setting']}, as an ablation.")
+    test = proof["test"]
+    fin = test[proof["setting"]]
+    for other, words in (("untrained", "the untrained network"), ("off", "the head trained on the frozen network")):
+        d = paired(test[other], fin, "R@1", "unseen")
+        where = {"up": "above", "down": "below"}.get(d.verdict, "not clearly different from")
+        out.append(f"On the unseen classes the fine-tuned network reaches "
+                   f"{format_interval(tuple(interval([r.metric('R@1', 'unseen') for r in fin]))[:3])} Recall@1, "
+                   f"{format_interval(tuple(d.diff)[:3], signed=True)} points against {words} ({where} it).")
     return " ".join(out)
