@@ -40,6 +40,9 @@ CPU_SIZE = {"backbone": "tf_efficientnet_lite0", "image_size": 96, "resize_size"
             "eval_batch_size": 128}
 #: The short run a test trains again: the same path, 2 steps of 4 x 2 at 64 px.
 TINY = {**CPU_SIZE, "image_size": 64, "resize_size": 73, "batch_classes": 4, "batch_per_class": 2, "iterations": 2}
+#: ``--smoke``: the whole script in seconds on a fabricated Flowers-102 (random weights, 2 steps of 2 x 2 at 32 px).
+SMOKE_SIZE = {**CPU_SIZE, "image_size": 32, "resize_size": 36, "batch_classes": 2, "batch_per_class": 2,
+              "iterations": 2, "pretrained": False, "embedding_dim": 16}
 #: The tuning candidates the CPU affords (keys of tuning_changes), "off" and the untrained network always.
 CPU_CANDIDATES = ("lr=1e-05", "batch BN lr=1e-05")
 MANIFEST = "flowers102-cpu"
@@ -66,18 +69,18 @@ def test_config(config, seed: int, label: str):
                           name=f"ft-cpu-test-{slug}-{config.loss}-{config.dataset}-s{seed}")
 
 
-def tiny_config():
+def tiny_config(size: dict = TINY):
     """The short recorded run (``TINY``): the chosen-recipe path at a size a test retrains in seconds."""
-    return test_config(cpu_configs(TINY, candidates=("lr=1e-05",), validation_seeds=(0,))["lr=1e-05"][0], 0, "tiny")
+    return test_config(cpu_configs(size, candidates=("lr=1e-05",), validation_seeds=(0,))["lr=1e-05"][0], 0, "tiny")
 
 
 #: The untrained network of each build at the proof's size, one evaluation each (the datasets chapter's floors).
 BUILD_FLOORS = ("tf_efficientnet_lite0", "efficientnet_lite0")
 
 
-def build_floor(backbone: str):
+def build_floor(backbone: str, size: dict = CPU_SIZE):
     """The untrained network of ``backbone`` at :data:`CPU_SIZE`, evaluated on the unseen classes (test seed 0)."""
-    untrained = cpu_configs(candidates=(), validation_seeds=(0,))["untrained"][0]
+    untrained = cpu_configs(size, candidates=(), validation_seeds=(0,))["untrained"][0]
     return test_config(untrained.replace(backbone=backbone), 0, f"untrained {backbone}")
 
 
@@ -88,6 +91,8 @@ def main(argv=None) -> int:
     p.add_argument("--validation-seeds", default="0,1,2")
     p.add_argument("--test-seeds", default="0,1,2,3,4")
     p.add_argument("--time", type=int, metavar="STEPS", help="time one validation run of STEPS steps; store nothing")
+    p.add_argument("--smoke", action="store_true", help="every stage in seconds on a fabricated Flowers-102 "
+                   "(random weights, 32 px), results in <results-dir>/smoke-cpu/ with the data")
     args = p.parse_args(argv)
 
     import torch
@@ -98,6 +103,15 @@ def main(argv=None) -> int:
 
     torch.set_num_threads(1)
     directory = Path(args.results_dir).resolve()
+    size, tiny_size = CPU_SIZE, TINY
+    if args.smoke:
+        import os
+
+        from zslib.campaign.fabricate import fabricate_flowers
+
+        directory = directory / "smoke-cpu"
+        os.environ["ZS_DATA"] = str(fabricate_flowers(directory / "data"))
+        size = tiny_size = SMOKE_SIZE
     candidates = tuple(c for c in args.candidates.split(",") if c)
     vseeds = tuple(int(s) for s in args.validation_seeds.split(","))
     tseeds = tuple(int(s) for s in args.test_seeds.split(","))
@@ -124,9 +138,9 @@ def main(argv=None) -> int:
               f"{100 * r.metric('R@1', split):.2f} ({time.perf_counter() - started:.0f} s)", flush=True)
         return r
 
-    tiny = go(tiny_config(), "tiny")
-    builds = {b: go(build_floor(b), "build") for b in BUILD_FLOORS}
-    val = {k: [go(c, "validation") for c in runs] for k, runs in cpu_configs(CPU_SIZE, candidates, vseeds).items()}
+    tiny = go(tiny_config(tiny_size), "tiny")
+    builds = {b: go(build_floor(b, size), "build") for b in BUILD_FLOORS}
+    val = {k: [go(c, "validation") for c in runs] for k, runs in cpu_configs(size, candidates, vseeds).items()}
     choice = choose(val, off="off", metric="R@1", split="val")
     print(choice.sentence(), flush=True)
     trained = [k for k in val if k not in ("off", "untrained")]
@@ -138,7 +152,7 @@ def main(argv=None) -> int:
 
     manifest = {"format": "zslib-campaign", "dataset": "flowers102", "smoke": False, "kind": "cpu-proof",
                 "device": {"device": tiny.provenance.get("device"), "threads": torch.get_num_threads()},
-                "size": CPU_SIZE, "tiny": tiny.path.name, "images": IMAGES,
+                "size": size, "tiny": tiny.path.name, "images": "fabricated" if args.smoke else IMAGES,
                 "validation": {k: files(v) for k, v in val.items()},
                 "choice": {"chosen": choice.chosen, "leader": choice.leader, "sentence": choice.sentence()},
                 "test": {k: files(v) for k, v in test.items()}, "setting": setting,

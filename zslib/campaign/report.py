@@ -12,7 +12,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["recorded_campaign", "campaign_frame", "campaign_sentences"]
+__all__ = ["recorded_campaign", "campaign_frame", "campaign_sentences", "campaign_recipe_note", "regime_differences",
+           "session_data_line", "recorded_cpu_proof", "cpu_proof_frame", "cpu_proof_sentences", "ASPECTS",
+           "CPU_MANIFEST"]
 
 _NAMES = {"cml": "CML", "deml": "DeML", "adapt_adv": "Adapt-Adv", "zsml": "ZSML", "jrd": "JRD"}
 _WHERE = {"down": "below", "up": "above"}
@@ -65,6 +67,7 @@ def campaign_frame(camp):
     intervals over the test seeds), the seeds and the hardware the runs name."""
     import pandas as pd
 
+    from zslib.engine.models import build_label
     from zslib.engine.stats import format_interval
 
     def diff(d):
@@ -76,7 +79,7 @@ def campaign_frame(camp):
         "row": r["row"], "setting": r["setting"], "status": r["status"] if r["status"] != "-" else "",
         "test seeds": ", ".join(str(s) for s in r["seeds"]), "unseen R@1": format_interval(r["R@1"]),
         "vs same-loss baseline": diff(r["vs baseline"]), "vs untrained network": diff(r["vs floor"]),
-        "hardware": "; ".join(r["hardware"])} for r in camp.rows]).set_index("row")
+        "network": build_label(r["backbone"]), "hardware": "; ".join(r["hardware"])} for r in camp.rows]).set_index("row")
 
 
 def _points(triple, signed: bool = True) -> str:
@@ -128,27 +131,34 @@ def campaign_sentences(camp) -> str:
 # ---- what differs between the regimes, generated from the configs ---------------------------------------------------
 
 #: The aspects :func:`regime_differences` compares, in order.
-ASPECTS = ("network", "images", "augmentation", "BatchNorm", "batch", "steps", "rates", "baseline loss",
-           "DeML's loss", "seeds")
+ASPECTS = ("network", "images", "augmentation", "BatchNorm", "batch", "steps", "rates", "losses")
 
 
-def _describe(configs, *, deml_loss=None, session: str | None = None) -> dict:
-    """The aspects of :data:`ASPECTS` for one regime, from its configs (all of them: a value that varies between
-    them is listed with every variant)."""
+def _variants(values) -> str:
+    """One value, or the most frequent with the others as candidates: ``"a (candidates: b, c)"``."""
+    from collections import Counter
+
+    counts = Counter(values)
+    ordered = [v for v, _ in counts.most_common()]
+    if len(ordered) == 1:
+        return str(ordered[0])
+    return f"{ordered[0]} (candidates: {'; '.join(str(v) for v in ordered[1:])})"
+
+
+def _describe(configs, losses: dict[str, str]) -> dict:
+    """The aspects of :data:`ASPECTS` for one regime, from its configs (a value that varies between them is given
+    with its variants) and ``losses`` ``{method: loss}``."""
     from zslib.engine.models import build_label
-
-    def one(values):
-        values = list(dict.fromkeys(values))
-        return " / ".join(str(v) for v in values)
+    from zslib.engine.models.adapted import entry_stage
 
     cs = list(configs)
     c0 = cs[0]
     trained = [c for c in cs if c.method != "pretrained"] or cs
     if c0.train_stages:
-        what = f"cached maps up to {', '.join(c0.feature_stages) or 'block5'}; trained: {', '.join(c0.train_stages)}"
+        what = f"cached map {entry_stage(c0.backbone, c0.train_stages)}; trained: {', '.join(c0.train_stages)}"
         aug = "two views, the centre crop and its mirror image, drawn per step"
-        bn = one(f"{'ImageNet statistics frozen' if c.train_bn == 'frozen' else 'batch statistics'} (trained stages)"
-                 for c in trained)
+        bn = _variants([f"{'ImageNet statistics frozen' if c.train_bn == 'frozen' else 'batch statistics'} "
+                        "(trained stages)" for c in trained])
     elif c0.feature_stages:
         what = f"frozen; cached maps {', '.join(c0.feature_stages)}; a head trains on them"
         aug = "none (the cached centre crop)"
@@ -156,19 +166,17 @@ def _describe(configs, *, deml_loss=None, session: str | None = None) -> dict:
     else:
         what = "the whole network trains"
         aug = "random crop of the resized image and horizontal flip, per image and step"
-        bn = one("ImageNet statistics frozen" if c.freeze_bn else "batch statistics, running statistics updated"
-                 for c in trained)
-    images = one(f"{c.image_size}-px crop of {c.resize_size} px" for c in cs)
-    if session:
-        images += f"; {session}"
-    rates = one(_rates(c) for c in trained)
-    losses = {c.loss for c in trained if c.method in ("baseline",)} or {c.loss for c in trained}
-    return {"network": build_label(c0) + f" ({what})", "images": images, "augmentation": aug, "BatchNorm": bn,
-            "batch": one(f"{c.batch_classes} x {c.batch_per_class}" for c in trained),
-            "steps": one(c.iterations for c in trained), "rates": rates,
-            "baseline loss": " / ".join(sorted(losses)),
-            "DeML's loss": deml_loss or one(c.loss for c in trained if c.method == "deml") or "-",
-            "seeds": one(sorted({c.seed for c in cs}))}
+        bn = _variants(["ImageNet statistics frozen" if c.freeze_bn else "batch statistics, running statistics updated"
+                        for c in trained])
+    by_loss: dict[str, list[str]] = {}
+    for m, loss in losses.items():
+        by_loss.setdefault(loss, []).append(_NAMES.get(m, m))
+    return {"network": f"{build_label(c0)} ({what})", "images": _variants([f"{c.image_size}-px crop of "
+                                                                          f"{c.resize_size} px" for c in cs]),
+            "augmentation": aug, "BatchNorm": bn,
+            "batch": _variants([f"{c.batch_classes} x {c.batch_per_class}" for c in trained]),
+            "steps": _variants([c.iterations for c in trained]), "rates": _variants([_rates(c) for c in trained]),
+            "losses": "; ".join(f"{', '.join(ms)}: {loss}" for loss, ms in by_loss.items())}
 
 
 def _rates(c) -> str:
@@ -201,31 +209,41 @@ def session_data_line(camp) -> str | None:
 
 def regime_differences(camp=None, cpu=None):
     """Every difference between the regimes, one row per aspect (:data:`ASPECTS`), one column per regime: frozen
-    and adapted (the ``real`` profile's configs, :func:`zslib.analysis.compare.regime_config`), the fine-tuned
-    recipe of :mod:`zslib.campaign.plan` (Flowers-102), the recorded fine-tuned campaign ``camp`` (its run files'
-    configs, and the images its session file names) and the fine-tuned runs on the CPU ``cpu``
-    (:func:`recorded_cpu_proof`). Only aspects on which some regimes differ are kept."""
+    and adapted (the ``real`` profile's configs, :func:`zslib.analysis.compare.regime_config`, and each method's
+    loss there), the fine-tuned recipe of :mod:`zslib.campaign.plan` (Flowers-102; its tuning candidates listed),
+    the recorded fine-tuned campaign ``camp`` (its run files' configs, and the images its session file names) and
+    the fine-tuned runs on the CPU ``cpu`` (:func:`recorded_cpu_proof`). Aspects on which no two regimes differ are
+    left out."""
     import pandas as pd
 
     from zslib.analysis.compare import ENTRIES, regime_config
-    from zslib.campaign.plan import RECIPES, tuning_configs
+    from zslib.campaign.plan import RECIPES, TUNING_LOSS, tuning_configs
     from zslib.campaign.run import campaign_configs
 
-    deml = next(e.loss for e in ENTRIES if e.name == "DeML")
-    cols = {"frozen": _describe([regime_config("real frozen")], deml_loss=deml),
-            "adapted": _describe([regime_config("real adapted")], deml_loss=deml)}
+    keys = {v: k for k, v in _NAMES.items()}
+    book = {keys.get(e.name, e.name): e.loss for e in ENTRIES}
+    cols = {"frozen": _describe([regime_config("real frozen")], book),
+            "adapted": _describe([regime_config("real adapted")], book)}
     plan = campaign_configs("flowers102")
     tuning = [c for runs in tuning_configs(RECIPES["flowers102"]).values() for c in runs]
-    planned = [*tuning, *(x for r in plan["validation"].values() for s in r.values() for x in s)]
-    cols["fine-tuned: the campaign's recipe"] = _describe(planned)
+    planned = {m: r["off"][0].loss for m, r in plan["validation"].items()}
+    col = _describe(tuning, {"the tuning stage": TUNING_LOSS, **planned})
+    col["steps"] = (f"up to {tuning[-1].iterations}, the length chosen on validation classes (evaluated every "
+                    f"{tuning[-1].eval_every} steps)")
+    cols["fine-tuned: the campaign's recipe"] = col
     if camp is not None:
-        runs = [r.config for rs in camp.floor.values() for r in rs]
-        runs += [r.config for t in camp.test.values() for r in (*t["off"], *t["method"])]
-        hw = sorted({h for t in camp.test.values() for r in t["method"] for h in [_hardware(r)]})
-        cols[f"fine-tuned: recorded ({', '.join(hw)})"] = _describe(runs, session=session_data_line(camp))
+        runs = [r.config for t in camp.test.values() for r in (*t["off"], *t["method"])]
+        hw = sorted({_hardware(r) for t in camp.test.values() for r in t["method"]})
+        col = _describe(runs, {m: t["method"][0].config.loss for m, t in camp.test.items()})
+        data = session_data_line(camp)
+        if data:
+            col["images"] += f"; {data}"
+        cols[f"fine-tuned: recorded ({', '.join(hw)})"] = col
     if cpu is not None:
         runs = [r.config for rs in cpu["test"].values() for r in rs]
-        cols[f"fine-tuned: recorded on the CPU ({', '.join(cpu['hardware'])})"] = _describe(runs)
+        col = _describe(runs, {"baseline": runs[-1].loss})
+        col["images"] += f"; {cpu.get('images', '')}".rstrip("; ")
+        cols[f"fine-tuned: recorded on the CPU ({', '.join(cpu['hardware'])})"] = col
     frame = pd.DataFrame(cols).reindex(list(ASPECTS))
     keep = [a for a in frame.index if frame.loc[a].nunique() > 1]
     return frame.loc[keep]
@@ -271,7 +289,8 @@ def recorded_cpu_proof(directory=None) -> dict | None:
     return {"validation": val, "choice": choice, "test": test, "setting": manifest["setting"],
             "ablation": manifest["setting"] != choice.chosen, "tiny": load_result(folder / manifest["tiny"]),
             "hardware": sorted({hardware(r) for r in every}), "build": build_label(every[0]),
-            "size": manifest["size"], "path": path}
+            "size": manifest["size"], "images": manifest.get("images", ""), "path": path,
+            "builds": {b: load_result(folder / n) for b, n in manifest.get("builds", {}).items()}}
 
 
 def cpu_proof_frame(proof):
@@ -295,6 +314,7 @@ def cpu_proof_frame(proof):
                 continue
             d = paired(proof["test"][other], runs, "R@1", "unseen")
             row[name] = f"{format_interval(tuple(d.diff)[:3], signed=True)} ({d.verdict})"
+        row["network"] = proof["build"]
         row["hardware"] = "; ".join(sorted({_hardware(r) for r in runs}))
         rows.append(row)
     return pd.DataFrame(rows).set_index("row")
@@ -326,3 +346,27 @@ def cpu_proof_sentences(proof) -> str:
                    f"{format_interval(tuple(interval([r.metric('R@1', 'unseen') for r in fin]))[:3])} Recall@1, "
                    f"{format_interval(tuple(d.diff)[:3], signed=True)} points against {words} ({where} it).")
     return " ".join(out)
+
+
+def campaign_recipe_note(camp) -> str:
+    """What the recorded campaign's runs stand on, read from their configs and session file: the network's build,
+    BatchNorm, the images, each method's loss. (A table beside it never mixes its runs with another build's.)"""
+    from zslib.engine.models import build_label
+
+    if camp is None:
+        return ""
+    configs = [r.config for t in camp.test.values() for r in (*t["off"], *t["method"])]
+    builds = sorted({build_label(c) for c in configs})
+    bn = sorted({"ImageNet statistics frozen" if c.freeze_bn else "batch statistics (running statistics updated)"
+                 for c in configs})
+    losses = {}
+    for m, t in camp.test.items():
+        losses.setdefault(t["method"][0].config.loss, []).append(_NAMES.get(m, m))
+    images = session_data_line(camp)
+    rates = sorted({f"{c.lr:g}" for c in configs})
+    steps = sorted({c.iterations for c in configs})
+    text = (f"These recorded runs stand on {' and '.join(builds)}, with BatchNorm on {' and '.join(bn)}, backbone rate "
+            f"{' and '.join(rates)} for {' and '.join(str(s) for s in steps)} steps")
+    text += f", on {images}" if images else ""
+    text += "; " + "; ".join(f"{', '.join(ms)} trained with the {loss} loss" for loss, ms in losses.items()) + "."
+    return text
