@@ -545,3 +545,25 @@ def test_tf_build_is_its_own_experiment_and_the_symmetric_hashes_stay():
     adapted = tf.replace(train_stages=("block6", "head"))  # the adapted regime accepts the TensorFlow build
     assert adapted.hash != sym.replace(train_stages=("block6", "head")).hash
     assert KNOWN_WEIGHTS["tf_efficientnet_lite0"].filename == KNOWN_WEIGHTS["efficientnet_lite0"].filename
+
+
+@pytest.mark.skipif(not _HAS_TIMM, reason="timm not installed")
+@pytest.mark.parametrize("size, kernel", [(224, 3), (56, 5), (96, 3), (7, 3)])
+def test_same_padding_is_what_tensorflow_s_convolution_pads(size, kernel):
+    """Padding the input by same_padding's TensorFlow amounts, then convolving without padding, equals timm's
+    Conv2dSame; the symmetric amounts equal PyTorch's padding=k//2, and the two differ when the total is odd."""
+    import torch.nn.functional as F
+    from timm.layers import Conv2dSame
+
+    from zslib.engine.models import same_padding
+
+    conv = Conv2dSame(2, 3, kernel, stride=2, bias=False)
+    x = torch.randn(1, 2, size, size, generator=torch.Generator().manual_seed(size))
+    pads = same_padding(size, kernel, 2)
+    top, bottom = pads["SAME (TensorFlow)"]
+    with torch.no_grad():
+        ours = F.conv2d(F.pad(x, (top, bottom, top, bottom)), conv.weight, stride=2)
+        torch.testing.assert_close(ours, conv(x))
+        sym = F.conv2d(x, conv.weight, stride=2, padding=kernel // 2)
+        assert pads["symmetric (PyTorch)"] == (kernel // 2, kernel // 2)
+        assert torch.equal(sym, ours) == (top == kernel // 2 == bottom)

@@ -8,8 +8,9 @@ as :class:`~zslib.engine.config.Config` objects; nothing here trains.
 Per dataset (:data:`RECIPES`): the papers' zero-shot split (:mod:`zslib.engine.data.datasets`) and backbone.
 Flowers-102 (classes 1-51 seen, 52-102 unseen, the Adapt-Adv protocol) runs the book's EfficientNet-Lite0, in the
 TensorFlow build its ImageNet weights were trained in, for every method, after a tuning stage that chooses the
-fine-tuning recipe itself on validation classes (:func:`tuning_changes`; "no fine-tuning" is a candidate). CUB-200-2011, Cars196, Stanford Online Products and In-Shop run the papers' backbones: GoogLeNet
-(CML, DeML, Adapt-Adv, ZSML) at the full profile's settings, with CML at its paper's settings
+fine-tuning recipe itself on validation classes (:func:`tuning_changes`; "no fine-tuning" is a candidate).
+CUB-200-2011, Cars196, Stanford Online Products and In-Shop run the papers' backbones: GoogLeNet (CML, DeML,
+Adapt-Adv, ZSML) at the full profile's settings, with CML at its paper's settings
 (:func:`zslib.methods.cml.method.cml_preset`: Adam 1e-5, 64 x 2 batches, the table's iterations) and JRD at its
 paper's (:func:`zslib.methods.jrd.method.jrd_preset`: BN-Inception with frozen BatchNorm, AM-Softmax).
 

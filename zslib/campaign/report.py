@@ -14,7 +14,7 @@ from pathlib import Path
 
 __all__ = ["recorded_campaign", "campaign_frame", "campaign_sentences", "campaign_recipe_note", "regime_differences",
            "session_data_line", "recorded_cpu_proof", "cpu_proof_frame", "cpu_proof_sentences", "ASPECTS",
-           "CPU_MANIFEST"]
+           "CPU_MANIFEST", "build_floors", "build_floor_sentence"]
 
 _NAMES = {"cml": "CML", "deml": "DeML", "adapt_adv": "Adapt-Adv", "zsml": "ZSML", "jrd": "JRD"}
 _WHERE = {"down": "below", "up": "above"}
@@ -370,3 +370,36 @@ def campaign_recipe_note(camp) -> str:
     text += f", on {images}" if images else ""
     text += "; " + "; ".join(f"{', '.join(ms)} trained with the {loss} loss" for loss, ms in losses.items()) + "."
     return text
+
+
+def build_floors(proof):
+    """The untrained network of each build on the unseen classes, from the recorded CPU proof (same images, size
+    and evaluation; one run each): one row per build."""
+    import pandas as pd
+
+    from zslib.engine.models import build_label
+
+    if proof is None or not proof.get("builds"):
+        return pd.DataFrame()
+    rows = []
+    for backbone, r in proof["builds"].items():
+        c = r.config
+        rows.append({"network": build_label(backbone), "crop": f"{c.image_size} px of {c.resize_size}",
+                     **{f"unseen {k}": f"{100 * v:.2f}" for k, v in r.metrics["unseen"].items() if k in ("R@1", "MAP@R")},
+                     "hardware": _hardware(r)})
+    return pd.DataFrame(rows).set_index("network")
+
+
+def build_floor_sentence(proof) -> str:
+    """The two builds' untrained floors compared in one sentence, from the recorded CPU proof."""
+    from zslib.engine.models import build_label
+
+    if proof is None or len(proof.get("builds", {})) < 2:
+        return ("The two builds' untrained floors are not recorded yet: `python scripts/cpu_finetune.py` evaluates "
+                "both and `python -m zslib record --profile full` records them.")
+    (a, ra), (b, rb) = list(proof["builds"].items())[:2]
+    va, vb = ra.metric("R@1", "unseen"), rb.metric("R@1", "unseen")
+    c = ra.config
+    return (f"With the same weights file, images and {c.image_size}-px crops, the untrained network's unseen Recall@1 "
+            f"is {100 * va:.2f} in {build_label(a)} and {100 * vb:.2f} in {build_label(b)}: "
+            f"{100 * (va - vb):+.2f} points from the padding and epsilon alone (one evaluation each, nothing trained).")

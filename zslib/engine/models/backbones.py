@@ -48,6 +48,7 @@ __all__ = [
     "TFEfficientNetLite0Backbone",
     "BUILDS",
     "build_label",
+    "same_padding",
 ]
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
@@ -497,3 +498,13 @@ def build_label(source) -> str:
         raise TypeError(f"build_label needs a backbone name, a Config or a result, got {type(source).__name__}")
     key = canonical_backbone(name)
     return BUILDS.get(key, key)
+
+
+def same_padding(size: int, kernel: int = 3, stride: int = 2) -> dict[str, tuple[int, int]]:
+    """The zeros each build adds before and after a ``size``-px side for one convolution: PyTorch's symmetric
+    ``kernel // 2`` on both sides, and TensorFlow's "SAME", which pads just enough for ``ceil(size / stride)``
+    outputs and puts an odd pixel after (bottom, right)."""
+    import math
+
+    total = max((math.ceil(size / stride) - 1) * stride + kernel - size, 0)
+    return {"symmetric (PyTorch)": (kernel // 2, kernel // 2), "SAME (TensorFlow)": (total // 2, total - total // 2)}
