@@ -155,6 +155,17 @@ def test_smoke_runs_every_configuration_then_resumes(tmp_path, capsys, monkeypat
     assert json.loads(path.read_text())["metrics"] == before
     assert load_manifest(folder / "campaign" / "flowers102.json")["rows"] == manifest["rows"]
 
+    # the chapter's sentences say what the tuning stage chose and what the head alone reached, from these runs
+    from zslib.campaign.report import campaign_sentences
+    from zslib.campaign.run import run_campaign
+
+    camp = run_campaign("flowers102", smoke=True, results_dir=results, out=lambda line: None)
+    assert camp.trained == 0 and camp.tuning_choice.chosen == manifest["tuning_choice"]["chosen"]
+    text = campaign_sentences(camp)
+    head = next(r for r in manifest["rows"] if r["row"].startswith("no fine-tuning"))
+    assert "chosen on validation classes" in text and "A head trained on the frozen network" in text
+    assert f"{100 * head['vs floor']['diff'][0]:+.1f} [" in text
+
 
 def test_help_names_the_stages_and_labels_what_is_measured_and_what_is_estimated():
     out = subprocess.run([sys.executable, "-m", "zslib", "finetune", "--help"], capture_output=True, text=True,

@@ -100,7 +100,17 @@ def campaign_sentences(camp) -> str:
     hardware = sorted({h for r in camp.rows if r is not floor for h in r["hardware"]})
     out = [f"Fine-tuned end to end on {' and '.join(hardware)} and tested on {len(floor['seeds'])} seeds, against "
            f"the untrained network's {_points(floor['R@1'], signed=False)} unseen Recall@1."]
+    if getattr(camp, "tuning_choice", None) is not None:
+        out.append(f"The fine-tuning recipe, chosen on validation classes: {camp.tuning_choice.sentence()}")
+        if camp.tuning_setting != camp.tuning_choice.chosen:
+            out.append(f"The methods below were still fine-tuned, at the leading fine-tuning recipe "
+                       f"{camp.tuning_setting}, as an ablation of the recipe.")
     for name, r in rows.items():
+        if name.startswith("no fine-tuning"):
+            d = r["vs floor"]
+            out.append(f"A head trained on the frozen network reaches {_points(r['R@1'], signed=False)}, "
+                       f"{_points(d['diff'])} points against the untrained network "
+                       f"({_WHERE.get(d['verdict'], 'no clear difference')}).")
         if name.startswith("baseline:"):
             d = r["vs floor"]
             out.append(f"The {r['loss']} loss alone, training every layer, reaches {_points(r['R@1'], signed=False)}, "

@@ -488,16 +488,16 @@ BUILDS = {
 def build_label(source) -> str:
     """The build of a backbone in words: ``source`` is a backbone name, a :class:`~zslib.engine.config.Config`,
     a result (anything with ``.config``) or a backbone; backbones with a single build give their key."""
-    from zslib.engine.models.registry import canonical_backbone
-
     if isinstance(source, Backbone):
         name = source.source if hasattr(source, "source") else source.name
     else:
         name = source if isinstance(source, str) else getattr(getattr(source, "config", source), "backbone", None)
     if not isinstance(name, str):
         raise TypeError(f"build_label needs a backbone name, a Config or a result, got {type(source).__name__}")
-    key = canonical_backbone(name)
-    return BUILDS.get(key, key)
+    def squash(text: str) -> str:  # the registry's spelling rule: case, "-" and "_" do not matter
+        return text.strip().lower().replace("-", "").replace("_", "")
+
+    return next((label for key, label in BUILDS.items() if squash(key) == squash(name)), name)
 
 
 def same_padding(size: int, kernel: int = 3, stride: int = 2) -> dict[str, tuple[int, int]]:
