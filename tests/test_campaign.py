@@ -55,26 +55,61 @@ def test_smoke_runs_every_configuration_then_resumes(tmp_path, capsys, monkeypat
     assert main(argv) == 0
     assert os.environ.get("ZS_DATA") == before  # the campaign's data folder does not outlive the command
     first = capsys.readouterr().out
-    for stage in ("stage 1/4 floor", "stage 2/4 validation", "stage 3/4 test", "stage 4/4 table"):
+    for stage in ("stage 1/5 floor", "stage 2/5 tuning", "stage 3/5 validation", "stage 4/5 test", "stage 5/5 table"):
         assert stage in first
     folder = results / "smoke-campaign"
     manifest = load_manifest(folder / "campaign" / "flowers102.json")
 
     # every configuration of the validation stage and the floor ran, two steps on the CPU
-    configs = campaign_configs("flowers102", smoke=True)
-    for runs in [*configs["floor"].values(), *(s for m in configs["validation"].values() for s in m.values())]:
+    configs = campaign_configs("flowers102", smoke=True, tuning=manifest["tuning_choice"]["used"])
+    for runs in [*configs["floor"].values(), *(s for m in configs["validation"].values() for s in m.values()),
+                 *configs["tuning"].values()]:
         for c in runs:
             stored = json.loads(result_path(c, folder).read_text())
-            assert stored["config"]["iterations"] == 2 and stored["config"]["image_cache"] is True
+            # two steps, or the length the tuning stage chose (one or two)
+            assert stored["config"]["iterations"] == c.iterations in (1, 2) and stored["config"]["image_cache"] is True
             assert stored["provenance"]["device"].startswith("cpu")
             if c.method != "pretrained":
                 p = stored["provenance"]
                 assert p["precision"] == "float32" and p["images_per_second"] > 0 and 0 <= p["data_wait_share"] <= 1
-                assert stored["history"]["losses"][-1]["step"] == 2
-                # images per second: the 2 steps of 2 x 2 images over the training wall time, stored to one decimal
+                assert stored["history"]["losses"][-1]["step"] == c.iterations
+                # images per second: the steps of 2 x 2 images over the training wall time, stored to one decimal
                 # (so off by at most 0.05 image per second of training, however long a busy machine took)
                 elapsed = stored["history"]["elapsed"]
-                assert abs(p["images_per_second"] * elapsed - 8) <= 0.05 * elapsed + 1e-9
+                assert abs(p["images_per_second"] * elapsed - 4 * c.iterations) <= 0.05 * elapsed + 1e-9
+
+    # the tuning stage's choice: every (recipe, length) read from the runs' histories, brute force, by the rule
+    tuning = manifest["tuning"]
+    assert {"untrained", "off"} <= set(tuning) and len(tuning) >= 5
+    means, per_seed = {}, {}
+    for label, fs in tuning.items():
+        stored = [json.loads((folder / f).read_text()) for f in fs]
+        if label in ("untrained", "off"):
+            per_seed[label] = [d["metrics"]["val"]["R@1"] for d in stored]
+            continue
+        steps = sorted({row["step"] for row in stored[0]["history"]["evals"] if "val" in row and row["step"] > 0})
+        assert steps == [1, 2]  # evaluated every step of the smoke run; the length is a candidate too
+        for step in steps:
+            per_seed[f"{label} @ {step}"] = [next(row["val"]["R@1"] for row in d["history"]["evals"][::-1]
+                                                  if row["step"] == step and "val" in row) for d in stored]
+    means = {k: np.mean(v) for k, v in per_seed.items()}
+    leader = max(means, key=means.get)  # the first of equal means, in the order listed
+    assert manifest["tuning_choice"]["leader"] == leader
+    low = _t_interval(np.subtract(per_seed[leader], per_seed["off"]))[1] if leader != "off" else -1
+    assert manifest["tuning_choice"]["chosen"] == (leader if low > 0 else "off")
+    used = manifest["tuning_choice"]["used"]
+    if manifest["tuning_choice"]["chosen"] in ("off", "untrained"):
+        trained = {k: m for k, m in means.items() if k not in ("off", "untrained")}
+        assert used == max(trained, key=trained.get)
+    else:
+        assert used == leader
+    # the methods ran the recipe the tuning stage gave them: its rate, BatchNorm and length
+    from zslib.campaign.plan import RECIPES, tuning_overrides
+
+    want = tuning_overrides(used, RECIPES["flowers102"], 2)  # the smoke run: two steps
+    some = json.loads((folder / manifest["test"]["cml"]["off"][0]).read_text())["config"]
+    assert all(some[k] == v for k, v in want.items()), (want, some)
+    assert len(manifest["head"]) == 2 and manifest["rows"][1]["row"].startswith("no fine-tuning")
 
     # the choice of each method follows the rule, recomputed from the files with numpy and scipy
     for m in METHODS:
@@ -92,7 +127,7 @@ def test_smoke_runs_every_configuration_then_resumes(tmp_path, capsys, monkeypat
 
     # each method's row: its change against the same-loss baseline and the floor, paired by seed, from the files
     rows = {r["row"]: r for r in manifest["rows"]}
-    floor = [_unseen_r1(folder / f) for f in manifest["floor"]["efficientnet_lite0"]]
+    floor = [_unseen_r1(folder / f) for f in manifest["floor"]["tf_efficientnet_lite0"]]
     for m in METHODS:
         t = manifest["test"][m]
         method, off = [_unseen_r1(folder / f) for f in t["method"]], [_unseen_r1(folder / f) for f in t["off"]]
@@ -105,7 +140,7 @@ def test_smoke_runs_every_configuration_then_resumes(tmp_path, capsys, monkeypat
 
     # a disconnect: one test run lost its result after one of its two steps; the same command resumes it from the
     # checkpoint and reproduces every number; the other runs are loaded, not trained
-    lost = configs["test"]["cml"]["off"][0]
+    lost = configs["head"][0]  # two steps whatever length the tuning stage chose
     path = result_path(lost, folder)
     before = json.loads(path.read_text())["metrics"]
     path.unlink()
@@ -120,20 +155,32 @@ def test_smoke_runs_every_configuration_then_resumes(tmp_path, capsys, monkeypat
     assert json.loads(path.read_text())["metrics"] == before
     assert load_manifest(folder / "campaign" / "flowers102.json")["rows"] == manifest["rows"]
 
+    # the chapter's sentences say what the tuning stage chose and what the head alone reached, from these runs
+    from zslib.campaign.report import campaign_sentences
+    from zslib.campaign.run import run_campaign
+
+    camp = run_campaign("flowers102", smoke=True, results_dir=results, out=lambda line: None)
+    assert camp.trained == 0 and camp.tuning_choice.chosen == manifest["tuning_choice"]["chosen"]
+    text = campaign_sentences(camp)
+    head = next(r for r in manifest["rows"] if r["row"].startswith("no fine-tuning"))
+    assert "chosen on validation classes" in text and "A head trained on the frozen network" in text
+    assert f"{100 * head['vs floor']['diff'][0]:+.1f} [" in text
+
 
 def test_help_names_the_stages_and_labels_what_is_measured_and_what_is_estimated():
     out = subprocess.run([sys.executable, "-m", "zslib", "finetune", "--help"], capture_output=True, text=True,
                          check=True).stdout
-    for stage in ("floor", "validation", "test", "table"):
-        assert f"  {stage}" in out.replace("1 floor", "  floor").replace("2 validation", "  validation") \
-            .replace("3 test", "  test").replace("4 table", "  table")
+    for number, stage in enumerate(("floor", "tuning", "validation", "test", "table"), start=1):
+        assert f"  {number} {stage}" in out
     text = " ".join(out.split())
     assert "2,560 images/s on an NVIDIA H200 with 16 CPU cores (measured" in text  # the bench row of the README
-    assert "(estimated at 2,500 images/s" in text and "(estimated, assuming 250 images/s" in text
+    assert "(estimated at 2,500 images/s" in text and "(estimated at 103 images/s" in text
+    assert "the T4 was not measured" in text
     assert "--smoke" in out
     # the measured rate is the one the README's throughput table reports
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
     assert "| 2,560 (loader alone: 2,770) |" in readme
+    assert "| same | on | 103 |" in readme  # the two-core loader rate the T4 estimate uses
 
 
 def test_the_help_estimate_is_the_plan_s():
@@ -200,7 +247,7 @@ BUILDERS = {"cub200": lambda r: build_cub(r, classes={1: 3, 2: 3, 3: 3, 101: 5, 
             "cars196": _cars, "sop": _sop, "inshop": _inshop, "flowers102": _flowers}
 BACKBONES = {"cub200": {"googlenet", "bninception"}, "cars196": {"googlenet", "bninception"},
              "sop": {"googlenet", "bninception"}, "inshop": {"googlenet", "bninception"},
-             "flowers102": {"efficientnet_lite0"}}
+             "flowers102": {"tf_efficientnet_lite0"}}
 
 
 @pytest.mark.parametrize("dataset", sorted(BUILDERS))
@@ -352,3 +399,135 @@ def test_without_a_recorded_campaign_the_chapter_says_how_to_make_one(tmp_path):
     camp = recorded_campaign("flowers102", tmp_path)
     assert camp is None and campaign_frame(camp).empty
     assert "python -m zslib finetune" in campaign_sentences(camp)
+
+
+# ---- the fine-tuning recipe: frozen BatchNorm, "off" a candidate, the length chosen on validation classes -------------
+
+def test_campaign_configs_freeze_batchnorm_statistics_by_default_and_batch_statistics_is_an_ablation():
+    from zslib.campaign.plan import RECIPES, tuning_configs
+    from zslib.campaign.run import campaign_configs
+
+    for smoke in (False, True):
+        c = campaign_configs("flowers102", smoke=smoke)
+        trained = [x for m in (*c["validation"].values(), *c["test"].values()) for s in m.values() for x in s]
+        trained += c["head"]
+        assert trained and all(x.freeze_bn for x in trained)
+        tuning = tuning_configs(RECIPES["flowers102"], smoke=smoke, seeds=(0, 1))
+        batch = [k for k, runs in tuning.items() if runs[0].method != "pretrained" and not runs[0].freeze_bn]
+        assert batch == ["batch BN lr=1e-05"]  # the one candidate with batch statistics
+    # the papers' datasets too (JRD's preset freezes them anyway)
+    c = campaign_configs("cub200", smoke=True, methods=("cml", "jrd"))
+    assert all(x.freeze_bn for m in c["test"].values() for s in m.values() for x in s)
+    # DeML trains with its paper's loss, as in the frozen and adapted regimes
+    assert {x.loss for s in campaign_configs("flowers102")["validation"]["deml"].values() for x in s} == \
+        {"binomial_deml"}
+
+
+def test_no_fine_tuning_is_a_candidate_untrained_and_head_only_and_the_head_only_run_leaves_the_backbone_as_is(
+        tmp_path, monkeypatch):
+    import torch
+
+    from zslib.campaign.plan import RECIPES, tuning_configs
+    from zslib.engine.runner import build_model, build_method
+    from zslib.engine.train import train
+
+    tuning = tuning_configs(RECIPES["flowers102"], seeds=(0, 1, 2))
+    assert list(tuning)[:2] == ["untrained", "off"]
+    assert tuning["untrained"][0].method == "pretrained" and tuning["off"][0].method == "baseline"
+    assert {k for k in tuning if k.startswith("lr=")} == {"lr=5e-06", "lr=1e-05", "lr=2e-05"}
+    assert tuning["LP-FT lr=1e-05"][0].schedule == {"name": "head_first", "head_steps": 50}
+    assert all(x.validation_fraction == 0.3 and x.eval_every == 50 for runs in tuning.values() for x in runs)
+    # "off" trains the head alone: after its steps the backbone's tensors are bitwise those it started from, while
+    # LP-FT's backbone moves once its head steps are over
+    data = _flowers(tmp_path / "data")
+    monkeypatch.setenv("ZS_DATA", str(data))
+    small = {"image_size": 32, "resize_size": 36, "batch_classes": 2, "batch_per_class": 2, "pretrained": False,
+             "embedding_dim": 8, "num_workers": 0, "amp": False, "iterations": 3, "eval_every": 3}
+    smoke = tuning_configs(RECIPES["flowers102"], overrides=small, seeds=(0,))
+    from zslib.campaign.plan import head_only
+
+    for key, moves in (("off", False), ("LP-FT lr=1e-05", True)):
+        config = smoke[key][0].replace(schedule=head_only(3 if key == "off" else 1))
+        from zslib.engine.runner import build_data
+
+        d = build_data(config)
+        torch.manual_seed(0)
+        model = build_model(config)
+        method = build_method(config, model, sorted(set(d["train"].labels)))
+        before = {k: v.clone() for k, v in model.backbone.state_dict().items()}
+        head = model.head.state_dict()["linear.weight"].clone() if "linear.weight" in model.head.state_dict() else None
+        train(model, method, d["train"], iterations=3, batch_classes=2, batch_per_class=2, lr=1e-3,
+              schedule=config.schedule, seed=0, progress=False)
+        after = model.backbone.state_dict()
+        same = all(torch.equal(before[k], after[k]) for k in before)
+        assert same != moves, key
+        if head is not None:
+            assert not torch.equal(head, model.head.state_dict()["linear.weight"])
+
+
+def test_the_length_is_chosen_on_validation_classes_by_the_rule_against_brute_force():
+    """Fabricated runs evaluated every 50 steps: :func:`length_candidates` and the rule pick the (recipe, length)
+    that a brute-force search over every evaluation finds, paired against "off" with a Student-t interval."""
+    from types import SimpleNamespace
+
+    from zslib.campaign.plan import length_candidates
+    from zslib.campaign.run import tuning_to_use
+    from zslib.engine.choice import choose
+
+    rng = np.random.default_rng(5)
+    seeds, steps = (0, 1, 2), (0, 50, 100, 150)
+
+    def result(seed, curve):
+        evals = [{"step": s, "val": {"R@1": float(v)}} for s, v in zip(steps, curve)]
+        return SimpleNamespace(config=SimpleNamespace(seed=seed, name=f"s{seed}"), diverged=None,
+                               history=SimpleNamespace(evals=evals), metrics={"val": {"R@1": float(curve[-1])}},
+                               metric=lambda name="R@1", split="val", c=curve: float(c[-1]))
+
+    for trial in range(20):
+        base = 0.80 + rng.normal(0, 0.01, size=len(seeds))
+        runs = {"untrained": [result(s, [b] * 4) for s, b in zip(seeds, base - 0.02)],
+                "off": [result(s, [b] * 4) for s, b in zip(seeds, base)]}
+        for label in ("lr=5e-06", "lr=1e-05", "lr=2e-05"):
+            shape = rng.normal(0, 0.02, size=4).cumsum()
+            runs[label] = [result(s, b + shape + rng.normal(0, 0.003, size=4)) for s, b in zip(seeds, base)]
+        choice = choose(length_candidates(runs), off="off", metric="R@1", split="val")
+        # brute force: every candidate at every evaluated step after 0
+        table = {"untrained": [r.metric() for r in runs["untrained"]], "off": [r.metric() for r in runs["off"]]}
+        for label in ("lr=5e-06", "lr=1e-05", "lr=2e-05"):
+            for i, step in enumerate(steps[1:], start=1):
+                table[f"{label} @ {step}"] = [r.history.evals[i]["val"]["R@1"] for r in runs[label]]
+        leader = max(table, key=lambda k: np.mean(table[k]))
+        assert choice.leader == leader
+        low = _t_interval(np.subtract(table[leader], table["off"]))[1] if leader != "off" else -1
+        assert choice.chosen == (leader if low > 0 else "off")
+        used = tuning_to_use(choice)
+        fine = {k: np.mean(v) for k, v in table.items() if k not in ("off", "untrained")}
+        assert used == (choice.chosen if choice.chosen not in ("off", "untrained") else max(fine, key=fine.get))
+
+
+def test_the_plan_estimates_what_it_prints_smoke_included():
+    from zslib.campaign.run import ASSUMED_RATES, campaign_configs, estimate_minutes, plan_lines
+
+    full, smoke = plan_lines("flowers102"), plan_lines("flowers102", smoke=True)
+    assert "smoke" in smoke[0] and "smoke" not in full[0]
+    gpu = next(iter(ASSUMED_RATES.values()))
+    whole = estimate_minutes("flowers102", gpu)
+    assert f"about {whole:.0f} min" in " ".join(full)
+    tiny = estimate_minutes("flowers102", gpu, smoke=True, configs=campaign_configs("flowers102", smoke=True))
+    assert tiny < 0.05 * whole and f"about {whole:.0f} min" not in " ".join(smoke)
+    one = plan_lines("flowers102", methods=("deml",))
+    assert "deml" in " ".join(one) and "cml:" not in " ".join(one)
+
+
+def test_the_methods_help_gives_each_method_s_t4_estimate():
+    from zslib.__main__ import _FINETUNE_T4_METHOD
+    from zslib.campaign.run import ASSUMED_RATES, estimate_minutes
+
+    t4 = list(ASSUMED_RATES.values())[1]
+    assert _FINETUNE_T4_METHOD == {m: round(estimate_minutes("flowers102", t4, (m,))) for m in METHODS}
+    out = subprocess.run([sys.executable, "-m", "zslib", "finetune", "--help"], capture_output=True, text=True,
+                         check=True).stdout
+    text = " ".join(out.split())
+    assert "Colab T4" in text and "estimated" in text.lower()
+    for m, minutes in _FINETUNE_T4_METHOD.items():
+        assert f"{m} about {minutes} min" in text

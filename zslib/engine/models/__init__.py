@@ -21,8 +21,9 @@ Images are RGB in [0, 1] normalized with ``normalization(backbone)`` (equivalent
 ``build_model(pretrained=True)`` when ``download=True`` or ``$ZS_DOWNLOAD=1`` (see
 :mod:`zslib.engine.models.weights`).
 """
-from zslib.engine.models.backbones import (IMAGENET_MEAN, IMAGENET_STD, Backbone, EfficientNetLite0Backbone,
-                                           GoogLeNetBackbone, ResNet50Backbone, SmallCNN, SmallCNNBackbone)
+from zslib.engine.models.backbones import (BUILDS, IMAGENET_MEAN, IMAGENET_STD, Backbone, EfficientNetLite0Backbone,
+                                           GoogLeNetBackbone, ResNet50Backbone, SmallCNN, SmallCNNBackbone,
+                                           TFEfficientNetLite0Backbone, build_label, same_padding)
 from zslib.engine.models.bninception import BNInception, BNInceptionBackbone
 from zslib.engine.models.cached import CachedBackbone
 from zslib.engine.models.adapted import AdaptedBackbone
@@ -34,7 +35,8 @@ from zslib.engine.models.weights import (KNOWN_WEIGHTS, ChecksumError, download_
 
 __all__ = [
     "IMAGENET_MEAN", "IMAGENET_STD", "Backbone", "SmallCNN", "SmallCNNBackbone", "GoogLeNetBackbone",
-    "ResNet50Backbone", "EfficientNetLite0Backbone", "BNInception", "BNInceptionBackbone", "CachedBackbone", "AdaptedBackbone", "BACKBONES",
+    "ResNet50Backbone", "EfficientNetLite0Backbone", "TFEfficientNetLite0Backbone", "BUILDS", "build_label",
+    "same_padding", "BNInception", "BNInceptionBackbone", "CachedBackbone", "AdaptedBackbone", "BACKBONES",
     "EmbeddingHead", "EmbeddingNet", "build_backbone", "build_model", "canonical_backbone",
     "default_weights_path", "normalization", "KNOWN_WEIGHTS", "ChecksumError", "expected_hash_from_filename",
     "load_weights", "read_state_dict", "sha256_of", "verify_checksum", "weights_dir", "download_weights",

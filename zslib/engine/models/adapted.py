@@ -25,11 +25,13 @@ from zslib.engine.models.registry import BACKBONES, canonical_backbone, layout
 
 __all__ = ["AdaptedBackbone", "check_train_stages", "stage_modules", "entry_stage"]
 
+_LITE0_BUILDS = ("efficientnet_lite0", "tf_efficientnet_lite0")  # the symmetric and the TensorFlow build
+
 
 def stage_modules(backbone: Backbone) -> dict[str, nn.Module]:
     """The stages of a built EfficientNet-Lite0 backbone as modules, by name, in forward order (the
     stage functions of :class:`~zslib.engine.models.backbones.EfficientNetLite0Backbone` as modules)."""
-    if backbone.name != "efficientnet_lite0":
+    if backbone.name not in _LITE0_BUILDS:
         raise ValueError(f"the adapted regime is implemented for efficientnet_lite0, not {backbone.name!r}")
     net = backbone.net
     mods = {"stem": nn.Sequential(net.conv_stem, net.bn1)}
@@ -42,7 +44,7 @@ def check_train_stages(backbone: str, train_stages: Sequence[str]) -> None:
     """``train_stages`` must be the last stages of ``backbone`` in forward order (e.g. ``("block6", "head")``),
     not all of them: the stage before the first is the cached one."""
     cls = BACKBONES[canonical_backbone(backbone)]
-    if cls.name != "efficientnet_lite0":
+    if cls.name not in _LITE0_BUILDS:
         raise ValueError(f"Config.train_stages is implemented for efficientnet_lite0 (the real profile), "
                          f"not {backbone!r}")
     names = list(cls.stage_channels)

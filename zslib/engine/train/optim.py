@@ -57,7 +57,10 @@ def make_scheduler(optimizer, schedule, iterations: int):
 
     ``schedule`` is ``None``/``"constant"``; ``{"name": "step", "every": N, "gamma": 0.1}`` (multiply
     every group's rate by gamma every N iterations; JRD's "divide by 10 every 20 epochs");
-    ``{"name": "cosine"}`` (cosine decay to 0 over the run); or a callable ``optimizer ->
+    ``{"name": "cosine"}`` (cosine decay to 0 over the run); ``{"name": "head_first", "head_steps": N}``
+    (the parameter group named ``"backbone"`` at rate 0 for the first N iterations, then at its rate; every other
+    group at its rate throughout: linear probing, then fine-tuning, Kumar et al. 2022 "LP-FT"; N at least the run's
+    length trains a head on the frozen network); or a callable ``optimizer ->
     torch.optim.lr_scheduler.LRScheduler``.
     """
     if schedule is None or schedule == "constant":
@@ -68,7 +71,7 @@ def make_scheduler(optimizer, schedule, iterations: int):
         schedule = {"name": schedule}
     if not isinstance(schedule, Mapping) or "name" not in schedule:
         raise ValueError(f"unknown schedule {schedule!r}; use 'constant', {{'name': 'step', 'every': N, "
-                         "'gamma': 0.1}, {'name': 'cosine'} or a callable")
+                         "'gamma': 0.1}, {'name': 'cosine'}, {'name': 'head_first', 'head_steps': N} or a callable")
     kind = schedule["name"]
     if kind == "constant":
         return None
@@ -81,4 +84,23 @@ def make_scheduler(optimizer, schedule, iterations: int):
     if kind == "cosine":
         return torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=iterations,
                                                           eta_min=float(schedule.get("min_lr", 0.0)))
-    raise ValueError(f"unknown schedule name {kind!r}; use 'constant', 'step' or 'cosine'")
+    if kind == "head_first":
+        return _head_first(optimizer, schedule)
+    raise ValueError(f"unknown schedule name {kind!r}; use 'constant', 'step', 'cosine' or 'head_first'")
+
+
+def _head_first(optimizer, schedule):
+    """LP-FT's schedule (:func:`make_scheduler`): the ``"backbone"`` group still for ``head_steps`` iterations.
+    Adam's step is proportional to the rate, so at rate 0 the backbone's weights do not change at all."""
+    if "head_steps" not in schedule or int(schedule["head_steps"]) < 0:
+        raise ValueError("a head_first schedule needs 'head_steps' >= 0 (iterations that train only the head), "
+                         "e.g. {'name': 'head_first', 'head_steps': 50}")
+    steps = int(schedule["head_steps"])
+    names = [g.get("name") for g in optimizer.param_groups]
+    if "backbone" not in names:
+        raise ValueError("a head_first schedule needs a parameter group named 'backbone' (EmbeddingNet.param_groups)")
+
+    def factor(is_backbone):
+        return (lambda it: 0.0 if it < steps else 1.0) if is_backbone else (lambda it: 1.0)
+
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, [factor(n == "backbone") for n in names])

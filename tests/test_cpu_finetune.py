@@ -1,0 +1,131 @@
+"""The fine-tuned regime proven on the CPU (``scripts/cpu_finetune.py``): its recorded short run trains again to the
+same numbers, and the recorded proof's choice and rows are what the rule and the paired statistics give."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from data_fixtures import shared_data_dir
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _script():
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import cpu_finetune
+    finally:
+        sys.path.pop(0)
+    return cpu_finetune
+
+
+def _manifest():
+    from zslib.campaign.report import CPU_MANIFEST
+    from zslib.engine.store import recorded_dir
+
+    path = recorded_dir() / "campaign" / f"{CPU_MANIFEST}.json"
+    if not path.is_file():
+        pytest.skip("the CPU proof is not recorded (scripts/cpu_finetune.py, then python -m zslib record --profile full)")
+    return json.loads(path.read_text())
+
+
+def test_the_tiny_run_is_the_scripts_and_the_proof_uses_the_tensorflow_build_with_frozen_batchnorm():
+    cf = _script()
+    tiny = cf.tiny_config()
+    assert tiny.backbone == "tf_efficientnet_lite0" and tiny.iterations == 2 and tiny.freeze_bn
+    configs = cf.cpu_configs()
+    assert list(configs)[:2] == ["untrained", "off"]
+    assert all(c.backbone == "tf_efficientnet_lite0" and c.validation_fraction == 0.3 for r in configs.values()
+               for c in r)
+    # the BatchNorm mode is a candidate: frozen statistics and batch statistics at the same rate
+    assert configs["lr=1e-05"][0].freeze_bn and not configs["batch BN lr=1e-05"][0].freeze_bn
+    assert configs["lr=1e-05"][0].replace(freeze_bn=False).hash == configs["batch BN lr=1e-05"][0].hash
+
+
+@pytest.mark.shared_data
+def test_the_recorded_tiny_run_trains_again_to_its_recorded_numbers(tmp_path, monkeypatch):
+    import torch
+
+    from zslib.engine.runner import run
+    from zslib.engine.store import load_result, recorded_dir
+
+    manifest = _manifest()
+    if not (shared_data_dir() / "flowers102" / "imagelabels.mat").is_file():
+        pytest.skip("Flowers-102 is not in the shared data folder")
+    monkeypatch.setenv("ZS_DATA", str(shared_data_dir()))
+    recorded = load_result(recorded_dir() / manifest["tiny"])
+    assert recorded.config.hash == _script().tiny_config().hash  # the script's tiny run is the recorded one
+    assert recorded.provenance["device"].startswith("cpu")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(int(recorded.provenance.get("torch_threads", 1)))  # the same summation order
+    try:
+        again = run(recorded.config, tmp_path, device="cpu", progress=False)
+    finally:
+        torch.set_num_threads(threads)
+    for split, row in recorded.metrics.items():
+        for name, value in row.items():
+            assert again.metrics[split][name] == pytest.approx(value, abs=1e-6), (split, name)
+
+
+def _check_proof(directory=None):
+    """The proof recorded under ``directory`` (default: the repository's): its choice is the rule's, recomputed
+    with numpy and scipy from the validation files; its rows and sentences carry the paired test differences."""
+    from scipy import stats
+
+    from zslib.campaign.report import CPU_MANIFEST, cpu_proof_frame, cpu_proof_sentences, recorded_cpu_proof
+    from zslib.engine.store import load_result, recorded_dir
+
+    folder = recorded_dir(directory)
+    manifest = json.loads((folder / "campaign" / f"{CPU_MANIFEST}.json").read_text())
+    proof = recorded_cpu_proof(directory)
+    val = {k: [load_result(folder / f).metrics["val"]["R@1"] for f in fs] for k, fs in manifest["validation"].items()}
+    assert list(val)[:2] == ["untrained", "off"] and len(val) >= 4
+    leader = max(val, key=lambda k: np.mean(val[k]))
+    assert proof["choice"].leader == leader == manifest["choice"]["leader"]
+    expected = "off"
+    if leader != "off":
+        d = np.subtract(val[leader], val["off"])
+        low = d.mean() - stats.t.ppf(0.975, len(d) - 1) * d.std(ddof=1) / np.sqrt(len(d))
+        expected = leader if low > 0 else "off"
+    assert proof["choice"].chosen == expected == manifest["choice"]["chosen"]
+    trained = [k for k in val if k not in ("untrained", "off")]
+    assert manifest["setting"] == (expected if expected in trained else max(trained, key=lambda k: np.mean(val[k])))
+    frame = cpu_proof_frame(proof)
+    assert len(frame) == len(manifest["test"]) == 3 and all(h.startswith("cpu") for h in frame["hardware"])
+    assert set(frame["network"]) == {"EfficientNet-Lite0, TensorFlow SAME padding (the weights' own build)"}
+    unseen = {k: [load_result(folder / f).metrics["unseen"]["R@1"] for f in fs] for k, fs in manifest["test"].items()}
+    fin = np.array(unseen[manifest["setting"]])
+    text = cpu_proof_sentences(proof)
+    for other in ("untrained", "off"):
+        assert f"{100 * (fin - np.array(unseen[other])).mean():+.1f} [" in text
+    assert set(proof["builds"]) == {"tf_efficientnet_lite0", "efficientnet_lite0"}
+    return proof
+
+
+def test_the_script_s_smoke_run_records_a_proof_whose_choice_and_rows_follow_from_its_run_files(tmp_path,
+                                                                                                  monkeypatch):
+    from zslib.campaign.run import record_campaigns
+    from zslib.engine.store import record_runs
+
+    monkeypatch.setenv("ZS_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("ZS_DATA", str(tmp_path / "nowhere"))  # the smoke run fabricates its own
+    cf = _script()
+    args = ["--smoke", "--results-dir", str(tmp_path), "--validation-seeds", "0,1", "--test-seeds", "0,1"]
+    try:
+        assert cf.main(args) == 0
+    finally:
+        monkeypatch.setenv("ZS_DATA", str(tmp_path / "nowhere"))
+    folder = tmp_path / "smoke-cpu"
+    assert len(record_runs("full", folder)) == 1 + 2 + 4 * 2 + 3 * 2 - 1  # tiny, builds, validation, test (one shared)
+    record_campaigns(folder)
+    proof = _check_proof(folder)
+    assert proof["tiny"].config.iterations == 2
+
+
+def test_the_recorded_proof_s_choice_and_rows_follow_from_its_run_files():
+    _manifest()
+    _check_proof()
