@@ -109,7 +109,7 @@ class _Pixels:
         store = torch.empty(int(flat.shape[0]), dtype=torch.uint8, device=where, pin_memory=pin)
         for a in range(0, int(flat.shape[0]), _CHUNK):
             b = min(a + _CHUNK, int(flat.shape[0]))
-            store[a:b].copy_(torch.from_numpy(np.ascontiguousarray(flat[a:b])))
+            store[a:b].copy_(torch.from_numpy(np.array(flat[a:b])))
         self.store = store.view(-1, 3)
         self.where = where
         self.offsets, self.shapes = self.offsets.to(where), self.shapes.to(where)
