@@ -4,6 +4,7 @@
     python scripts/carry_flowers.py --out DIR --budget-mib 14        # the highest quality that fits 14 MiB
     python scripts/carry_flowers.py --out DIR --quality Q --floor    # and the untrained floor on both copies
     python scripts/carry_flowers.py --weights DIR/weights.xz         # the ImageNet weights file, lzma-packed
+    python scripts/carry_flowers.py --check-tree DIR                 # what would travel with DIR carried
 
 Every image of the source copy (``$ZS_DATA/flowers102``, 160 px on the short side) is decoded and saved again
 as a JPEG of quality ``Q`` (Pillow, optimized Huffman tables, the same size in pixels); ``imagelabels.mat`` and
@@ -121,6 +122,30 @@ def unpack_weights(packed: Path, folder: Path, name: str = "efficientnet-lite0-5
     return target
 
 
+#: What travels to a GPU machine with the working tree, at most (tracked files, untracked files git does not ignore,
+#: and the carried folders).
+TRANSFER_LIMIT_MIB = 64.0
+
+
+def tree_mib(repo: Path, carried=()) -> dict:
+    """MiB of what would travel from ``repo``: tracked files, untracked files that git does not ignore, and the
+    ``carried`` paths (relative to ``repo``)."""
+    import subprocess
+
+    def listed(*args):
+        out = subprocess.run(["git", "-C", str(repo), "ls-files", "-z", *args], capture_output=True, text=True,
+                             check=True).stdout
+        return [repo / f for f in out.split("\0") if f]
+
+    def size(paths):
+        return sum(p.stat().st_size for p in paths if p.is_file() and not p.is_symlink()) / MIB
+
+    row = {"tracked": size(listed()), "untracked": size(listed("--others", "--exclude-standard"))}
+    row["carried"] = size([f for c in carried for f in ((repo / c).rglob("*") if (repo / c).is_dir() else [repo / c])])
+    row["total"] = sum(row.values())
+    return {k: round(v, 2) for k, v in row.items()}
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--src", default=None, help="the Flowers-102 folder to re-encode (default $ZS_DATA/flowers102)")
@@ -129,11 +154,24 @@ def main(argv=None) -> int:
     p.add_argument("--budget-mib", type=float, default=None, help="pick the highest quality that fits")
     p.add_argument("--floor", action="store_true", help="measure the untrained floor on the source and on the copy")
     p.add_argument("--weights", default=None, help="write the packed weights file here")
+    p.add_argument("--check-tree", nargs="*", default=None, metavar="PATH",
+                   help=f"fail unless the working tree with these carried paths stays under {TRANSFER_LIMIT_MIB:g} MiB")
     args = p.parse_args(argv)
     if args.weights:
         print(json.dumps(pack_weights(Path(args.weights))), flush=True)
-    if args.out is None:
-        return 0
+    if args.out is not None:
+        _copy(args)
+    if args.check_tree is not None:
+        row = tree_mib(Path.cwd(), args.check_tree)
+        print(json.dumps({**row, "limit": TRANSFER_LIMIT_MIB}), flush=True)
+        if row["total"] >= TRANSFER_LIMIT_MIB:
+            print(f"the working tree would be {row['total']} MiB, over the {TRANSFER_LIMIT_MIB:g} MiB a GPU machine "
+                  "receives: lower --quality or carry less", flush=True)
+            return 1
+    return 0
+
+
+def _copy(args) -> None:
     src, out = _source(args.src), Path(args.out)
     quality = args.quality if args.quality is not None else best_quality(src, args.budget_mib)
     made = reencode(src, out, quality)
@@ -148,7 +186,6 @@ def main(argv=None) -> int:
         row["difference"] = round(row["floor_reencoded"] - row["floor_source"], 3)
         (out / f"floor-q{quality}.json").write_text(json.dumps(row, indent=1) + "\n")
         print(json.dumps(row), flush=True)
-    return 0
 
 
 if __name__ == "__main__":
