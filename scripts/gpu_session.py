@@ -307,8 +307,14 @@ def campaign(args, out: Path, deadline: float) -> list[str]:
         first = next(iter(configs[stage][args.methods[0]].values()))[0]
         build_data(first)
         print(f"data of the {stage} stage ready at {time.time() - args.started:.0f} s", flush=True)
-    if not args.skip_check:
-        check_device_batches(out, next(iter(configs["validation"][args.methods[0]].values()))[0], args.device)
+    if not args.skip_check and args.overrides.get("device_images"):
+        if not check_device_batches(out, next(iter(configs["validation"][args.methods[0]].values()))[0], args.device):
+            print("the device batches differ from the loader's on this device: the campaign runs on the loader",
+                  flush=True)
+            args.overrides = {**args.overrides, "device_images": False}
+            configs = campaign_configs(args.dataset, smoke=args.smoke, methods=args.methods,
+                                       validation_seeds=args.validation_seeds, test_seeds=args.test_seeds,
+                                       overrides=args.overrides)
     # the cheapest methods first: more methods complete by the deadline
     args.methods = tuple(sorted(args.methods, key=lambda m: sum(
         estimated_seconds(c) for seeds in configs["validation"][m].values() for c in seeds)))
@@ -420,7 +426,8 @@ def main(argv=None) -> int:
     p.add_argument("--validation-seeds", default="0,1,2")
     p.add_argument("--test-seeds", default="0,1,2,3,4")
     p.add_argument("--device", default="cuda")
-    p.add_argument("--overrides", default=None, help="JSON of Config fields set on every run")
+    p.add_argument("--overrides", default=None, help="JSON of Config fields set on every run (device_images is on "
+                                                     "unless this sets it false)")
     p.add_argument("--smoke", action="store_true", help="the whole session on the CPU: the campaign's smoke configs "
                                                        "(tiny images, two steps), a fabricated Flowers-102")
     p.add_argument("--skip-check", action="store_true", help="no comparison of the two data paths")
