@@ -110,7 +110,8 @@ def pack_weights(path: Path) -> dict:
     source = next(Path(package.__file__).parent.rglob(name))
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(lzma.compress(source.read_bytes(), preset=9))
-    return {"file": name, "mib": round(source.stat().st_size / MIB, 2), "packed_mib": round(path.stat().st_size / MIB, 2)}
+    return {"file": name, "mib": round(source.stat().st_size / MIB, 2),
+            "packed_mib": round(path.stat().st_size / MIB, 2)}
 
 
 def unpack_weights(packed: Path, folder: Path, name: str = "efficientnet-lite0-57934424.pth") -> Path:

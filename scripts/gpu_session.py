@@ -184,8 +184,8 @@ def check_device_batches(out: Path, config, device: str, steps: int = 3) -> bool
 
     host = build_data(config)["train"]
     moved = on_device({"train": host}, device)["train"]
-    lines, ok, streams = [f"training batches of {config.name}: the loader on the host, the device images on {device}"], \
-        True, []
+    lines = [f"training batches of {config.name}: the loader on the host, the device images on {device}"]
+    ok, streams = True, []
     for ds in (host, moved):
         stream = BatchStream(ds, ClassBalancedSampler(labels_of(ds), config.batch_classes, config.batch_per_class,
                                                       seed=config.seed), seed=config.seed)
@@ -412,7 +412,8 @@ def main(argv=None) -> int:
         return worker(Path(queue), Path(results), device, float(deadline))
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--data-root", default=None, help="folder holding flowers102/ (--smoke: a fabricated one)")
-    p.add_argument("--weights-xz", default=None, help="the packed ImageNet weights (scripts/carry_flowers.py --weights)")
+    p.add_argument("--weights-xz", default=None,
+                   help="the packed ImageNet weights (scripts/carry_flowers.py --weights)")
     p.add_argument("--out", required=True)
     p.add_argument("--results", default=None, help="results folder (default: OUT/results); a later session passes "
                                                    "the returned one to train only what is missing")

@@ -196,7 +196,8 @@ class DeviceImages(Dataset):
             ih, iw = (int(v) for v in shapes[int(i)])
             top.append(int(torch.randint(0, ih - h + 1, size=(), generator=generator)) if ih > h else 0)
             left.append(int(torch.randint(0, iw - w + 1, size=(), generator=generator)) if iw > w else 0)
-            flip.append(bool(torch.rand(1, generator=generator) < self.plan["flip"]) if self.plan["flip"] > 0 else False)
+            flip.append(bool(torch.rand(1, generator=generator) < self.plan["flip"]) if self.plan["flip"] > 0
+                        else False)
         return torch.tensor(top), torch.tensor(left), torch.tensor(flip)
 
     def crops(self, indices, top, left, flip) -> torch.Tensor:
