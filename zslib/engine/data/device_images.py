@@ -140,7 +140,7 @@ class DeviceImages(Dataset):
                             "set image_cache=True (and ZS_CACHE to a writable folder)")
         self.source, self.device = source, torch.device(device)
         self.plan = crop_plan(source.transform)
-        self.labels = source.labels
+        self.labels = np.array(source.labels, dtype=np.int64)  # a writable copy (the cache maps its file)
         self.paths = source.paths
         self.transform = None  # what embed() and the batch stream see: nothing left to apply per item
         self._pixels = pixels._pixels if pixels is not None else _Pixels(source.arrays, self.device, placement)
