@@ -6,6 +6,7 @@ and peak GPU memory, for GoogLeNet and EfficientNet-Lite0.
     python benchmarks/bench_train.py --data fake-cub --cache on     # ... read through the pre-resized cache
     python benchmarks/bench_train.py --small                        # 8 x 2 images, a few steps: a CPU check
     python benchmarks/bench_train.py --loader-only --data fake-cub  # the data path alone, without a network
+    python benchmarks/bench_train.py --path both --shared 1 4       # loader vs device images, alone and 4 at once
 
 What runs is the trainer itself (:func:`zslib.engine.train.train`) on the network, method and data path a run of the
 full profile builds (:func:`zslib.engine.runner.build_model`, ``build_method``, ``build_data``), with random
@@ -20,6 +21,13 @@ steps (cuDNN's algorithm search, the loader's start) are not timed. Printed per 
 * ``peak mem``: the peak of ``torch.cuda.max_memory_allocated`` over the timed steps (on the CPU, the
   process's peak resident memory instead);
 * ``loader img/s``: what the data path alone delivers (no network), for comparison with ``img/s``.
+
+Data path (``--path``): ``loader`` (loader processes crop, flip and normalize every image on the CPU) or ``device``
+(:mod:`zslib.engine.data.device_images`: the pre-resized pixels held on the device, every batch cropped there; the
+same batches), or ``both``. ``--shared N ...``: besides one run alone, ``N`` runs at once in ``N`` processes sharing
+the device, as ``scripts/gpu_session.py`` trains the campaign; the row gives their images per second together
+(all images over the span from the first timed step of any to the last of any), the mean data wait and the
+largest peak memory of one process.
 
 Data (``--data``): ``flowers`` (Flowers-102 from ``--root``, default ``$ZS_SHARED_DATA/flowers102`` or
 ``../shared/data/flowers102``; the shared copy's images are already small, 160 px), ``fake-cub`` (a CUB-like
@@ -90,8 +98,9 @@ def fake_cub(folder: Path, classes: int = 100, per_class: int = 6) -> Path:
     return folder
 
 
-def loader_rate(train_set, config, batches: int) -> float:
-    """Images per second the trainer's batch stream delivers on the host, without a network."""
+def loader_rate(train_set, config, batches: int, device=None) -> float:
+    """Images per second the trainer's batch stream delivers (on the host; device images on the device), without a
+    network."""
     from zslib.engine.data import ClassBalancedSampler
     from zslib.engine.data.splits import labels_of
     from zslib.engine.train.batches import BatchStream
@@ -101,9 +110,12 @@ def loader_rate(train_set, config, batches: int) -> float:
     stream.start(0)
     try:
         stream.next()  # workers started
+        sync = torch.cuda.synchronize if device is not None and device.type == "cuda" else (lambda *a: None)
+        sync()
         t = time.perf_counter()
         for _ in range(batches):
             stream.next()
+        sync()
         return batches * config.batch_classes * config.batch_per_class / (time.perf_counter() - t)
     finally:
         stream.close()
@@ -116,8 +128,9 @@ def bench(backbone: str, args, device) -> dict:
     from zslib.engine.runner import build_method, build_model
     from zslib.engine.train import Precision, set_seed, TrainSpec, train
 
+    device_path = getattr(args, "path_now", "loader") == "device"
     config = Config.from_profile("full", backbone=backbone, pretrained=False, dataset=args.dataset,
-                                 image_cache=args.cache == "on", **args.sizes)
+                                 image_cache=args.cache == "on" or device_path, **args.sizes)
     batch = config.batch_classes * config.batch_per_class
     if args.data == "memory":
         train_set = InMemory(4 * batch, 2 * config.batch_classes, config.image_size)
@@ -125,9 +138,14 @@ def bench(backbone: str, args, device) -> dict:
         started = time.perf_counter()
         mean, std = normalization(config.backbone)
         train_set = build_dataset(config.to_profile(), "train", True, mean=mean, std=std)
+        if device_path:
+            from zslib.engine.data.device_images import on_device
+
+            train_set = on_device({"train": train_set}, device)["train"]
         prepared = time.perf_counter() - started
     if args.loader_only:
-        return {"backbone": backbone, "batch": batch, "loader img/s": loader_rate(train_set, config, args.loader_batches),
+        return {"backbone": backbone, "path": args.path_now, "batch": batch,
+                "loader img/s": loader_rate(train_set, config, args.loader_batches, device),
                 "data ready in": f"{prepared:.1f} s"}
     classes = np.unique(np.asarray(train_set.labels))
     set_seed(0)
@@ -141,10 +159,12 @@ def bench(backbone: str, args, device) -> dict:
                 torch.cuda.synchronize(device)
                 torch.cuda.reset_peak_memory_stats(device)
             marks["start"] = (time.perf_counter(), history.data_seconds)
+            marks["wall_start"] = time.time()
         if step == args.warmup + args.steps:
             if device.type == "cuda":
                 torch.cuda.synchronize(device)
             marks["end"] = (time.perf_counter(), history.data_seconds)
+            marks["wall_end"] = time.time()
 
     train(model, method, train_set, TrainSpec(iterations=args.warmup + args.steps, batch_classes=config.batch_classes,
                                               batch_per_class=config.batch_per_class, lr=config.lr,
@@ -152,16 +172,41 @@ def bench(backbone: str, args, device) -> dict:
                                               seed=0, device=device, amp=config.amp, num_workers=config.num_workers,
                                               callbacks=[mark], progress=False))
     (t0, d0), (t1, d1) = marks["start"], marks["end"]
-    row = {"backbone": backbone, "batch": batch, "img/s": args.steps * batch / (t1 - t0),
+    row = {"backbone": backbone, "path": args.path_now, "batch": batch, "img/s": args.steps * batch / (t1 - t0),
            "data wait": (d1 - d0) / (t1 - t0), "precision": Precision(device, config.amp).name}
     if device.type == "cuda":
         row["peak mem"] = f"{torch.cuda.max_memory_allocated(device) / 2**30:.2f} GiB (GPU)"
     else:
         row["peak mem"] = f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20:.2f} GiB (CPU RSS)"
-    if args.data != "memory":
-        row["loader img/s"] = loader_rate(train_set, config, args.loader_batches)
+    if args.data != "memory" and not getattr(args, "child", False):
+        row["loader img/s"] = loader_rate(train_set, config, args.loader_batches, device)
         row["data ready in"] = f"{prepared:.1f} s"
+    row["window"] = (marks["wall_start"], marks["wall_end"])
+    row["images"] = args.steps * batch
     return row
+
+
+def shared(backbone: str, n: int, argv: list[str]) -> dict:
+    """``n`` processes train at once on the device (each this benchmark with ``--child``); their rows together."""
+    import json
+    import subprocess
+
+    env = {**os.environ, "ZS_CONCURRENT_RUNS": str(n)}
+    cmd = [sys.executable, __file__, *argv, "--backbones", backbone, "--child"]
+    procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+             for _ in range(n)]
+    rows = []
+    for p in procs:
+        out, err = p.communicate()
+        if p.returncode != 0:
+            raise RuntimeError(f"a shared benchmark process failed:\n{err[-2000:]}")
+        rows.append(json.loads(out.strip().splitlines()[-1]))
+    start, end = min(r["window"][0] for r in rows), max(r["window"][1] for r in rows)
+    return {"backbone": backbone, "path": rows[0]["path"], "runs sharing": n,
+            "img/s together": sum(r["images"] for r in rows) / (end - start),
+            "img/s each": float(np.mean([r["img/s"] for r in rows])),
+            "data wait": float(np.mean([r["data wait"] for r in rows])),
+            "peak mem": max(r["peak mem"] for r in rows)}
 
 
 def main(argv=None) -> int:
@@ -180,6 +225,12 @@ def main(argv=None) -> int:
     p.add_argument("--loader-batches", type=int, default=None, help="batches for the loader-only rate")
     p.add_argument("--loader-only", action="store_true", help="only the data path's rate (no network)")
     p.add_argument("--device", help="cuda, cpu ... (default: CUDA when present)")
+    p.add_argument("--path", choices=["loader", "device", "both"], default="loader",
+                   help="the data path: loader processes, or device images (zslib.engine.data.device_images)")
+    p.add_argument("--shared", type=int, nargs="+", default=[1],
+                   help="how many runs train at once (1: alone; e.g. 1 4 measures both)")
+    p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)  # one of --shared's processes
+    raw = list(sys.argv[1:] if argv is None else argv)
     args = p.parse_args(argv)
     if args.loader_only and args.data == "memory":
         p.error("--loader-only measures reading image files: use --data flowers or fake-cub")
@@ -221,15 +272,44 @@ def main(argv=None) -> int:
     from zslib.engine.store import device_name
     from zslib.engine.train.batches import loader_workers
 
+    paths = ["loader", "device"] if args.path == "both" else [args.path]
+    if args.child:
+        import json
+
+        args.path_now = paths[0]
+        print(json.dumps(bench(args.backbones[0], args, device)), flush=True)
+        return 0
     print(f"device {device_name(device)}; torch {torch.__version__}; {torch.get_num_threads()} threads; "
           f"data {args.data} (image cache {args.cache}); batch {sizes['batch_classes']} x {sizes['batch_per_class']}; "
           f"loader workers {loader_workers(sizes.get('num_workers', full.num_workers))}; "
           f"{args.warmup} warm-up + {args.steps} timed steps", flush=True)
-    for backbone in args.backbones:
-        row = bench(backbone, args, device)
+
+    def show(row):
+        row = {k: v for k, v in row.items() if k not in ("window", "images")}
         print("  ".join(f"{k} {v:.3g}" if isinstance(v, float) else f"{k} {v}" for k, v in row.items()), flush=True)
+
+    for backbone in args.backbones:
+        for path in paths:
+            args.path_now = path
+            for n in args.shared:
+                if n <= 1:
+                    show(bench(backbone, args, device))
+                else:
+                    child = [a for a in _without(raw, ("--backbones", "--path", "--shared"))]
+                    show(shared(backbone, n, [*child, "--path", path]))
     tmp.cleanup()
     return 0
+
+
+def _without(argv: list[str], options: tuple[str, ...]) -> list[str]:
+    """``argv`` without the given options and their values (a child process gets its own)."""
+    out, skip = [], False
+    for a in argv:
+        if a.startswith("--"):
+            skip = a.split("=", 1)[0] in options
+        if not skip:
+            out.append(a)
+    return out
 
 
 if __name__ == "__main__":

@@ -61,3 +61,55 @@ def test_no_run_starts_when_the_deadline_is_too_near(session, tmp_path):
     assert session.worker(queue, tmp_path / "results", "cpu", time.time() + 5) == 0  # a first run needs 20 s
     assert len(list((queue / "todo").glob("*.json"))) == 1
     assert not (tmp_path / "results").exists() or not list((tmp_path / "results").glob("*.json"))
+
+
+def test_the_estimate_grows_with_the_images_a_run_trains(session):
+    from zslib.campaign.run import campaign_configs
+
+    c = campaign_configs("flowers102", methods=("cml",))
+    run = c["validation"]["cml"]["lambda x1"][0]
+    assert session.estimated_seconds(run.replace(iterations=2 * run.iterations)) == pytest.approx(
+        2 * session.estimated_seconds(run))
+    assert session.estimated_seconds(c["validation"]["cml"]["off"][0]) < session.estimated_seconds(run)
+
+
+def test_the_plan_counts_each_shared_run_once(session, tmp_path):
+    from zslib.campaign.run import campaign_configs
+
+    c = campaign_configs("flowers102", methods=("cml", "adapt_adv"), validation_seeds=(0, 1), test_seeds=(0, 1))
+    total = session.write_plan(c, ("cml", "adapt_adv"), tmp_path, 8.0)
+    runs = {x.hash: x for runs in c["validation"].values() for seeds in runs.values() for x in seeds}
+    runs.update({x.hash: x for seeds in c["floor"].values() for x in seeds})
+    for m in ("cml", "adapt_adv"):  # "off" and the costliest candidate at test
+        runs.update({x.hash: x for x in c["test"][m]["off"]})
+        worst = max((k for k in c["test"][m] if k != "off"),
+                    key=lambda k: sum(session.estimated_seconds(x) for x in c["test"][m][k]))
+        runs.update({x.hash: x for x in c["test"][m][worst]})
+    assert total == pytest.approx(sum(session.estimated_seconds(x) for x in runs.values()))
+    assert "estimated GPU time" in (tmp_path / "plan.txt").read_text()
+    assert session.write_plan(c, ("cml", "adapt_adv"), tmp_path, 8.0, stored=lambda config: True) == 0
+
+
+def test_a_smoke_session_trains_chooses_tabulates_and_a_second_one_trains_nothing(session, tmp_path, capsys):
+    import json
+    import tarfile
+
+    argv = ["--smoke", "--out", str(tmp_path / "out"), "--methods", "cml", "--validation-seeds", "0,1",
+            "--test-seeds", "0,1", "--parallel", "2", "--minutes", "8", "--bench-seconds", "0"]
+    assert session.main(argv) == 0
+    out = tmp_path / "out"
+    assert "equal True" in (out / "check.txt").read_text() and "equal False" not in (out / "check.txt").read_text()
+    table = (out / "table.md").read_text()
+    assert "| cml |" in table and "untrained floor" in table
+    with tarfile.open(out / "results.tar.gz") as tar:
+        names = tar.getnames()
+    manifest = json.loads((out / "results" / "smoke-campaign" / "campaign" / "flowers102.json").read_text())
+    stored = [f for runs in manifest["validation"]["cml"].values() for f in runs] + manifest["test"]["cml"]["off"]
+    assert all(f"smoke-campaign/{f}" in names for f in stored)
+    files = {p: p.stat().st_mtime_ns for p in (out / "results" / "smoke-campaign").glob("*.json")}
+    capsys.readouterr()
+    assert session.main(argv) == 0  # everything stored: nothing is queued, nothing trained
+    log = capsys.readouterr().out
+    assert "methods with every run stored: ['cml']" in log and "(0 run(s) trained by this call" in log
+    assert "what is left of the campaign (an estimate from the runs of 2026-11-26, six sharing an H200): 0 s" in log
+    assert {p: p.stat().st_mtime_ns for p in (out / "results" / "smoke-campaign").glob("*.json")} == files

@@ -33,8 +33,9 @@ PROFILE_FIELDS = ("dataset", "image_size", "resize_size", "backbone", "backbone_
                   "image_cache")
 
 #: Config fields that change how fast a run goes, never its numbers: left out of :func:`config_hash`.
-#: ``image_cache`` gives bitwise the same images as decoding the files (see :mod:`zslib.engine.data.cache`).
-NOT_HASHED = ("name", "image_cache")
+#: ``image_cache`` gives bitwise the same images as decoding the files (see :mod:`zslib.engine.data.cache`), and
+#: ``device_images`` bitwise the same batches as the loader (see :mod:`zslib.engine.data.device_images`).
+NOT_HASHED = ("name", "image_cache", "device_images")
 
 #: Config fields left out of :func:`config_hash` while they hold these defaults: fields added after runs were
 #: recorded, whose default is what those runs did, so that every recorded run keeps its hash.
@@ -87,14 +88,17 @@ class Config:
     the map entering the first of them in two views (:func:`zslib.engine.data.features.view_cache`) instead of
     ``feature_stages``. Empty (default): the frozen regime. ``train_bn``: their BatchNorm (:data:`TRAIN_BN`).
     ``image_cache``: read real datasets through the pre-resized image cache (:func:`zslib.engine.data.cached`; default
-    from the profile: on in ``full``). ``name`` is a label only. Neither is part of :func:`config_hash`.
+    from the profile: on in ``full``). ``device_images``: hold those pixels on the training device and crop, flip
+    and normalize every batch there (:mod:`zslib.engine.data.device_images`; the same batches, made faster).
+    ``name`` is a label only. None of the three is part of :func:`config_hash`.
     """
 
     profile: str = field(default="quick", metadata=_help("the size profile that fills every field left out (default: "
                                                          "$ZS_PROFILE, else quick)", choices=sorted(PROFILES)))
     dataset: str | None = field(default=None, metadata=_help("synthparts, cub200, cars196, sop, inshop or flowers102"))
     backbone: str | None = field(default=None,
-                                 metadata=_help("smallcnn, googlenet, resnet50, bninception or efficientnet_lite0"))
+                                 metadata=_help("smallcnn, googlenet, resnet50, bninception, efficientnet_lite0 or "
+                                                 "tf_efficientnet_lite0"))
     backbone_params: dict | None = field(default=None, metadata=_help("a setting of the backbone, e.g. "
                                                                       "widths=[16,32,64,128] (repeatable)"))
     pretrained: bool | None = field(default=None, metadata=_help("start the backbone from its ImageNet weights"))
@@ -142,6 +146,8 @@ class Config:
                           metadata=_help("BatchNorm of the trained stages (TRAIN_BN)", choices=TRAIN_BN))
     image_cache: bool | None = field(default=None,
                                      metadata=_help("read real datasets through the pre-resized image cache"))
+    device_images: bool = field(default=False, metadata=_help("hold the pre-resized pixels on the training device and "
+                                                              "crop them there (same batches as the loader)"))
     eval_batch_size: int = field(default=256, metadata=_help("images per batch when the model embeds for evaluation"))
     name: str = field(default="", metadata=_help("a label of the run, not hashed (default: method-loss-dataset-sSEED)"))
 
@@ -181,6 +187,11 @@ class Config:
             check_train_stages(self.backbone, self.train_stages)
         if not isinstance(self.image_cache, bool):
             raise TypeError(f"Config.image_cache must be true or false, got {self.image_cache!r}")
+        if not isinstance(self.device_images, bool):
+            raise TypeError(f"Config.device_images must be true or false, got {self.device_images!r}")
+        if self.device_images and not self.image_cache:
+            raise ValueError("Config.device_images moves the pre-resized image cache to the device: it needs "
+                             "image_cache=True")
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"Config.dropout must be in [0, 1), got {self.dropout!r}")
         if not 0.0 <= self.validation_fraction < 1.0:

@@ -221,6 +221,10 @@ def run(config: Config, results_dir: str | os.PathLike | None = None, force: boo
     method_cls = get_method(config.method)  # resolved once, here, and handed down
     with distributed.main_first():  # process 0 downloads and caches; the others then find the files
         data = build_data(config, method_cls)
+    if config.device_images:  # the same batches, cropped and normalized on the device
+        from zslib.engine.data.device_images import on_device
+
+        data = on_device(data, device)
     classes = np.unique(np.asarray(data["train"].labels))
     set_seed(config.seed)  # model initialization and class proxies are drawn from the seed
     with distributed.main_first():

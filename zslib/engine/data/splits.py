@@ -49,7 +49,7 @@ def split_classes(labels, fraction: float, seed: int = 0) -> tuple[np.ndarray, n
 
 
 class LabeledSubset(torch.utils.data.Dataset):
-    """A subset of a dataset that keeps ``.labels`` (and ``.tensors()`` when the parent has it)."""
+    """A subset of a dataset that keeps ``.labels`` (and ``.tensors()``, ``.step_batch()`` when the parent has them)."""
 
     def __init__(self, dataset, indices):
         self.dataset = dataset
@@ -58,6 +58,11 @@ class LabeledSubset(torch.utils.data.Dataset):
         self.transform = getattr(dataset, "transform", None)
         if hasattr(dataset, "tensors"):
             self.tensors = self._tensors
+        if hasattr(dataset, "step_batch"):  # a dataset that makes whole batches (zslib.engine.data.device_images)
+            self.step_batch = self._step_batch
+
+    def _step_batch(self, step: int, indices, seed: int, rank: int = 0):
+        return self.dataset.step_batch(step, self.indices[np.asarray(indices, dtype=np.int64)], seed, rank)
 
     def _tensors(self):
         images, labels = self.dataset.tensors()

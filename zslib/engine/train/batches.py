@@ -22,7 +22,7 @@ from zslib.engine.data.sampler import split_batch
 from zslib.engine.data.splits import labels_of
 from zslib.engine.train.checkpoint import preserved_rng, to_safe
 
-__all__ = ["BatchStream", "labels_of", "default_sampler", "in_memory", "loader_workers"]
+__all__ = ["BatchStream", "labels_of", "default_sampler", "in_memory", "loader_workers", "step_seed"]
 
 
 def loader_workers(requested: int) -> int:
@@ -53,6 +53,16 @@ def in_memory(dataset):
     return None
 
 
+def step_seed(seed: int, step: int, rank: int = 0) -> int:
+    """The seed of the random augmentation of training step ``step`` (process ``rank`` of a distributed run draws
+    its own): the loader seeds Python's, NumPy's and torch's generators with it before reading the step's images,
+    and :class:`zslib.engine.data.device_images.DeviceImages` draws the same crops from it."""
+    s = (seed * 1_000_003 + step) % 2**63
+    if rank:
+        s = (s * 1_000_033 + rank) % 2**63
+    return s
+
+
 class _StepBatches(torch.utils.data.Dataset):
     """Maps ``(step, indices)`` to a stacked batch; random augmentation seeded by ``(seed, step)``."""
 
@@ -65,9 +75,7 @@ class _StepBatches(torch.utils.data.Dataset):
     def __getitem__(self, item):
         step, indices = item
         with preserved_rng(cuda=False):  # CPU transforms only draw from the CPU generators
-            s = (self.seed * 1_000_003 + step) % 2**63
-            if self.rank:  # another process of a distributed run: its own stream of augmentations
-                s = (s * 1_000_033 + self.rank) % 2**63
+            s = step_seed(self.seed, step, self.rank)  # another process of a distributed run: its own stream
             random.seed(s)
             np.random.seed(s % 2**32)
             torch.default_generator.manual_seed(s)
@@ -134,7 +142,10 @@ class BatchStream:
 
     def start(self, step0: int):
         source = self._indices(step0)
-        if self.tensors is not None:  # in-memory data (SynthParts): plain indexing, no workers
+        step_batch = getattr(self.dataset, "step_batch", None)
+        if callable(step_batch):  # the dataset makes whole batches itself (zslib.engine.data.device_images)
+            self._iter = (step_batch(step, idx, self.seed, self.rank) for step, idx in source)
+        elif self.tensors is not None:  # in-memory data (SynthParts): plain indexing, no workers
             images, labels = self.tensors
             self._iter = ((images[idx], torch.as_tensor(labels[idx], dtype=torch.long)) for _, idx in source)
         elif self.num_workers == 0:
