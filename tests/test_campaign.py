@@ -429,7 +429,7 @@ def test_no_fine_tuning_is_a_candidate_untrained_and_head_only_and_the_head_only
 
     from zslib.campaign.plan import RECIPES, tuning_configs
     from zslib.engine.runner import build_model, build_method
-    from zslib.engine.train import train
+    from zslib.engine.train import TrainSpec, train
 
     tuning = tuning_configs(RECIPES["flowers102"], seeds=(0, 1, 2))
     assert list(tuning)[:2] == ["untrained", "off"]
@@ -456,8 +456,8 @@ def test_no_fine_tuning_is_a_candidate_untrained_and_head_only_and_the_head_only
         method = build_method(config, model, sorted(set(d["train"].labels)))
         before = {k: v.clone() for k, v in model.backbone.state_dict().items()}
         head = model.head.state_dict()["linear.weight"].clone() if "linear.weight" in model.head.state_dict() else None
-        train(model, method, d["train"], iterations=3, batch_classes=2, batch_per_class=2, lr=1e-3,
-              schedule=config.schedule, seed=0, progress=False)
+        train(model, method, d["train"], TrainSpec(iterations=3, batch_classes=2, batch_per_class=2, lr=1e-3,
+                                                   schedule=config.schedule, seed=0, progress=False))
         after = model.backbone.state_dict()
         same = all(torch.equal(before[k], after[k]) for k in before)
         assert same != moves, key

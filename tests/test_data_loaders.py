@@ -89,7 +89,7 @@ def test_missing_image_is_an_error_not_a_smaller_dataset(tmp_path):
 
 
 def test_unreadable_image_names_the_file(tmp_path):
-    folder = build_cub(tmp_path)
+    build_cub(tmp_path)
     ds = CUB200(tmp_path, "train")
     bad = ds.paths[1]
     data = bad.read_bytes()

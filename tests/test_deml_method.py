@@ -18,7 +18,6 @@ from zslib.engine.config import Config
 from zslib.methods.deml.decoupled_losses import activation_decay, decoupled_binomial_loss, nontrivial_term
 from zslib.engine.registry import METHODS, get_method
 from zslib.methods.deml.method import DeML, split_learners
-from zslib.methods.deml.network import DeMLNet
 from zslib.engine.models import build_model as build_net
 from zslib.methods.deml.learner_adversary import adversary_loss, learner_hinge_loss
 

@@ -1,4 +1,5 @@
-"""The real profile's frozen features (zslib.engine.data.features, zslib.engine.models.CachedBackbone), on a tiny Flowers-102 tree.
+"""The real profile's frozen features (zslib.engine.data.features, zslib.engine.models.CachedBackbone), on a tiny
+Flowers-102 tree.
 
 Oracle: the pretrained EfficientNet-Lite0 run eagerly on the same images; the cache must hand back its
 maps (to float16 precision), keyed so that a changed input is recomputed, and a real-profile run must

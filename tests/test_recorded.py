@@ -15,7 +15,6 @@ Recall@K equal): it must lie within 0.01 of the range the retrained embedding gi
 """
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest

@@ -7,7 +7,6 @@ dataset download tests use) or a ``file://`` address stands in for the published
 from __future__ import annotations
 
 import hashlib
-from pathlib import Path
 
 import numpy as np
 import pytest

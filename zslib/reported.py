@@ -12,7 +12,8 @@ Each table is a plain dict, ready for a DataFrame::
 
 Values are percentages (Recall@K, NMI, F1) exactly as printed, except CML Table X's diversities and JRD
 Table 3 (plain numbers, as printed). JRD's Table 2 prints 95% confidence half-widths in parentheses
-instead of standard deviations: they go to ``"ci95"``, and ``"std"`` stays empty for those tables. ``None`` marks a value the paper does not give ("-") or one the text extraction we read from
+instead of standard deviations: they go to ``"ci95"``, and ``"std"`` stays empty for those tables. ``None`` marks a
+value the paper does not give ("-") or one the text extraction we read from
 
 ZSML's Tables 3-9 (Xu et al., IJCAI 2019, ``xu2019zsml``) are in :data:`ZSML_TABLES` (ask with
 ``paper="xu2019zsml"``, e.g. ``reported_frame("7", paper="xu2019zsml")``): ACC, NMI and purity in %.

@@ -38,6 +38,8 @@ from zslib.engine.config import Config
 from zslib.engine.grid import MissingRunsError, choose_on_validation, run_grid
 from zslib.engine.profile import ADAPTED_REAL, PROFILES
 from zslib.engine.stats import Interval, format_interval, interval, paired, summarize, verdict
+from zslib.methods.adapt_adv import recipes as adapt_recipes
+from zslib.methods.deml import recipes as deml_recipes
 
 __all__ = ["PROTOCOL_FIELDS", "VAL_FRACTION", "Entry", "ENTRIES", "Row", "Comparison", "regime_config",
            "validation_grid", "compare", "check_protocol", "comparison_table", "forest_plot", "findings",
@@ -83,24 +85,13 @@ def _cml(base: Config, lambda1: float = 0.0, lambda2: float = 0.0) -> Config:
 
 
 def _deml(base: Config, lambda0: float | None = None) -> Config:
-    if lambda0 is None:
-        return base.replace(loss="binomial_deml", method="baseline", method_params={})
-    return base.replace(loss="binomial_deml", method="deml", method_params={"learners": 4, "lambda0": lambda0})
-
-
-_ADAPT = {"classifier_lr": 1e-3, "epoch_steps": 20}
+    return deml_recipes.binomial_base(base) if lambda0 is None else deml_recipes.deml(base, 4, lambda0)
 
 
 def _adapt(base: Config, lambda0: float | None = None, adversary: bool = True) -> Config:
-    from zslib.methods.cml.method import cml_method
-
-    config = base.replace(**cml_method("cub200", "triplet", "baseline"))
     if lambda0 is None:
-        return config
-    params = {**_ADAPT, "use_adversary": adversary}
-    if adversary:
-        params["lambda0"] = lambda0
-    return config.replace(method="adapt_adv", method_params=params)
+        return adapt_recipes.triplet_base(base)
+    return adapt_recipes.adapt_adv(base, adversary=adversary, lambda0=lambda0)
 
 
 _ZSML = {"hidden": [256, 256], "eval_per_class": 4}
@@ -183,7 +174,8 @@ class Entry:
         in the adapted regime, where a run costs several times more, only those named in ``adapted``: the candidate
         that led the frozen regime's *validation* grid at three seeds (and for Adapt-Adv also its best setting with
         the adversary on, since the paper's method is attention plus adversary; for JRD, whose small weights tied
-        with "off" there, also the quick profile's alpha 1). When the adapted runs were trained relative to each other is read from
+        with "off" there, also the quick profile's alpha 1). When the adapted runs were trained relative to each
+        other is read from
         their records (:func:`adapted_order_sentence`), not stated here."""
         keep = {"quick": self.quick, "real adapted": self.adapted}.get(regime, ())
         if keep:
@@ -206,15 +198,14 @@ ENTRIES: tuple[Entry, ...] = (
           + f", {label.replace(' ', ' = ')}", quick=("lambda1 0.2",), adapted=("lambda1 0.2",),
           val_seeds={"real frozen": 10}),
     Entry("DeML", "chen2019deml", "binomial_deml", "adversary weight lambda0 of DeML(1,4)",
-          lambda b, v: _deml(b, v), {"lambda0 0.1": 0.1, "lambda0 1": 1.0},
+          lambda b, v: _deml(b, v), {f"lambda0 {v:g}": v for v in deml_recipes.LAMBDA0S},
           claims=lambda label: Claim("chen2019deml", ("2-CUB200", "DeML(1,4)", "H"), ("1", "U512", "CUB R@1"),
                                      "CUB-200"),
           parts=lambda label: f"DeML(1,4), attention and adversarial diversification, {label.replace(' ', ' = ')}",
           quick=("lambda0 1",), adapted=("lambda0 1",)),
     Entry("Adapt-Adv", "alkaabi2022adaptadv", "triplet", "attention alone, or with the adversary at lambda0",
           lambda b, v: _adapt(b) if v is None else _adapt(b, *v),
-          {"+GDFL (no adversary)": (0.5, False), "lambda0 0.1": (0.1, True), "lambda0 0.5": (0.5, True),
-           "lambda0 1": (1.0, True)},
+          {"+GDFL (no adversary)": (0.5, False), **{f"lambda0 {v:g}": (v, True) for v in adapt_recipes.LAMBDA0S}},
           claims=lambda label: Claim("alkaabi2022adaptadv", ("6", "Triplet / +GDFL" if label.startswith("+GDFL")
                                                              else "Triplet / Adapt-Adv", "R@1"),
                                      ("6", "Triplet / Base", "R@1"), "Flowers-102"),

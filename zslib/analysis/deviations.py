@@ -222,7 +222,8 @@ def namespace(config) -> dict:
     filled in), ``loss`` (its loss's parameters, defaults filled in), ``head_lr`` (the rate of the new layers,
     ``new_layer_mult * lr``), ``method_lr`` (the rate of the method's own parameters), the profiles ``real``,
     ``quick`` and ``full`` (:data:`zslib.engine.profile.PROFILES`), ``adapted``
-    (:data:`~zslib.engine.profile.ADAPTED_REAL`), the real dataset's split sizes ``n_seen``, ``n_unseen`` (images), ``seen_classes``, ``unseen_classes``, and
+    (:data:`~zslib.engine.profile.ADAPTED_REAL`), the real dataset's split sizes ``n_seen``, ``n_unseen`` (images),
+    ``seen_classes``, ``unseen_classes``, and
     ``passes``, the config's passes over the seen images."""
     from zslib.engine.data.datasets import get_dataset_class
     from zslib.engine.losses import LOSSES

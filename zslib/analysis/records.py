@@ -36,7 +36,8 @@ import torch
 
 from zslib.engine.config import Config, config_hash
 from zslib.engine.grid import grid_jobs
-from zslib.engine.store import (ResultFileError, check_key, hash_in_name, load_result, recorded_dir, provenance, result_path, results_dir, file_slug,
+from zslib.engine.store import (ResultFileError, check_key, hash_in_name, load_result, recorded_dir, provenance,
+                                result_path, results_dir, file_slug,
                                 short_commit, utc_minute, write_json)
 
 __all__ = ["Analysis", "ANALYSES", "register_analysis", "get_analysis", "AnalysisRecord", "analyze", "analysis_path",

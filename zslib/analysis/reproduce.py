@@ -30,16 +30,18 @@ def reproduction_gaps(stored, again, device="cpu", cluster_seeds: Iterable[int] 
     retrained (with its checkpoint). Retrieval metrics: the absolute difference. Clustering metrics: the
     distance from the stored value to the interval of the metric over ``again``'s own value and the
     clusterings of its model with ``cluster_seeds`` (:func:`zslib.engine.runner.split_metrics`)."""
-    from zslib.engine.runner import build_data, build_method, load_model, split_metrics
+    from zslib.engine.runner import build_data, build_method, load_model, scored_splits, split_metrics
 
     if stored.config.name != again.config.name:
         raise ValueError(f"these are two different runs: {stored.config.name!r} and {again.config.name!r}")
-    missing = [(s, m) for s, row in stored.metrics.items() for m in row if m not in again.metrics.get(s, {})]
+    scored = set(scored_splits(stored.config))  # a validation run recorded before it stopped scoring unseen classes
+    stored_metrics = {s: row for s, row in stored.metrics.items() if s in scored}
+    missing = [(s, m) for s, row in stored_metrics.items() for m in row if m not in again.metrics.get(s, {})]
     if missing:
         raise ValueError(f"the retrained run has no value for {missing}; was it trained with other code?")
-    gaps = {(s, m): abs(again.metrics[s][m] - v) for s, row in stored.metrics.items() for m, v in row.items()
+    gaps = {(s, m): abs(again.metrics[s][m] - v) for s, row in stored_metrics.items() for m, v in row.items()
             if m not in CLUSTER_METRICS}
-    clustered = [(s, m) for s, row in stored.metrics.items() for m in row if m in CLUSTER_METRICS]
+    clustered = [(s, m) for s, row in stored_metrics.items() for m in row if m in CLUSTER_METRICS]
     if not clustered:
         return gaps
     import numpy as np

@@ -19,7 +19,8 @@ name::
   (attention modules, several heads); the default returns the model unchanged. Networks only training
   needs (an adversary, a classifier) are attributes of the method instead.
 * ``uses_maps``: whether the method reads the backbone's intermediate maps (attention over them) or only
-  its pooled feature (``reads_maps(params)`` when it depends on the method's parameters). On the ``real`` profile, whose maps come from a disk cache, a method that does not
+  its pooled feature (``reads_maps(params)`` when it depends on the method's parameters). On the ``real`` profile,
+  whose maps come from a disk cache, a method that does not
   read maps is fed the cached pooled feature alone, which is 50 times less to read per image.
 * ``phases``: the names of the updates of one step, in order, e.g. ``("embedding", "adversary")``. Each
   phase has its own optimizer, learning-rate schedule and gradient scaler. A min-max game written with
@@ -39,7 +40,8 @@ name::
 * ``pair_evaluator(model)``: ``None`` (the default) for methods that embed images, which are evaluated
   by distances of ``model(x)``. A method that learns a similarity of *two* vectors instead returns a
   function ``evaluator(features, labels, seed, split) -> {metric: value}`` of the rows ``model(x)`` of one
-  split (``split``: its name, ``"seen"``, ``"val"`` or ``"unseen"``) (for instance :func:`zslib.methods.zsml.pairwise.pairwise_metrics` with its scorer); the runner then uses it
+  split (``split``: its name, ``"seen"``, ``"val"`` or ``"unseen"``) (for instance
+  :func:`zslib.methods.zsml.pairwise.pairwise_metrics` with its scorer); the runner then uses it
   for every split.
 
 ``params`` declares the method's hyperparameters (``Config.method_params``): each with its default, a

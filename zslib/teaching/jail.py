@@ -21,7 +21,8 @@ way out, as for any container), world-readable files stay readable (the book's c
 solutions among them), and CPU share is limited only by the grader's CPU-time limit.
 
 ``python -m zslib.teaching.jail --probe FOLDER`` (inside the same ``unshare``; ``FOLDER`` an empty folder that
-``nobody`` owns) checks all of it and prints one word, ``isolated``, when every step held; :func:`zslib.teaching.grading.resolve_isolation` uses it to decide
+``nobody`` owns) checks all of it and prints one word, ``isolated``, when every step held;
+:func:`zslib.teaching.grading.resolve_isolation` uses it to decide
 whether this mode can be used on this machine.
 """
 from __future__ import annotations

@@ -37,7 +37,8 @@ __all__ = [
     "data_root", "SynthParts", "shortcut_probe", "ProbeResult", "design_classes", "PART_NAMES",
     "ATTRIBUTE_NAMES", "SHORTCUT_ATTRIBUTES", "CUB200", "Cars196", "SOP", "InShop", "Flowers102",
     "RealImageDataset", "DATASETS", "get_dataset_class", "download", "download_url", "extract_archive",
-    "verify_checksum", "ClassBalancedSampler", "split_batch", "split_classes", "LabeledSubset", "labels_of", "train_transform", "test_transform", "IMAGENET_MEAN",
+    "verify_checksum", "ClassBalancedSampler", "split_batch", "split_classes", "LabeledSubset", "labels_of",
+    "train_transform", "test_transform", "IMAGENET_MEAN",
     "IMAGENET_STD", "build_dataset", "PreResizedCache", "cached", "DataError", "MissingDataError",
     "ChecksumError", "CorruptFileError", "CountMismatchError", "ManualDownloadError",
 ]

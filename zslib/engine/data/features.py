@@ -19,7 +19,8 @@ links, no copy), so the shared 1.5 GB cache of Flowers-102 is not built again.
 * :func:`feature_cache` -- build (once) or load the cached maps of a dataset: one row per image, the maps of
   every stage flattened and concatenated, float16, read as a memory map;
 * :class:`FeatureDataset` -- one split of it as a dataset ``ds[i] -> (packed maps, label)``;
-* the names and shapes of the packed maps are :func:`zslib.engine.models.registry.layout` (what :class:`zslib.engine.models.CachedBackbone` unpacks).
+* the names and shapes of the packed maps are :func:`zslib.engine.models.registry.layout` (what
+  :class:`zslib.engine.models.CachedBackbone` unpacks).
 """
 from __future__ import annotations
 

@@ -65,7 +65,8 @@ def entry_stage(backbone: str, train_stages: Sequence[str]) -> str:
 class AdaptedBackbone(Backbone):
     """``backbone``'s map of the stage before ``train_stages`` read from cache rows ``(B, F)``, then the
     ``train_stages`` as trainable modules with the ImageNet weights of the file ``weights_path``
-    (:func:`zslib.engine.models.build_model` passes the packaged one). ``train_bn``: ``"frozen"`` or ``"batch"`` (module docstring)."""
+    (:func:`zslib.engine.models.build_model` passes the packaged one). ``train_bn``: ``"frozen"`` or ``"batch"``
+    (module docstring)."""
 
     def __init__(self, backbone: str, train_stages: Sequence[str], image_size: int, pooling: str = "avg",
                  train_bn: str = "frozen", *, weights_path):

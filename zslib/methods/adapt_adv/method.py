@@ -127,7 +127,8 @@ class AdaptAdv(Method):
 
     @classmethod
     def attach(cls, model, params):
-        """The network: a :class:`~zslib.methods.adapt_adv.gdfl.GDFLNet` over ``model``'s backbone when ``use_gdfl``, else ``model``."""
+        """The network: a :class:`~zslib.methods.adapt_adv.gdfl.GDFLNet` over ``model``'s backbone when ``use_gdfl``,
+        else ``model``."""
         p = cls.validate(params)
         if not p["use_gdfl"]:
             return model

@@ -26,7 +26,8 @@ __all__ = ["photo_figures", "gradcam_on_photos", "real_configs", "key_findings",
            "attention_on_parts", "attention_sentence", "gradcam_on_parts",
            "RealStudy", "real_study", "real_table", "real_pair_sentences", "provenance_table",
            "late_changes", "show_late_changes", "stopping_rule_sentence", "stopping_sentence", "stopping_choice",
-           "show_stopping", "show_lambda0_choice", "choice_sentences", "table5_choices", "table5_table", "table5_sentences", "real_gradcam", "show_real_gradcam",
+           "show_stopping", "show_lambda0_choice", "choice_sentences", "table5_choices", "table5_table",
+           "table5_sentences", "real_gradcam", "show_real_gradcam",
            "full_profile_runs", "main_findings", "experiments_findings", "quick_adapt", "quick_ablation"]
 
 COLUMNS = ["NMI", "R@1", "R@2", "R@4", "R@8", "kNN"]  # kNN: zslib.engine.evaluate's kNN accuracy (the paper's kNN-Acc)
@@ -716,7 +717,8 @@ def _lambda0_sentences(study: RealStudy) -> list[str]:
     out = [f"Among the adversary's weights (lambda0 > 0), the best mean validation Recall@1 at {stop.length} steps"
            + (" (the best trained step, an ablation length: the rule kept no training)" if stop.ablation else "")
            + " is "
-           f"lambda0 = {lc.chosen:g} (mean of {len(VAL_SEEDS)} seeds); against it, paired by seed, the validation Recall@1 is clearly different for lambda0 "
+           f"lambda0 = {lc.chosen:g} (mean of {len(VAL_SEEDS)} seeds); against it, paired by seed, the validation "
+           "Recall@1 is clearly different for lambda0 "
            f"{', '.join(clear) or 'none of the others'}"
            + (f"; lambda0 = 0 (+GDFL) is {_signed(lc.vs[0.0])} points from it" if 0.0 in lc.vs else "")
            + ". The paper's Fig. 14 (test classes, no intervals) puts lambda0 = 0 lower and the peak between 0.3 and 0.7; "

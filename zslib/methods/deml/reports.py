@@ -946,6 +946,6 @@ def key_findings():
     from zslib.analysis.compare import rule_status
 
     return findings_box(real_comparison(floor["f"][0], runs["b"], runs["4"], "DeML(1, 4)",
-                                        status=rule_status("DeML", deml4_c)) + [
+                                        status=rule_status("DeML", c[DEML4])) + [
         f"Eight learners instead of four {verdict_words(p8.verdict)} it ({format_interval(p8.diff, signed=True)} "
         "points, paired): with a frozen backbone the CAMs can only re-weight the channels of one fixed map."])

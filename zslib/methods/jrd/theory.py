@@ -39,7 +39,8 @@ Normalization used here (and why it matches the scale of JRD Table 3)
   image is a training image, so the seen representations sit in tight clusters around their class
   proxies, and a 1-NN classifier rarely confuses them with the more diffuse unseen
   representations. On the proxy A-distance scale [0, 2] the same 0.93 would mean an error of 27 %,
-  hard to reconcile with an embedding that fits its training classes. (Reading :math:`\\epsilon(h)` as the plain pooled error instead would put chance
+  hard to reconcile with an embedding that fits its training classes. (Reading :math:`\\epsilon(h)` as the plain
+  pooled error instead would put chance
   level at 0.5, not 0, which is not a divergence; multiply our value by 2 for the proxy A-distance:
   :attr:`HDivergence.proxy_a_distance`.)
 * :func:`ideal_joint_error` returns :math:`\\lambda = (\\epsilon_s + \\epsilon_u)/2`, the *mean* of

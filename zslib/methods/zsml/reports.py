@@ -876,7 +876,8 @@ def quick_findings(quick: QuickComparison, fig5_numbers: dict | None = None) -> 
            f"The linear relation against the kernels: {_say(verdicts[LR, MR, 'ACC'], 'ACC')}, "
            f"{_say(verdicts[LR, MR, 'R@1'], 'Recall@1')}; against Euclidean it "
            f"{_say(verdicts[LR, 'Euclidean', 'ACC'], 'ACC')}.",
-           f"The paper (Table 3) reports ZSML {paper3.loc['Ours', 'Caltech->Caltech ACC'] - paper3.loc['Euclidean', 'Caltech->Caltech ACC']:+.1f} "
+           f"The paper (Table 3) reports ZSML "
+           f"{paper3.loc['Ours', 'Caltech->Caltech ACC'] - paper3.loc['Euclidean', 'Caltech->Caltech ACC']:+.1f} "
            "ACC points over Euclidean on Caltech -> Caltech."]
     if fig5_numbers is not None:
         moved = fig5_numbers["moved"]

@@ -16,7 +16,7 @@ from __future__ import annotations
 from zslib.engine.registry import PAPERS
 from zslib.teaching.exercises.bank import EXERCISES as _BANK
 from zslib.teaching.exercises.bank_compare import EXERCISES as COMPARE_EXERCISES
-from zslib.teaching.exercises.kinds import ChoiceExercise, FunctionExercise, NumberExercise, Outcome
+from zslib.teaching.exercises.kinds import Outcome
 
 #: Every paper's exercises (:attr:`zslib.engine.paper.Paper.exercises`), in the book's order.
 PAPER_EXERCISES = [e for paper in PAPERS.values() for e in paper.exercises()]

@@ -288,7 +288,8 @@ EXERCISES = [
     NumberExercise("generalization_gap.triangle_penalty", "the penalty of one class {(0,0), (2,0), (0,2)}",
                    "Three pairs: their squared distances are 4, 4 and 8; halve each and average.",
                    expected=lambda: float(intra.intra_class_distance(
-                       torch.tensor([[0.0, 0.0], [2.0, 0.0], [0.0, 2.0]], dtype=torch.float64), torch.zeros(3, dtype=torch.long))),
+                       torch.tensor([[0.0, 0.0], [2.0, 0.0], [0.0, 2.0]], dtype=torch.float64),
+                       torch.zeros(3, dtype=torch.long))),
                    tol=1e-6),
     ChoiceExercise("generalization_gap.alpha_effect", "does the largest alpha raise or lower unseen Recall@1?",
                    "Compare unseen Recall@1 at alpha = 0 with the largest alpha of the sweep.",
