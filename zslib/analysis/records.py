@@ -80,15 +80,13 @@ def register_analysis(analysis: Analysis) -> Analysis:
 
 
 def _discover() -> None:
-    """Import ``analyses.py`` of every paper folder under :mod:`zslib.methods` (they register themselves)."""
-    import importlib.util
-    import pkgutil
+    """Import the analyses of every paper that records some (:attr:`zslib.engine.paper.Paper.analyses`; they register
+    themselves)."""
+    from zslib.engine.registry import PAPERS
 
-    import zslib.methods
-
-    for info in pkgutil.iter_modules(zslib.methods.__path__):
-        if info.ispkg and importlib.util.find_spec(f"zslib.methods.{info.name}.analyses") is not None:
-            importlib.import_module(f"zslib.methods.{info.name}.analyses")
+    for paper in PAPERS.values():
+        if paper.analyses is not None:
+            paper.analyses()
 
 
 def get_analysis(analysis: str) -> Analysis:

@@ -31,9 +31,10 @@ class Paper:
     ``recipes``: the module of its protocol (named configs, seeds, grids and choice rules). ``reported()``: the
     paper's own tables as data (``{table: dict}``, :mod:`zslib.reported`). ``deviations()``: the rows of its table of
     departures from the paper (:mod:`zslib.analysis.deviations`). ``explorer()``: its interactive explorer's function
-    (:mod:`zslib.analysis.explorers`), or ``None``. ``exercises()``: the checked exercises of its chapters.
-    ``key_findings()``: the "Key findings" box of its main chapter, generated from the recorded runs (its first
-    sentence is the paper's line on the index page).
+    (:mod:`zslib.analysis.explorers`), or ``None``. ``analyses()``: imports the module of the analyses its chapters
+    record (:mod:`zslib.analysis.records`; they register themselves), or ``None``. ``exercises()``: the checked
+    exercises of its chapters. ``key_findings()``: the "Key findings" box of its main chapter, generated from the
+    recorded runs (its first sentence is the paper's line on the index page).
     """
 
     key: str
@@ -50,6 +51,7 @@ class Paper:
     exercises: Callable[[], Sequence]
     key_findings: Callable[[], object]
     explorer: Callable[[], Callable] | None = None
+    analyses: Callable[[], object] | None = None
 
     def __post_init__(self):
         if not self.key.isidentifier():

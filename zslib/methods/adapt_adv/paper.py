@@ -40,6 +40,13 @@ def _explorer():
     return adapt_adv_lambda
 
 
+
+def _analyses():
+    from zslib.methods.adapt_adv import analyses
+
+    return analyses
+
+
 PAPER = register_paper(Paper(
     key="adapt_adv", name="Adapt-Adv",
     title=("A framework to enhance generalization of deep metric learning methods using "
@@ -47,4 +54,4 @@ PAPER = register_paper(Paper(
     bibkey="alkaabi2022adaptadv", citation="Al-Kaabi, Monsefi and Zabihzadeh, Applied Intelligence 2022",
     methods=("adapt_adv",), chapters=("adapt_adv", "adapt_adv_experiments"), position=3,
     recipes=recipes, reported=_reported, deviations=_deviations, exercises=_exercises, key_findings=_key_findings,
-    explorer=_explorer))
+    explorer=_explorer, analyses=_analyses))

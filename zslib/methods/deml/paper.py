@@ -39,10 +39,17 @@ def _explorer():
     return deml_attention
 
 
+
+def _analyses():
+    from zslib.methods.deml import analyses
+
+    return analyses
+
+
 PAPER = register_paper(Paper(
     key="deml", name="DeML",
     title="Hybrid-Attention based Decoupled Metric Learning for Zero-Shot Image Retrieval",
     bibkey="chen2019deml", citation="Chen and Deng, CVPR 2019",
     methods=("deml",), chapters=("deml", "deml_experiments"), position=1,
     recipes=recipes, reported=_reported, deviations=_deviations, exercises=_exercises, key_findings=_key_findings,
-    explorer=_explorer))
+    explorer=_explorer, analyses=_analyses))

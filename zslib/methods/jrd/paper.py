@@ -39,10 +39,17 @@ def _explorer():
     return jrd_bound
 
 
+
+def _analyses():
+    from zslib.methods.jrd import analyses
+
+    return analyses
+
+
 PAPER = register_paper(Paper(
     key="jrd", name="JRD",
     title="Distance Metric Learning with Joint Representation Diversification",
     bibkey="chu2020jrd", citation="Chu, Lin, Wang, Wang, Yu, Gao and Tong, ICML 2020",
     methods=("jrd", "intra"), chapters=("jrd", "jrd_experiments"), position=2,
     recipes=recipes, reported=_reported, deviations=_deviations, exercises=_exercises, key_findings=_key_findings,
-    explorer=_explorer))
+    explorer=_explorer, analyses=_analyses))

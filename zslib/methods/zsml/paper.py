@@ -39,10 +39,17 @@ def _explorer():
     return zsml_labels
 
 
+
+def _analyses():
+    from zslib.methods.zsml import analyses
+
+    return analyses
+
+
 PAPER = register_paper(Paper(
     key="zsml", name="ZSML",
     title="Zero-shot Metric Learning",
     bibkey="xu2019zsml", citation="Xu, Cao, Yang, Yang and Deng, IJCAI 2019",
     methods=("zsml", "nca"), chapters=("zsml", "zsml_experiments"), position=4,
     recipes=recipes, reported=_reported, deviations=_deviations, exercises=_exercises, key_findings=_key_findings,
-    explorer=_explorer))
+    explorer=_explorer, analyses=_analyses))
