@@ -340,7 +340,8 @@ def cpu_proof_sentences(proof) -> str:
     s = proof["size"]
     val = {k: v for k, v in proof["validation"].items()}
     first = next(iter(val.values()))[0].config
-    out = [f"On the CPU ({', '.join(proof['hardware'])}), {proof['build']}, {s['image_size']}-px crops, "
+    hardware = ", ".join(dict.fromkeys(h.split(", float")[0] for h in proof["hardware"]))
+    out = [f"On the CPU ({hardware}), {proof['build']}, {s['image_size']}-px crops, "
            f"{s['iterations']} steps of {s['batch_classes']} x {s['batch_per_class']}: the candidates were compared "
            f"on the validation classes over seeds {', '.join(str(r.config.seed) for r in val['off'])} "
            f"({first.validation_fraction:.0%} of the seen classes held out).", proof["choice"].sentence()]
@@ -349,12 +350,15 @@ def cpu_proof_sentences(proof) -> str:
                    f"{proof['setting']}, as an ablation.")
     test = proof["test"]
     fin = test[proof["setting"]]
+    subject = "the fine-tuned network (an ablation)" if proof["ablation"] else "the fine-tuned network"
+    against = []
     for other, words in (("untrained", "the untrained network"), ("off", "the head trained on the frozen network")):
         d = paired(test[other], fin, "R@1", "unseen")
         where = {"up": "above", "down": "below"}.get(d.verdict, "not clearly different from")
-        out.append(f"On the unseen classes the fine-tuned network reaches "
-                   f"{format_interval(tuple(interval([r.metric('R@1', 'unseen') for r in fin]))[:3])} Recall@1, "
-                   f"{format_interval(tuple(d.diff)[:3], signed=True)} points against {words} ({where} it).")
+        against.append(f"{format_interval(tuple(d.diff)[:3], signed=True)} points against {words} ({where} it)")
+    out.append(f"On the unseen classes {subject} reaches "
+               f"{format_interval(tuple(interval([r.metric('R@1', 'unseen') for r in fin]))[:3])} Recall@1: "
+               f"{'; '.join(against)}.")
     return " ".join(out)
 
 
