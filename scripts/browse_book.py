@@ -280,6 +280,8 @@ TABLES_JS = """() => {
   const text = t => (t.textContent || '').trim().replace(/\\s+/g, ' ').slice(0, 80);
   for (const t of main.querySelectorAll('table')) {
     if (!t.checkVisibility()) continue;
+    // a searchable table's header row is a copy in a box that DataTables scrolls with the table's body
+    if (t.closest('.dt-scroll-head, .dt-scroll-foot, .dataTables_scrollHead, .dataTables_scrollFoot')) continue;
     const r = t.getBoundingClientRect();
     let scrolls = false, cut = null;
     for (let a = t.parentElement; a && a !== document.body; a = a.parentElement) {

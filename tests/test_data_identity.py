@@ -212,5 +212,7 @@ def test_finetune_smoke_on_another_tree_trains_again(tmp_path, capsys):
            for f in glob.glob(str(folder / "*.json"))}
     assert len(used) >= 12 and len({now[f] for f in used}) == 1 and len({*first.values()}) == 1
     assert {now[f] for f in used} != {*first.values()}  # every run of the table: trained on the other tree
-    again = [f for f in first if os.path.basename(f) in used]
-    assert sum("stored result" in str(w.message) for w in caught) == len(again) >= 10
+    # a run of the first campaign met again (the floor, the tuning candidates; the methods' configs follow what the
+    # tuning chose on this tree) is trained again, with one line saying why, never loaded
+    again = [f for f in first if now[os.path.basename(f)] != first[f]]
+    assert sum("stored result" in str(w.message) for w in caught) == len(again) >= 1

@@ -51,7 +51,13 @@ def test_a_right_value_with_a_wrong_gradient_fails():
 @pytest.mark.parametrize("ex", FUNCTIONS, ids=lambda e: e.name)
 def test_unanswered_stub_raising_or_none_and_the_reference_itself_fail(ex):
     assert "not answered yet" in verdict(ex.name, ...).message
-    assert "returned None" in verdict(ex.name, lambda *a: None).message
+    assert "not answered yet" in verdict(ex.name, lambda *a: None).message  # compiles as the `...` stub does
+
+    def forgot_return(*a):
+        values = [x for x in a]  # works, then returns nothing
+        del values
+
+    assert "returned None" in verdict(ex.name, forgot_return).message
 
     def stub(*a):
         raise NotImplementedError
