@@ -20,7 +20,8 @@ with a running variance of 5.6e5; lr 1000 gives 0.019 / 0.023 with 2.7e6. Chance
   unseen Recall@1, @2, @4 and @8 were all 0.0200, chance 0.0196). Any working metric finds more with more
   neighbours, so flat Recall@K at chance is a collapse whatever the length of the run;
 * Recall@1 on the *training* classes at chance (:func:`chance_recall`, times :data:`CHANCE_FACTOR`) at the end of a
-  run that was above it at step 0, or that trained at least :data:`JUDGED_STEPS` steps: a network that trained
+  run of at least :data:`PINNED_STEPS` steps that was above it at step 0, or that trained at least
+  :data:`JUDGED_STEPS` steps: a network that trained
   that long and cannot retrieve the classes it was trained on collapsed, whatever the unseen classes say. (A run
   of a few steps can sit near chance without having collapsed: its untrained network was there already.)
 
@@ -129,7 +130,8 @@ def collapse_reason(model: nn.Module, history, metrics: dict, seen_labels=None, 
     seen, start = (metrics.get("seen") or {}).get("R@1"), _start_recall(history.evals)
     if seen is not None and seen_labels is not None and len(seen_labels) > 1:
         chance = chance_recall(seen_labels)
-        if seen <= CHANCE_FACTOR * chance and start is not None and start > CHANCE_FACTOR * chance:
+        if (seen <= CHANCE_FACTOR * chance and start is not None and start > CHANCE_FACTOR * chance
+                and _steps(history) >= PINNED_STEPS):  # two steps of a smoke rehearsal cannot collapse a network
             return (f"Recall@1 on the training classes fell from {start:.4f} at step 0 to {seen:.4f}, at chance "
                     f"({chance:.4f})")
         if seen <= CHANCE_FACTOR * chance and _steps(history) >= JUDGED_STEPS:
