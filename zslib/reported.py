@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import copy
 
-__all__ = ["CML_TABLES", "DEML_TABLES", "JRD_TABLES", "ADAPT_ADV_TABLES", "ZSML_TABLES", "TABLES",
+__all__ = ["paper_tables", "CML_TABLES", "DEML_TABLES", "JRD_TABLES", "ADAPT_ADV_TABLES", "ZSML_TABLES", "TABLES",
            "reported_table", "reported_frame", "reported_value", "parse_cell", "CONTEXT_ZOO", "context_frame"]
 
 
@@ -530,3 +530,9 @@ def context_frame():
     frame.loc["trained minus best frozen (points)"] = ["", *(trained - frozen).round(1)]
     frame.attrs["citation"] = t["citation"]
     return frame
+
+
+def paper_tables(bibkey: str) -> dict:
+    """``{table: data}``: the reported tables of the paper ``bibkey`` (what its :class:`~zslib.engine.paper.Paper`
+    record's ``reported()`` returns)."""
+    return {table: data for (paper, table), data in TABLES.items() if paper == bibkey}

@@ -3,17 +3,14 @@
 every list of papers in the book."""
 from __future__ import annotations
 
+from functools import partial
+
 from zslib.engine.paper import Paper
 from zslib.engine.registry import register_paper
 from zslib.methods.adapt_adv import recipes
+from zslib.reported import paper_tables
 
 __all__ = ["PAPER"]
-
-
-def _reported() -> dict:
-    from zslib.reported import TABLES
-
-    return {table: data for (paper, table), data in TABLES.items() if paper == PAPER.bibkey}
 
 
 def _deviations() -> tuple:
@@ -53,5 +50,6 @@ PAPER = register_paper(Paper(
            "general discriminative feature learning and class adversarial neural networks"),
     bibkey="alkaabi2022adaptadv", citation="Al-Kaabi, Monsefi and Zabihzadeh, Applied Intelligence 2022",
     methods=("adapt_adv",), chapters=("adapt_adv", "adapt_adv_experiments"), position=3,
-    recipes=recipes, reported=_reported, deviations=_deviations, exercises=_exercises, key_findings=_key_findings,
+    recipes=recipes, reported=partial(paper_tables, "alkaabi2022adaptadv"),
+    deviations=_deviations, exercises=_exercises, key_findings=_key_findings,
     explorer=_explorer, analyses=_analyses))

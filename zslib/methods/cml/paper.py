@@ -2,17 +2,14 @@
 :data:`zslib.engine.registry.PAPERS` when this folder is imported, read by every list of papers in the book."""
 from __future__ import annotations
 
+from functools import partial
+
 from zslib.engine.paper import Paper
 from zslib.engine.registry import register_paper
 from zslib.methods.cml import recipes
+from zslib.reported import paper_tables
 
 __all__ = ["PAPER"]
-
-
-def _reported() -> dict:
-    from zslib.reported import TABLES
-
-    return {table: data for (paper, table), data in TABLES.items() if paper == PAPER.bibkey}
 
 
 def _deviations() -> tuple:
@@ -44,5 +41,6 @@ PAPER = register_paper(Paper(
     title="Confusion-Based Metric Learning for Regularizing Zero-Shot Image Retrieval and Clustering",
     bibkey="chen2022cml", citation="Chen, Deng, Wang and Zhang, IEEE TNNLS 2022",
     methods=("cml",), chapters=("cml", "cml_experiments", "cml_ablations"), position=0,
-    recipes=recipes, reported=_reported, deviations=_deviations, exercises=_exercises, key_findings=_key_findings,
+    recipes=recipes, reported=partial(paper_tables, "chen2022cml"),
+    deviations=_deviations, exercises=_exercises, key_findings=_key_findings,
     explorer=_explorer))

@@ -2,17 +2,14 @@
 :data:`zslib.engine.registry.PAPERS` when this folder is imported, read by every list of papers in the book."""
 from __future__ import annotations
 
+from functools import partial
+
 from zslib.engine.paper import Paper
 from zslib.engine.registry import register_paper
 from zslib.methods.deml import recipes
+from zslib.reported import paper_tables
 
 __all__ = ["PAPER"]
-
-
-def _reported() -> dict:
-    from zslib.reported import TABLES
-
-    return {table: data for (paper, table), data in TABLES.items() if paper == PAPER.bibkey}
 
 
 def _deviations() -> tuple:
@@ -51,5 +48,6 @@ PAPER = register_paper(Paper(
     title="Hybrid-Attention based Decoupled Metric Learning for Zero-Shot Image Retrieval",
     bibkey="chen2019deml", citation="Chen and Deng, CVPR 2019",
     methods=("deml",), chapters=("deml", "deml_experiments"), position=1,
-    recipes=recipes, reported=_reported, deviations=_deviations, exercises=_exercises, key_findings=_key_findings,
+    recipes=recipes, reported=partial(paper_tables, "chen2019deml"),
+    deviations=_deviations, exercises=_exercises, key_findings=_key_findings,
     explorer=_explorer, analyses=_analyses))

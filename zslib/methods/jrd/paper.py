@@ -2,17 +2,14 @@
 :data:`zslib.engine.registry.PAPERS` when this folder is imported, read by every list of papers in the book."""
 from __future__ import annotations
 
+from functools import partial
+
 from zslib.engine.paper import Paper
 from zslib.engine.registry import register_paper
 from zslib.methods.jrd import recipes
+from zslib.reported import paper_tables
 
 __all__ = ["PAPER"]
-
-
-def _reported() -> dict:
-    from zslib.reported import TABLES
-
-    return {table: data for (paper, table), data in TABLES.items() if paper == PAPER.bibkey}
 
 
 def _deviations() -> tuple:
@@ -51,5 +48,6 @@ PAPER = register_paper(Paper(
     title="Distance Metric Learning with Joint Representation Diversification",
     bibkey="chu2020jrd", citation="Chu, Lin, Wang, Wang, Yu, Gao and Tong, ICML 2020",
     methods=("jrd", "intra"), chapters=("jrd", "jrd_experiments"), position=2,
-    recipes=recipes, reported=_reported, deviations=_deviations, exercises=_exercises, key_findings=_key_findings,
+    recipes=recipes, reported=partial(paper_tables, "chu2020jrd"),
+    deviations=_deviations, exercises=_exercises, key_findings=_key_findings,
     explorer=_explorer, analyses=_analyses))
