@@ -123,6 +123,22 @@ def test_run_trains_stores_provenance_and_then_loads(tiny_config, tmp_path, monk
     assert forced.metrics == r.metrics and forced.history.losses == r.history.losses
 
 
+def test_a_run_trained_again_never_writes_over_a_recorded_run(tiny_config, tmp_path):
+    # a recorded run sits in <results>/recorded/ (or in the installed copy on Colab); training it again, e.g. to
+    # get a model for a figure, must write into the results folder and leave the recorded file as it was
+    made = run(tiny_config, results_dir=tmp_path / "made", progress=False)
+    recorded = tmp_path / "results" / "recorded"
+    recorded.mkdir(parents=True)
+    kept = recorded / made.path.name
+    kept.write_bytes(made.path.read_bytes())
+    before = kept.read_bytes()
+    assert run(tiny_config, results_dir=tmp_path / "results").path == kept  # found among the recorded runs
+    again = run(tiny_config, results_dir=tmp_path / "results", force=True, progress=False)
+    assert kept.read_bytes() == before
+    assert again.path.parent == tmp_path / "results" and again.path.name == kept.name
+    assert again.metrics == made.metrics
+
+
 def test_validation_split_and_seeds(tiny_config, tmp_path):
     c = tiny_config.replace(validation_fraction=0.2, iterations=3)
     results = run_seeds(c, seeds=[0, 1], results_dir=tmp_path, progress=False)

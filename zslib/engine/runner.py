@@ -201,7 +201,9 @@ def run(config: Config, results_dir: str | os.PathLike | None = None, force: boo
     stored = path.exists() and not force
     identity = _data_identity(config)
     if stored and _made_from_other_data(path, identity):  # trained again, into this folder, from step 0
-        stored, force, path = False, True, directory / f"{file_slug(config.name)}-{config_hash(config)}.json"
+        stored, force = False, True
+    if not stored and path.parent != directory:  # a run trained again never writes over a recorded run
+        path = directory / f"{file_slug(config.name)}-{config_hash(config)}.json"
     if stored and not distributed.launched():
         return _reuse(path, directory)
     if not stored:
