@@ -102,6 +102,9 @@ def _check_proof(directory=None):
     text = cpu_proof_sentences(proof)
     for other in ("untrained", "off"):
         assert f"{100 * (fin - np.array(unseen[other])).mean():+.1f} [" in text
+    after_choice = text.split(proof["choice"].sentence(), 1)[1]
+    clear = "clearly above" in after_choice or "clearly below" in after_choice
+    assert clear <= (expected != "off")  # a fine-tuned ablation is never "clearly" above or below
     assert set(proof["builds"]) == {"tf_efficientnet_lite0", "efficientnet_lite0"}
     return proof
 

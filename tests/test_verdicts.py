@@ -359,3 +359,52 @@ def test_the_forest_plot_marks_the_rows_with_broken_seeds(comparisons):
         if any(f.get("status") == "diverged" or _seen_collapsed(f["history"]) for f in files):
             broken.append(y)
     assert sorted(marked) == broken and broken  # quick Adapt-Adv collapsed, quick ZSML diverged
+
+
+def test_a_paired_phrase_says_clearly_only_for_a_chosen_setting_and_names_broken_seeds():
+    from zslib.analysis.verdict import paired_phrase
+
+    up = (0.021, 0.003, 0.039)
+    assert paired_phrase(up, "up", True, "X") == "+2.1 [+0.3, +3.9] points against X (clearly above it)"
+    assert paired_phrase(up, "up", False, "X") == "+2.1 [+0.3, +3.9] points against X (above it)"
+    assert paired_phrase((-0.01, -0.03, 0.01), "no clear effect", True, "X").endswith(
+        "(not clearly different from it)")
+    broken = paired_phrase(up, "up", True, "X", "collapsed: 1 of 3 seeds")
+    assert "clearly" not in broken and "unstable, collapsed: 1 of 3 seeds" in broken
+    assert paired_phrase(up, "up", True, "X", "stable") == paired_phrase(up, "up", True, "X")
+
+
+def _campaign(tuning_off_won: bool, method_off_won: bool, stability: str = "stable"):
+    """A recorded campaign as campaign_sentences reads it: rows and choices, every verdict "up"."""
+    from types import SimpleNamespace
+
+    def choice(off_won):
+        return SimpleNamespace(off_won=off_won, chosen="off" if off_won else "lr 1e-5", sentence=lambda: "Chose.")
+
+    diff = {"diff": (0.02, 0.01, 0.03), "verdict": "up"}
+    common = dict(seeds=[0, 1, 2], hardware=["cuda (H100)"], loss="triplet", stability="stable",
+                  **{"R@1": (0.8, 0.79, 0.81)})
+    rows = [dict(common, row="untrained floor (x)", hardware=[], **{"vs floor": None, "vs baseline": None}),
+            dict(common, row="no fine-tuning: head on the frozen network", **{"vs floor": diff, "vs baseline": None}),
+            dict(common, row="baseline: triplet (off for cml)", **{"vs floor": diff, "vs baseline": None}),
+            dict(common, row="cml", setting="w 0.1", stability=stability, **{"vs floor": diff, "vs baseline": diff})]
+    tuning = choice(tuning_off_won)
+    return SimpleNamespace(rows=rows, tuning_choice=tuning, tuning_setting="lr 1e-5",
+                           choices={"cml": choice(method_off_won)}, paths={})
+
+
+@pytest.mark.parametrize("tuning_off_won, method_off_won", [(False, False), (False, True), (True, False)])
+def test_the_campaign_sentences_say_clearly_only_of_rows_the_rules_chose(tuning_off_won, method_off_won):
+    from zslib.campaign.report import campaign_sentences
+
+    text = campaign_sentences(_campaign(tuning_off_won, method_off_won))
+    head = text[text.index("A head trained"):text.index("The triplet loss")]
+    base = text[text.index("The triplet loss"):text.index("CML:")]
+    method = text[text.index("CML:"):]
+    assert ("clearly above" in head) == tuning_off_won  # the head alone is chosen when the recipe kept "off"
+    assert ("clearly above" in base) == (not tuning_off_won) and ("ablation" in base) == tuning_off_won
+    assert ("clearly above" in method) == (not tuning_off_won and not method_off_won)
+    assert "above it" in method and ("labelled ablation" in method) == method_off_won
+    broken = campaign_sentences(_campaign(False, False, "collapsed: 2 of 3 seeds"))
+    assert "unstable, collapsed: 2 of 3 seeds" in broken[broken.index("CML:"):]
+    assert "clearly" not in broken[broken.index("CML:"):].split("Chose.")[1]

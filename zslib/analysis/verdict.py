@@ -27,7 +27,7 @@ from collections.abc import Sequence
 import numpy as np
 
 __all__ = ["detectable", "change_words", "power_words", "row_label", "row_status", "row_sentence", "pts",
-           "regime_sentences", "adaptation_sentence", "status_note", "headline", "verb_words"]
+           "regime_sentences", "adaptation_sentence", "status_note", "headline", "verb_words", "paired_phrase"]
 
 
 def detectable(differences: Sequence[float], confidence: float = 0.95) -> float:
@@ -84,6 +84,20 @@ def power_words(diff, margin: float, seeds: int, candidate: str = "", scale: flo
         return (f"the leader's {diff.mean * scale:+.2f} points on validation cannot be told from off at this power "
                 f"({tail})")
     return f"the leader's {diff.mean * scale:+.2f} points on validation were not clearly above off ({tail})"
+
+
+def paired_phrase(diff, verdict: str, chosen: bool, against: str, unstable: str = "") -> str:
+    """A paired difference (a ``(mean, low, high)`` triple of fractions) against ``against`` in this module's
+    words: ``"+2.1 [+0.3, +3.9] points against the untrained network (clearly above it)"``, "clearly" only when
+    ``chosen``; with ``unstable`` (a :func:`zslib.engine.stability.stability_label` other than ``"stable"``) the
+    label replaces the verdict, since the interval then measures broken seeds."""
+    from zslib.engine.stats import format_interval
+
+    head = f"{format_interval(diff, signed=True)} points against {against}"
+    if unstable and unstable != "stable":
+        return f"{head} (unstable, {unstable}: not read as an effect)"
+    words = change_words(verdict, chosen)
+    return f"{head} ({words} it)"
 
 
 def row_label(row) -> str:

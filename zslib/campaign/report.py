@@ -17,7 +17,6 @@ __all__ = ["recorded_campaign", "campaign_frame", "campaign_sentences", "campaig
            "CPU_MANIFEST", "build_floors", "build_floor_sentence"]
 
 _NAMES = {"cml": "CML", "deml": "DeML", "adapt_adv": "Adapt-Adv", "zsml": "ZSML", "jrd": "JRD"}
-_WHERE = {"down": "below", "up": "above"}
 
 
 def recorded_campaign(dataset: str = "flowers102", directory=None):
@@ -79,7 +78,8 @@ def campaign_frame(camp):
         "row": r["row"], "setting": r["setting"], "status": r["status"] if r["status"] != "-" else "",
         "test seeds": ", ".join(str(s) for s in r["seeds"]), "unseen R@1": format_interval(r["R@1"]),
         "vs same-loss baseline": diff(r["vs baseline"]), "vs untrained network": diff(r["vs floor"]),
-        "network": build_label(r["backbone"]), "hardware": "; ".join(r["hardware"])} for r in camp.rows]).set_index("row")
+        "stability": r.get("stability", ""), "network": build_label(r["backbone"]),
+        "hardware": "; ".join(r["hardware"])} for r in camp.rows]).set_index("row")
 
 
 def _points(triple, signed: bool = True) -> str:
@@ -89,7 +89,11 @@ def _points(triple, signed: bool = True) -> str:
 
 
 def campaign_sentences(camp) -> str:
-    """What the recorded campaign found, in sentences generated from its rows and recorded choices."""
+    """What the recorded campaign found, in sentences generated from its rows and recorded choices, in the words of
+    :mod:`zslib.analysis.verdict`: "clearly" only for a row the rules chose (the fine-tuning recipe on validation
+    classes, then the method's setting), "an ablation" for a row they did not, "unstable" for a row with broken
+    seeds."""
+    from zslib.analysis.verdict import paired_phrase
     from zslib.campaign.plan import METHODS
 
     if camp is None:
@@ -100,38 +104,45 @@ def campaign_sentences(camp) -> str:
     hardware = sorted({h for r in camp.rows if r is not floor for h in r["hardware"]})
     out = [f"Fine-tuned end to end on {' and '.join(hardware)} and tested on {len(floor['seeds'])} seeds, against "
            f"the untrained network's {_points(floor['R@1'], signed=False)} unseen Recall@1."]
-    if getattr(camp, "tuning_choice", None) is not None:
-        out.append(f"The fine-tuning recipe, chosen on validation classes: {camp.tuning_choice.sentence()}")
-        if camp.tuning_setting != camp.tuning_choice.chosen:
+    choice = getattr(camp, "tuning_choice", None)
+    # whether the recipe's rule chose to fine-tune (then the fine-tuned rows are chosen) or kept the head alone
+    fine_tuned_chosen = choice is None or (not choice.off_won and camp.tuning_setting == choice.chosen)
+    if choice is not None:
+        out.append(f"The fine-tuning recipe, chosen on validation classes: {choice.sentence()}")
+        if camp.tuning_setting != choice.chosen:
             out.append(f"The methods below were still fine-tuned, at the leading fine-tuning recipe "
                        f"{camp.tuning_setting}, as an ablation of the recipe.")
+
+    def against(r, key, words, chosen):
+        d = r[key]
+        return paired_phrase(d["diff"], d["verdict"], chosen, words, r.get("stability", ""))
+
     for name, r in rows.items():
         if name.startswith("no fine-tuning"):
-            d = r["vs floor"]
+            head_chosen = choice is not None and choice.off_won
             out.append(f"A head trained on the frozen network reaches {_points(r['R@1'], signed=False)}, "
-                       f"{_points(d['diff'])} points against the untrained network "
-                       f"({_WHERE.get(d['verdict'], 'no clear difference')}).")
+                       f"{against(r, 'vs floor', 'the untrained network', head_chosen)}.")
         if name.startswith("baseline:"):
-            d = r["vs floor"]
-            out.append(f"The {r['loss']} loss alone, training every layer, reaches {_points(r['R@1'], signed=False)}, "
-                       f"a change of {_points(d['diff'])} points ({_WHERE.get(d['verdict'], 'no clear difference')}).")
+            tag = "" if fine_tuned_chosen else " (an ablation of the recipe)"
+            out.append(f"The {r['loss']} loss alone, training every layer{tag}, reaches "
+                       f"{_points(r['R@1'], signed=False)}, "
+                       f"{against(r, 'vs floor', 'the untrained network', fine_tuned_chosen)}.")
     for m in METHODS:
         if m not in rows:
             continue
-        r, choice = rows[m], camp.choices[m]
-        d = r["vs baseline"]
-        change = (f"a change of {_points(d['diff'])} points against its same-loss baseline "
-                  f"({_WHERE.get(d['verdict'], 'no clear difference')})")
-        if choice.off_won:
-            out.append(f"{_NAMES[m]}: {choice.sentence()} Trained anyway at {r['setting']} as a labelled ablation, "
-                       f"it reaches {_points(r['R@1'], signed=False)}, {change}.")
+        r, method_choice = rows[m], camp.choices[m]
+        chosen = fine_tuned_chosen and not method_choice.off_won
+        change = against(r, "vs baseline", "its same-loss baseline", chosen)
+        if method_choice.off_won:
+            out.append(f"{_NAMES[m]}: {method_choice.sentence()} Trained anyway at {r['setting']} as a labelled "
+                       f"ablation, it reaches {_points(r['R@1'], signed=False)}, {change}.")
         else:
-            out.append(f"{_NAMES[m]}: {choice.sentence()} On the unseen classes it reaches "
+            out.append(f"{_NAMES[m]}: {method_choice.sentence()} On the unseen classes it reaches "
                        f"{_points(r['R@1'], signed=False)}, {change}.")
     missing = [m for m in METHODS if m not in rows]
     if missing:
-        out.append(f"No fine-tuned runs of {', '.join(_NAMES[m] for m in missing)} are recorded yet: `python -m zslib finetune "
-                   f"--methods {','.join(missing)}` on a GPU trains them.")
+        out.append(f"No fine-tuned runs of {', '.join(_NAMES[m] for m in missing)} are recorded yet: `python -m zslib "
+                   f"finetune --methods {','.join(missing)}` on a GPU trains them.")
     if camp.paths.get("session") is not None:
         out.append(f"How these runs were made (hardware, the copy of the images, the seeds) is recorded in "
                    f"`results/recorded/campaign/{camp.paths['session'].name}`.")
@@ -331,7 +342,10 @@ def cpu_proof_frame(proof):
 
 
 def cpu_proof_sentences(proof) -> str:
-    """What the CPU proof found, in sentences generated from its recorded runs."""
+    """What the CPU proof found, in sentences generated from its recorded runs, in the words of
+    :mod:`zslib.analysis.verdict` ("clearly" only when the rule chose to fine-tune)."""
+    from zslib.analysis.verdict import paired_phrase
+    from zslib.engine.stability import stability_label
     from zslib.engine.stats import format_interval, interval, paired
 
     if proof is None:
@@ -352,10 +366,10 @@ def cpu_proof_sentences(proof) -> str:
     fin = test[proof["setting"]]
     subject = "the fine-tuned network (an ablation)" if proof["ablation"] else "the fine-tuned network"
     against = []
+    unstable = stability_label(fin)
     for other, words in (("untrained", "the untrained network"), ("off", "the head trained on the frozen network")):
         d = paired(test[other], fin, "R@1", "unseen")
-        where = {"up": "above", "down": "below"}.get(d.verdict, "not clearly different from")
-        against.append(f"{format_interval(tuple(d.diff)[:3], signed=True)} points against {words} ({where} it)")
+        against.append(paired_phrase(tuple(d.diff)[:3], d.verdict, not proof["ablation"], words, unstable))
     out.append(f"On the unseen classes {subject} reaches "
                f"{format_interval(tuple(interval([r.metric('R@1', 'unseen') for r in fin]))[:3])} Recall@1: "
                f"{'; '.join(against)}.")

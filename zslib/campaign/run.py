@@ -33,6 +33,7 @@ from zslib.campaign.plan import (METHODS, RECIPES, SMOKE_SEEDS, UNTRAINED, Recip
                                  floor_config, length_candidates, method_plan, named, skipped_methods, tuning_changes,
                                  tuning_configs, tuning_overrides)
 from zslib.engine.choice import choose
+from zslib.engine.stability import stability_label
 from zslib.engine.config import Config
 from zslib.engine.stats import format_interval, interval, paired
 
@@ -405,7 +406,7 @@ def _row(label, config, setting, status, runs, off, floor) -> dict:
            "setting": setting, "status": status, "seeds": sorted(r.config.seed for r in runs),
            "R@1": tuple(interval([r.metric("R@1", "unseen") for r in runs]))[:3],
            "vs baseline": None, "vs floor": None,
-           "hardware": sorted({hardware(r) for r in runs})}
+           "hardware": sorted({hardware(r) for r in runs}), "stability": stability_label(runs)}
     for name, other in (("vs baseline", off), ("vs floor", floor)):
         if other is not None:
             p = paired(other, runs, "R@1", "unseen")
