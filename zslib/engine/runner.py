@@ -5,7 +5,7 @@
 which builds the metric loss) -- trains with :func:`zslib.engine.train.train`, evaluates the unseen (and
 validation) classes once with :func:`zslib.engine.evaluate.evaluate`, and stores everything with its provenance
 (:mod:`zslib.engine.store`). A run whose result exists is loaded, not repeated; an interrupted one resumes from
-its checkpoint in ``<results>/checkpoints/``.
+its checkpoint in ``<results>/checkpoints/`` (the policy: :mod:`zslib.engine.resume`).
 
 Under ``torchrun --nproc_per_node=N`` (for example ``torchrun --nproc_per_node=2 -m zslib train ...``) every
 process calls :func:`run`; it joins the process group (:func:`zslib.engine.train.distributed.setup`), lets process 0
@@ -25,12 +25,13 @@ import numpy as np
 import torch
 from torch import nn
 
-from zslib.engine.config import Config, config_hash
+from zslib.engine.config import Config
 from zslib.engine.registry import get_method
 from zslib.engine.method import Method
+from zslib.engine import resume
 from zslib.engine.out_of_memory import batch_memory_hint
-from zslib.engine.store import (Result, ResultFileError, check_writable, code_fingerprint, file_slug, hash_in_name,
-                                load_result, provenance, result_path, results_dir, stale_code_warning)
+from zslib.engine.resume import checkpoint_config
+from zslib.engine.store import (Result, check_writable, code_fingerprint, load_result, provenance, results_dir)
 from zslib.engine.train import TrainSpec, default_eval, distributed, embed, load_checkpoint, set_seed, train
 from zslib.engine.train.precision import Precision
 
@@ -197,27 +198,20 @@ def run(config: Config, results_dir: str | os.PathLike | None = None, force: boo
     if not isinstance(config, Config):
         raise TypeError(f"run() needs a zslib.engine.config.Config, got {type(config).__name__}")
     directory = _results(results_dir)
-    path = result_path(config, directory)
-    stored = path.exists() and not force
     identity = _data_identity(config)
-    if stored and _made_from_other_data(path, identity):  # trained again, into this folder, from step 0
-        stored, force = False, True
-    if not stored and path.parent != directory:  # a run trained again never writes over a recorded run
-        path = directory / f"{file_slug(config.name)}-{config_hash(config)}.json"
-    if stored and not distributed.launched():
-        return _reuse(path, directory)
-    if not stored:
+    slot = resume.locate(config, directory, force, identity)  # reuse, resume or start over: zslib.engine.resume
+    if slot.stored and not distributed.launched():
+        return resume.reuse(slot)
+    if not slot.stored:
         check_writable(directory)
     device = distributed.setup(device)  # the same device outside torchrun; one GPU per process under it
     rank, world_size = distributed.world()
-    if distributed.broadcast_object(stored):  # under torchrun, process 0 decides for all
-        return _reuse(path, directory)
-    ckpt = directory / "checkpoints" / f"{path.stem}.pt"
+    if distributed.broadcast_object(slot.stored):  # under torchrun, process 0 decides for all
+        return resume.reuse(slot)
     with distributed.main_first():
-        if force and ckpt.exists() and rank == 0:
-            ckpt.unlink()
-        elif ckpt.exists() and rank == 0:
-            _drop_stale_checkpoint(ckpt, config, identity)
+        if rank == 0:
+            resume.prepare_checkpoint(slot, config, identity)
+    path, ckpt = slot.path, slot.checkpoint
 
     started = time.perf_counter()
     method_cls = get_method(config.method)  # resolved once, here, and handed down
@@ -307,84 +301,12 @@ def _throughput(config: Config, history, device) -> dict:
     return out
 
 
-def _drop_stale_checkpoint(ckpt: Path, config: Config, data: str | None = None) -> None:
-    """Before a run resumes from ``ckpt``: refuse another run's checkpoint under this run's name, and start over
-    (deleting it, with one warning) when the checkpoint was written by other zslib code, whose half-trained
-    state would otherwise be finished by this code and stored under this code's fingerprint, or trained on other
-    data than ``data`` (the run's data identity, :mod:`zslib.engine.data.identity`)."""
-    from zslib.engine.data.identity import identity_mismatch
-
-    state = load_checkpoint(ckpt, map_location="cpu")
-    checkpoint_config(ckpt, state, config)
-    other = identity_mismatch(f"the checkpoint {ckpt}", (state.get("meta") or {}).get("data_identity"), data)
-    if other:
-        ckpt.unlink()
-        warnings.warn(f"{other}: not resumed, the run starts over from step 0", stacklevel=3)
-        return
-    written_by = (state.get("meta") or {}).get("code_fingerprint")
-    if written_by != code_fingerprint():
-        ckpt.unlink()
-        warnings.warn(f"the checkpoint {ckpt} was written by other zslib code (code fingerprint {written_by}, this "
-                      f"code {code_fingerprint()}): not resumed, the run starts over from step 0", stacklevel=3)
-
-
-def checkpoint_config(path, state: dict, config: Config | None = None) -> Config:
-    """The config a training checkpoint (``state``, read from ``path``) was written for, checked as the result
-    store checks its files: its config must hash to the hash in the checkpoint's name and, when ``config`` is
-    given, be that config (same :func:`~zslib.engine.config.config_hash`); else :class:`ResultFileError` in one
-    line saying which run the checkpoint belongs to."""
-    from zslib.engine.config import config_hash
-
-    meta = state.get("meta") or {}
-    if "config" not in meta:
-        if config is None:
-            raise ValueError(f"{path} does not record its config (it was not written by zslib.engine.runner.run); "
-                             "pass config=")
-        raise ResultFileError(f"{path} does not record its config, so it cannot be checked to belong to run "
-                              f"{config.name} ({config_hash(config)}); train the run again (--force)")
-    try:
-        own = Config.from_dict(meta["config"])
-    except (TypeError, ValueError) as e:
-        raise ResultFileError(f"{path}: its config is not valid for this zslib ({e}); train the run again") from None
-    h = config_hash(own)
-    named = hash_in_name(Path(path).with_suffix(".json"))
-    if named is not None and named != h:
-        raise ResultFileError(f"{path}: the checkpoint holds run {own.name} ({h}), not the run its name says "
-                              f"({named}); delete it (the run is trained again)")
-    if config is not None and config_hash(config) != h:
-        raise ResultFileError(f"{path} is the checkpoint of run {own.name} ({h}), not of {config.name} "
-                              f"({config_hash(config)}); delete it, or train the run again (--force)")
-    return own
-
-
 def _data_identity(config: Config) -> str | None:
     """The identity of the data ``config`` reads (:func:`zslib.engine.data.identity.data_identity`), recorded in its
     result's provenance and checked before a stored result is reused; ``None`` when the data is not on disk."""
     from zslib.engine.data.identity import data_identity
 
     return data_identity(config)
-
-
-def _made_from_other_data(path: Path, data: str | None) -> bool:
-    """Whether the stored result at ``path`` was made from other data than ``data`` (then one warning says so and
-    the run is trained again). A result recorded before data identities were kept, or a run whose data is not on
-    disk here, is reused as it is."""
-    from zslib.engine.data.identity import identity_mismatch
-
-    other = identity_mismatch(f"the stored result {path}", load_result(path).provenance.get("data_identity"), data)
-    if other:
-        warnings.warn(f"{other}: not reused, the run is trained again", stacklevel=3)
-    return other is not None
-
-
-def _reuse(path: Path, directory: Path) -> Result:
-    """The stored result at ``path``, with a warning when zslib's code changed since it was made (recorded runs
-    are checked by tests/test_recorded.py instead)."""
-    result = load_result(path)
-    stale = stale_code_warning([result]) if path.parent == directory else None
-    if stale:
-        warnings.warn(stale, stacklevel=3)
-    return result
 
 
 def _results(directory) -> Path:
