@@ -22,6 +22,7 @@ from zslib.methods.jrd.method import jrd_method, jrd_preset
 
 __all__ = ["AM_SOFTMAX", "JRD", "VALIDATION", "SWEEP_SEEDS", "SWEEP_ALPHAS", "KERNEL_SEEDS", "KERNEL_ALPHAS",
            "MIXTURE_SEEDS", "MIXTURES", "GRID_SIZES", "GRID_SEEDS", "BOUND_SEEDS", "VALIDATION_ALPHAS", "RULE_SEEDS",
+           "COMPARISON_ALPHAS", "CAMPAIGN_ALPHAS",
            "QUICK_THEORY", "REGULARIZER_NAMES", "BOUND_OTHERS", "jrd", "quick_grid", "real_base", "validation_base",
            "real_configs", "floor_grid", "validation_grid", "validation_off_grid", "variant_grid", "sweep_grid",
            "kernel_grid", "kernel_validation_grid", "kernels_at", "mixture_config", "mixture_grid",
@@ -50,6 +51,11 @@ BOUND_SEEDS = (0, 1, 2, 3, 4)
 VALIDATION_ALPHAS = (1.0, 4.0)
 #: The seeds of the choice rule over alpha (the first three of the real profile's, as everywhere in the book).
 RULE_SEEDS = (0, 1, 2)
+#: The weights the comparison across methods offers its choice rule (``zslib.analysis.compare``): the kernels'
+#: search (:data:`KERNEL_ALPHAS`) and the larger validation candidate.
+COMPARISON_ALPHAS = (1e-3, 1e-2, 1e-1, 1.0, 4.0)
+#: The weights the fine-tuning campaign searches on validation classes (``zslib.campaign.plan``).
+CAMPAIGN_ALPHAS = (0.4, 1.0)
 
 #: The arms of the Table 3 analogue on the quick profile (Sec. 3 of the paper: JMMD and JRD, with AM-Softmax added).
 QUICK_THEORY = (AM_SOFTMAX, "JMMD", JRD)
