@@ -51,7 +51,7 @@ def _signed(triple, digits: int, scale: float = 100.0) -> str:
 
 @pytest.fixture(scope="module")
 def real():
-    got = R.JRDStudy(train=False)
+    got = R.JRDStudy.cached(train=False)  # the reading the key findings share
     if got.main is None:
         pytest.skip("the real-profile JRD runs are not recorded in this checkout")
     return got
