@@ -208,13 +208,15 @@ def test_zsml_labels_follow_eq3_as_alpha_moves():
 def test_jrd_bound_shows_the_seed_means_of_the_chosen_arm():
     from types import SimpleNamespace
 
+    from zslib.methods.jrd.explore import jrd_bound
+
     class Record(dict):  # a bound_terms record: its terms by name, and its run's config
         config = SimpleNamespace(method_params={"alpha": 1.0})
 
     terms = ("seen_error", "unseen_error", "d_H", "lambda")
     records = {"AM-Softmax": [dict(zip(terms, (0.2, 0.6, 0.5, 0.3))), dict(zip(terms, (0.4, 0.8, 0.7, 0.1)))],
                "JRD": [Record(zip(terms, (0.3, 0.5, 0.2, 0.2))), Record(zip(terms, (0.5, 0.7, 0.4, 0.4)))]}
-    explorer = ex.jrd_bound(records)
+    explorer = jrd_bound(records)
     assert [label for label, _ in explorer.controls[0].options] == ["AM-Softmax", "JRD (alpha = 1)"]
     for arm, rows in records.items():
         means = explorer.set(arm=arm).data["means"]

@@ -40,6 +40,7 @@ from zslib.engine.profile import ADAPTED_REAL, PROFILES
 from zslib.engine.stats import Interval, format_interval, interval, paired, summarize, verdict
 from zslib.methods.adapt_adv import recipes as adapt_recipes
 from zslib.methods.deml import recipes as deml_recipes
+from zslib.methods.jrd import recipes as jrd_recipes
 
 __all__ = ["PROTOCOL_FIELDS", "VAL_FRACTION", "Entry", "ENTRIES", "Row", "Comparison", "regime_config",
            "validation_grid", "compare", "check_protocol", "comparison_table", "forest_plot", "findings",
@@ -112,9 +113,7 @@ def _zsml(base: Config, alpha: float | None = None) -> Config:
 
 
 def _jrd(base: Config, alpha: float = 0.0) -> Config:
-    from zslib.methods.jrd.method import jrd_method
-
-    return base.replace(**jrd_method("cub200", alpha=alpha))
+    return jrd_recipes.jrd(base, alpha=alpha)
 
 
 @dataclass(frozen=True)
@@ -220,7 +219,7 @@ ENTRIES: tuple[Entry, ...] = (
           quick=("alpha 0.5",), adapted=("alpha 0.5",)),
     Entry("JRD", "chu2020jrd", "am_softmax", "JRS weight alpha (Gaussian mixture kernel)",
           lambda b, v: _jrd(b, 0.0 if v is None else v),
-          {"alpha 0.001": 0.001, "alpha 0.01": 0.01, "alpha 0.1": 0.1, "alpha 1": 1.0, "alpha 4": 4.0},
+          {f"alpha {v:g}": v for v in jrd_recipes.COMPARISON_ALPHAS},
           claims=lambda label: "no like-for-like row (the paper's tables give no row of the same loss without JRD)",
           parts=lambda label: f"joint representation diversification, {label.replace(' ', ' = ')}",
           quick=("alpha 1",), adapted=("alpha 0.001", "alpha 1"), val_seeds={"real frozen": 10}),

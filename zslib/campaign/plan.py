@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 from zslib.engine.config import Config
 from zslib.methods.adapt_adv.recipes import LAMBDA0S as ADAPT_LAMBDA0S
+from zslib.methods.jrd.recipes import CAMPAIGN_ALPHAS as JRD_ALPHAS
 
 __all__ = ["Recipe", "RECIPES", "MethodPlan", "METHOD_PLANS", "METHODS", "SMOKE", "SMOKE_SEEDS", "estimated_images",
            "method_plan", "base_config", "off_config", "named", "candidate_configs", "floor_config", "skipped_methods",
@@ -153,7 +154,7 @@ def _jrd(recipe: Recipe) -> MethodPlan:
         base = jrd_preset(d)
     else:  # the recipe's network and rates, JRD's loss and the paper's rate for the class proxies
         base = {**jrd_method(d), "objective_lr": JRD_PRESETS[d]["proxy_lr"]}
-    return MethodPlan("jrd", base, "alpha (Eq. 11)", {f"alpha={v:g}": {"alpha": v} for v in (0.4, 1.0)},
+    return MethodPlan("jrd", base, "alpha (Eq. 11)", {f"alpha={v:g}": {"alpha": v} for v in JRD_ALPHAS},
                       smoke_params={"mixture": [1, 1]})
 
 

@@ -7,11 +7,12 @@ Tong, ICML 2020; ``chu2020jrd``).
 * ``theory.py`` -- the H-divergence and the ideal joint error lambda of Ben-David's bound, estimated;
 * ``method.py`` -- the registered methods ``jrd`` and ``intra``;
 * ``analyses.py`` -- ``bound_terms``: Table 3's lambda and d_H of a trained model;
-* ``reports.py`` -- the chapters' tables, figures and generated sentences from trained and recorded runs;
 * ``recipes.py`` -- the protocol: the named configs, seeds, grids and choice rules every page reads;
+* ``explore.py`` -- ``jrd_bound``, the interactive explorer of the bound terms of recorded runs;
 * ``paper.py`` -- ``PAPER``, the paper's record in :data:`zslib.engine.registry.PAPERS`.
 
 Chapters: ``book/jrd.ipynb`` (derivation, quick experiments, headline on photographs) and
-``book/jrd_experiments.ipynb`` (the real-photograph analogues of Tables 2-4 and Figs. 4-6).
+``book/jrd_experiments.ipynb`` (the real-photograph analogues of Tables 2-4 and Figs. 4-6); their tables, figures
+and generated sentences are in :mod:`zslib.present.jrd`.
 """
 from zslib.methods.jrd import method, paper  # noqa: F401  (register the methods and the paper)

@@ -8,6 +8,8 @@ import torch
 
 from zslib.analysis.records import Analysis, register_analysis
 from zslib.engine.config import Config
+from zslib.engine.train import embed
+from zslib.methods.jrd.theory import h_divergence, ideal_joint_error
 
 __all__ = ["bound_terms"]
 
@@ -23,9 +25,6 @@ def bound_terms(model, data: dict, config: Config, *, k: int = 1, folds: int = 5
     ``folds`` folds and ``repeats`` repeats. Unseen class ids are offset past the seen ones when the two
     sets share ids. Not defined for In-Shop (separate query and gallery sets).
     """
-    from zslib.methods.jrd.theory import h_divergence, ideal_joint_error
-    from zslib.engine.train import embed
-
     if isinstance(data["unseen"], tuple):
         raise NotImplementedError("bound_terms needs one set of unseen images; In-Shop's query/gallery split is not supported")
 

@@ -25,16 +25,15 @@ def _exercises() -> list:
 
 
 def _key_findings():
-    from zslib.methods.jrd.reports import key_findings
+    from zslib.present.jrd import key_findings
 
     return key_findings()
 
 
 def _explorer():
-    from zslib.analysis.explorers import jrd_bound
+    from zslib.methods.jrd.explore import jrd_bound
 
     return jrd_bound
-
 
 
 def _analyses():
