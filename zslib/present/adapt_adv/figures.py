@@ -160,8 +160,8 @@ def lambda0_choice_section(study: AdaptAdvStudy) -> Section:
     (right); then the choice in words."""
     lc = study.lambda0
     if lc is None:
-        return Section(notes=["*The runs of the lambda0 choice on validation classes (or of the stopping step it needs) "
-                              "are not recorded in this copy of the book.*"])
+        return Section(notes=["*The runs of the lambda0 choice on validation classes (or of the stopping step it "
+                              "needs) are not recorded in this copy of the book.*"])
     chosen, xs = lc.chosen, list(lc.at)
     fig, (ax1, ax2) = _subplots(1, 2, figsize=(11, 3.4))  # the seeds differ by more than the lambda0 do: pair them
     for s in VAL_SEEDS:

@@ -79,8 +79,8 @@ def main_findings(runs: Mapping, study: AdaptAdvStudy) -> Findings:
     real = study.runs
     if FLOOR in real and BASE in real:
         floor_r1 = real[FLOOR][0].metric("R@1")
-        found.append(f"On Flowers-102 the untrained pretrained features reach {100 * floor_r1:.1f}% unseen Recall@1 and "
-                     f"the trained triplet head {100 * summarize(real[BASE])[0]:.1f}% (paper's base: "
+        found.append(f"On Flowers-102 the untrained pretrained features reach {100 * floor_r1:.1f}% unseen Recall@1 "
+                     f"and the trained triplet head {100 * summarize(real[BASE])[0]:.1f}% (paper's base: "
                      f"{paper6.loc['Triplet / Base', 'R@1']:.1f}% with a fine-tuned Inception v2).")
     if FLOOR in real and METHOD in real:
         floor_r1 = real[FLOOR][0].metric("R@1")

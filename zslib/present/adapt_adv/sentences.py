@@ -182,12 +182,13 @@ def stopping_curve_sentences(study: AdaptAdvStudy) -> list[str]:
     stop = study.stopping
     best = max((s for s in stop.val_curve[METHOD] if s > 0), key=stop.val_curve[METHOD].get)
     out = ["Mean validation Recall@1 by step (%): " + "; ".join(
-        f"{name}: " + ", ".join(f"{s} {100 * v:.1f}" for s, v in curve.items()) for name, curve in stop.val_curve.items())
+        f"{name}: " + ", ".join(f"{s} {100 * v:.1f}" for s, v in curve.items())
+        for name, curve in stop.val_curve.items())
         + f". Among the trained steps, the highest mean of Adapt-Adv's {len(VAL_SEEDS)} seeds is at step {best}."]
     if stop.stop_runs is not None:
-        out.append(f"Determinism check: for {len(stop.same_seeds)} of {len(stop.stop_runs)} seeds the stopped run's unseen "
-                   f"Recall@1 equals the long run's evaluation at step {stop.length} exactly (same batches, same updates "
-                   "up to that step).")
+        out.append(f"Determinism check: for {len(stop.same_seeds)} of {len(stop.stop_runs)} seeds the stopped run's "
+                   f"unseen Recall@1 equals the long run's evaluation at step {stop.length} exactly (same batches, "
+                   "same updates up to that step).")
     return out
 
 
@@ -207,7 +208,8 @@ def lambda0_sentences(study: AdaptAdvStudy) -> list[str]:
            "Recall@1 is clearly different for lambda0 "
            f"{', '.join(clear) or 'none of the others'}"
            + (f"; lambda0 = 0 (+GDFL) is {signed(lc.vs[0.0])} points from it" if 0.0 in lc.vs else "")
-           + ". The paper's Fig. 14 (test classes, no intervals) puts lambda0 = 0 lower and the peak between 0.3 and 0.7; "
+           + ". The paper's Fig. 14 (test classes, no intervals) puts lambda0 = 0 lower and the peak between 0.3 and "
+             "0.7; "
            + (f"here lambda0 = 0 is {_HIGHER.get(verdict(lc.vs[0.0]), 'not clearly different')} on validation classes."
               if 0.0 in lc.vs else "here lambda0 = 0 was not run.")]
     if lc.rule is not None:
@@ -216,8 +218,8 @@ def lambda0_sentences(study: AdaptAdvStudy) -> list[str]:
                    + (" So on validation classes the adversary is not chosen, and every Adapt-Adv row with the "
                       "adversary in this chapter is an ablation that shows what it does." if lc.rule.off_won else ""))
     if lc.chosen == lc.used:
-        out.append(f"Among the adversary's weights, the leader is the paper's {lc.used:g}, the value of every Adapt-Adv "
-                   "run of this chapter: nothing is trained again.")
+        out.append(f"Among the adversary's weights, the leader is the paper's {lc.used:g}, the value of every "
+                   "Adapt-Adv run of this chapter: nothing is trained again.")
     elif lc.test:
         out.append(f"Trained at lambda0 = {lc.chosen:g} on all seen classes, Adapt-Adv against the triplet base: "
                    f"{signed(lc.test['base'])} points ({lc.test['base'].verdict}); against lambda0 = 0.5: "
@@ -237,7 +239,8 @@ def choice_sentences(study: AdaptAdvStudy) -> list[str]:
         means = ", ".join(f"{label(k)} {100 * m.mean:.1f}" for k, m in choice.means.items())
         out.append(f"{what}: mean validation Recall@1 % of seeds {VAL_SEEDS[0]}-{VAL_SEEDS[-1]}: {means}. "
                    + choice.sentence(label)
-                   + (f" The Table 5 rows that use {shown_setting(choice):g} are an ablation." if choice.off_won else ""))
+                   + (f" The Table 5 rows that use {shown_setting(choice):g} are an ablation." if choice.off_won
+                      else ""))
     return out
 
 
@@ -258,8 +261,8 @@ def table5_sentences(study: AdaptAdvStudy) -> list[str]:
         if p.verdict == "no clear effect":
             agree = f"the paper reports {paper_diff:+.2f}"
         else:
-            agree = ("the same direction as" if (p.verdict == "up") == (paper_diff > 0) else "the opposite direction to") \
-                + f" the paper's {paper_diff:+.2f}"
+            same = (p.verdict == "up") == (paper_diff > 0)
+            agree = f"{'the same direction as' if same else 'the opposite direction to'} the paper's {paper_diff:+.2f}"
         out.append(f"{ext} on {loss}: {signed(p)} points of unseen Recall@1 against the {loss} base over {p.diff.n} "
                    f"paired seeds ({p.verdict}); {agree}.")
     return out + table5_summary(study)
@@ -274,7 +277,8 @@ def rule_summary(study: AdaptAdvStudy) -> list[str]:
     taken = [f"{what} = {c.chosen:g}" for what, (c, _) in got.items() if not c.off_won]
     return [f"With \"off\" among the candidates, the choice rule keeps \"off\" on validation classes for "
             f"{len(kept)} of the {len(got)} Table 5 choices ({'; '.join(kept) or 'none'}) and chooses "
-            f"{'; '.join(taken) or 'no setting'}; the rows at a setting the rule did not choose are labelled ablations."]
+            f"{'; '.join(taken) or 'no setting'}; the rows at a setting the rule did not choose are labelled "
+            "ablations."]
 
 
 def table5_summary(study: AdaptAdvStudy) -> list[str]:
