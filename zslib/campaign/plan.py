@@ -125,7 +125,7 @@ def _deml(recipe: Recipe) -> MethodPlan:
 
 
 def _adapt_adv(recipe: Recipe) -> MethodPlan:
-    return MethodPlan("adapt_adv", dict(adapt_recipes.CAMPAIGN_BASE), adapt_recipes.CAMPAIGN_AXIS,
+    return MethodPlan("adapt_adv", adapt_recipes.campaign_base(), adapt_recipes.CAMPAIGN_AXIS,
                       adapt_recipes.campaign_candidates(), smoke_params=dict(adapt_recipes.CAMPAIGN_SMOKE))
 
 

@@ -13,7 +13,7 @@ methods, the deviations table and the fine-tuning campaign all read from here.
 * :func:`step_rule`, :func:`lambda0_rule`, :func:`choice_on_validation`, :func:`shown_setting`: the book's one
   choice rule (:func:`zslib.engine.choice.choose`) as each of those choices applies it;
 * :func:`full_config`: the full profile's Adapt-Adv; :func:`compared`: the comparison across methods;
-  :data:`CAMPAIGN_BASE` and :func:`campaign_candidates`: the fine-tuning campaign.
+  :func:`campaign_base` and :func:`campaign_candidates`: the fine-tuning campaign.
 """
 from __future__ import annotations
 
@@ -27,11 +27,11 @@ from zslib.methods.adapt_adv.method import PAPER_TRIPLET
 from zslib.methods.cml.method import cml_method
 
 __all__ = ["FLOOR", "BASE", "GDFL", "METHOD", "REAL_ADAPT", "VAL_SEEDS", "VALIDATION", "LAMBDA0S", "EC_CHOICES",
-           "PROXY_LRS", "FLOOR_SEEDS", "TABLE5_LOSSES", "GRADCAM_LOSSES", "COMPARED", "CAMPAIGN_BASE", "CAMPAIGN_AXIS",
+           "PROXY_LRS", "FLOOR_SEEDS", "TABLE5_LOSSES", "GRADCAM_LOSSES", "COMPARED", "CAMPAIGN_AXIS",
            "CAMPAIGN_SMOKE", "adapt_adv", "triplet_base", "real_configs", "quick_adapt", "quick_ablation",
            "quick_lambda0", "stopping_grid", "stopped", "lambda0_grid", "at_lambda0", "table5_bases",
            "proxy_rate_grid", "energy_grid", "table5_adapt_adv", "on_validation", "step_rule", "lambda0_rule",
-           "choice_on_validation", "shown_setting", "full_config", "compared", "campaign_candidates"]
+           "choice_on_validation", "shown_setting", "full_config", "compared", "campaign_base", "campaign_candidates"]
 
 #: The names of the real-profile rows (:func:`real_configs`), as the chapter's tables print them.
 FLOOR, BASE, GDFL, METHOD = ("pretrained features, no training", "triplet base", "triplet +GDFL",
@@ -69,10 +69,9 @@ GRADCAM_LOSSES = {"angular": "Angular", "triplet": "Triplet"}
 #: attention alone (+GDFL) first.
 COMPARED = {"+GDFL (no adversary)": (0.5, False), **{f"lambda0 {v:g}": (v, True) for v in LAMBDA0S}}
 
-#: The fine-tuning campaign's Adapt-Adv (:mod:`zslib.campaign.plan`): the triplet loss and the method's declared
-#: settings, searched along :data:`CAMPAIGN_AXIS` over :func:`campaign_candidates`; its smoke run shrinks the
-#: classifier's hidden layer to :data:`CAMPAIGN_SMOKE`.
-CAMPAIGN_BASE = {"loss": "triplet", "method": "adapt_adv", "method_params": {}}
+#: The fine-tuning campaign's Adapt-Adv (:mod:`zslib.campaign.plan`): :func:`campaign_base` searched along
+#: :data:`CAMPAIGN_AXIS` over :func:`campaign_candidates`; its smoke run shrinks the classifier's hidden layer to
+#: :data:`CAMPAIGN_SMOKE`.
 CAMPAIGN_AXIS = "lambda0 (Eq. 22)"
 CAMPAIGN_SMOKE = {"hidden": 16}
 
@@ -247,6 +246,11 @@ def compared(base: Config, setting: tuple | None = None) -> Config:
         return triplet_base(base)
     lambda0, adversary = setting
     return adapt_adv(base, adversary=adversary, lambda0=lambda0)
+
+
+def campaign_base() -> dict:
+    """The fine-tuning campaign's Adapt-Adv on its recipe: the triplet loss and the method's declared settings."""
+    return {"loss": "triplet", "method": "adapt_adv", "method_params": {}}
 
 
 def campaign_candidates() -> dict[str, dict]:
