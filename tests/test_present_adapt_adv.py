@@ -6,22 +6,26 @@ training times in the tables, the stopping step chosen on validation classes, th
 """
 from __future__ import annotations
 
+import importlib.util
 import math
 import re
 from pathlib import Path
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pytest
+from rule_oracle import expected_choice
 from scipy import stats
 
 from zslib.engine.config import Config, config_hash
+from zslib.engine.data.datasets import Flowers102
 from zslib.engine.store import Result, recorded_runs
 from zslib.engine.train.history import History
 from zslib.methods.adapt_adv import recipes
 from zslib.methods.adapt_adv.recipes import BASE, GDFL, METHOD
 from zslib.present import adapt_adv as P
 from zslib.present.adapt_adv import sentences as S
-from zslib.present.adapt_adv.study import AdaptAdvStudy
+from zslib.present.adapt_adv.study import STOPPING, AdaptAdvStudy
 from zslib.reported import reported_value
 
 REPO = Path(__file__).resolve().parents[1]
@@ -105,8 +109,6 @@ def test_the_stopping_step_goes_through_the_rule_with_no_training_as_off(study, 
     """Every evaluated step of the recorded validation curves is a candidate and step 0 (no training) is "off"; the
     rule's outcome equals the oracle's, and the length read is the rule's choice or, when it keeps step 0, the best
     trained step (then labelled an ablation)."""
-    from rule_oracle import expected_choice
-
     curves = _val_curves(study, recorded)
     assert all(0 in c for c in curves)
     values = {step: np.array([c[step] for c in curves]) for step in curves[0]}
@@ -142,8 +144,6 @@ def _val_r1(config, recorded):
 def test_the_table5_choices_offer_off_and_apply_the_one_rule(study, recorded):
     """The proxies' rate (off: no rate of their own) and each loss's Energy weight (off: lambda1 = 0, the loss's
     base), recomputed with the oracle from the recorded validation runs; the sentences and the table's labels follow."""
-    from rule_oracle import expected_choice
-
     t5 = study.table5
     base = recipes.real_configs()[BASE]
     pnca = base.replace(loss="proxy_nca", loss_params={})
@@ -225,9 +225,6 @@ def test_ablation_findings_and_table_on_made_up_runs():
 def test_the_lambda0_choice_offers_the_adversary_off_and_applies_the_one_rule():
     """lambda0 = 0 (+GDFL, the adversary off) is a candidate of the lambda0 choice; the rule's outcome equals a
     recomputation with scipy from the per-seed validation values the chapter reads."""
-    import numpy as np
-    from rule_oracle import expected_choice
-
     lc = AdaptAdvStudy.cached(train=False).lambda0
     if lc is None:
         pytest.skip("the lambda0 choice's runs are not recorded in this copy")
@@ -241,8 +238,6 @@ def test_the_lambda0_choice_offers_the_adversary_off_and_applies_the_one_rule():
 
 
 def test_the_paper_folder_has_no_reports_module_and_no_file_over_700_lines():
-    import importlib.util
-
     folder = REPO / "zslib" / "methods" / "adapt_adv"
     assert not (folder / "reports.py").exists() and importlib.util.find_spec("zslib.methods.adapt_adv.reports") is None
     lines = {p.name: len(p.read_text().splitlines()) for p in folder.glob("*.py")}
@@ -252,8 +247,6 @@ def test_the_paper_folder_has_no_reports_module_and_no_file_over_700_lines():
 def test_a_study_with_nothing_recorded_names_what_is_missing_in_every_section(tmp_path, monkeypatch):
     """In a results folder with no runs, every real-profile section says what is not recorded (under the grid's name
     the study kept) and draws nothing; the Key findings box says so too."""
-    from zslib.present.adapt_adv.study import STOPPING
-
     monkeypatch.setenv("ZS_RESULTS", str(tmp_path))
     study = AdaptAdvStudy.cached(train=False)
     assert study.runs == {} and study.pairs == {} and study.late == {}
@@ -275,10 +268,6 @@ def test_a_study_with_nothing_recorded_names_what_is_missing_in_every_section(tm
 
 def test_the_recorded_studys_figures_come_with_their_sentences(study):
     """Each real-profile figure section holds its figure and, below it, the sentences made from the same study."""
-    import matplotlib.pyplot as plt
-
-    from zslib.engine.data.datasets import Flowers102
-
     late = P.late_changes_section(study)
     assert late.figure is not None
     assert late.notes == [S.bullets(S.late_change_sentences(study, Flowers102.official["train"][1]))]
