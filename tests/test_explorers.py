@@ -17,6 +17,7 @@ import pytest
 import torch
 
 from zslib.analysis import explorers as ex
+from zslib.methods.adapt_adv.explore import adapt_adv_lambda
 
 
 class Photos(torch.utils.data.Dataset):
@@ -162,7 +163,7 @@ class _Run:  # what adapt_adv_lambda reads of a zslib.engine.store.Result
 def test_adapt_adv_lambda_is_eq22_of_the_previous_epoch_mean():
     rng = np.random.default_rng(0)
     lc = np.concatenate([np.linspace(4.0, 0.5, 90), 0.5 + 0.1 * rng.random(10)])
-    explorer = ex.adapt_adv_lambda(_Run(lc, lambda0=0.5, l_thresh=1.5, epoch_steps=20), num_classes=10)
+    explorer = adapt_adv_lambda(_Run(lc, lambda0=0.5, l_thresh=1.5, epoch_steps=20), num_classes=10)
     assert len(explorer.controls[0].options) == 5
     seen = set()
     for epoch in range(5):
@@ -174,7 +175,7 @@ def test_adapt_adv_lambda_is_eq22_of_the_previous_epoch_mean():
     assert len(seen) == 5
     assert explorer.frame(epoch=0).data["lambda"] < 0 < explorer.frame(epoch=4).data["lambda"]
     with pytest.raises(ValueError, match="no adversary"):
-        ex.adapt_adv_lambda(_Run(lc, use_adversary=False), num_classes=10)
+        adapt_adv_lambda(_Run(lc, use_adversary=False), num_classes=10)
 
 
 def test_deml_attention_converges_with_the_number_of_steps():

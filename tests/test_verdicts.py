@@ -158,7 +158,7 @@ def test_the_index_headlines_say_clearly_only_for_a_setting_the_rule_chose():
     """Every method's first "Key findings" sentence (the index page's line): the frozen regime's rule, recomputed
     with the oracle, kept each of these methods off (or chose another setting), so none says "clearly raised" or
     "clearly lowered", and each names its status."""
-    from zslib.methods.adapt_adv import reports as adapt
+    from zslib.present import adapt_adv as adapt
     from zslib.methods.cml import reports as cml
     from zslib.methods.deml import reports as deml
     from zslib.methods.zsml import reports as zsml

@@ -89,12 +89,6 @@ def _deml(base: Config, lambda0: float | None = None) -> Config:
     return deml_recipes.binomial_base(base) if lambda0 is None else deml_recipes.deml(base, 4, lambda0)
 
 
-def _adapt(base: Config, lambda0: float | None = None, adversary: bool = True) -> Config:
-    if lambda0 is None:
-        return adapt_recipes.triplet_base(base)
-    return adapt_recipes.adapt_adv(base, adversary=adversary, lambda0=lambda0)
-
-
 _ZSML = {"hidden": [256, 256], "eval_per_class": 4}
 
 
@@ -203,8 +197,7 @@ ENTRIES: tuple[Entry, ...] = (
           parts=lambda label: f"DeML(1,4), attention and adversarial diversification, {label.replace(' ', ' = ')}",
           quick=("lambda0 1",), adapted=("lambda0 1",)),
     Entry("Adapt-Adv", "alkaabi2022adaptadv", "triplet", "attention alone, or with the adversary at lambda0",
-          lambda b, v: _adapt(b) if v is None else _adapt(b, *v),
-          {"+GDFL (no adversary)": (0.5, False), **{f"lambda0 {v:g}": (v, True) for v in adapt_recipes.LAMBDA0S}},
+          adapt_recipes.compared, dict(adapt_recipes.COMPARED),
           claims=lambda label: Claim("alkaabi2022adaptadv", ("6", "Triplet / +GDFL" if label.startswith("+GDFL")
                                                              else "Triplet / Adapt-Adv", "R@1"),
                                      ("6", "Triplet / Base", "R@1"), "Flowers-102"),

@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from zslib.engine.config import Config
-from zslib.methods.adapt_adv.recipes import LAMBDA0S as ADAPT_LAMBDA0S
+from zslib.methods.adapt_adv import recipes as adapt_recipes
 from zslib.methods.jrd.recipes import CAMPAIGN_ALPHAS as JRD_ALPHAS
 
 __all__ = ["Recipe", "RECIPES", "MethodPlan", "METHOD_PLANS", "METHODS", "SMOKE", "SMOKE_SEEDS", "estimated_images",
@@ -126,9 +126,8 @@ def _deml(recipe: Recipe) -> MethodPlan:
 
 
 def _adapt_adv(recipe: Recipe) -> MethodPlan:
-    base = {"loss": "triplet", "method": "adapt_adv", "method_params": {}}
-    return MethodPlan("adapt_adv", base, "lambda0 (Eq. 22)",
-                      {f"lambda0={v:g}": {"lambda0": v} for v in ADAPT_LAMBDA0S}, smoke_params={"hidden": 16})
+    return MethodPlan("adapt_adv", adapt_recipes.campaign_base(), adapt_recipes.CAMPAIGN_AXIS,
+                      adapt_recipes.campaign_candidates(), smoke_params=dict(adapt_recipes.CAMPAIGN_SMOKE))
 
 
 def _zsml(recipe: Recipe) -> MethodPlan:

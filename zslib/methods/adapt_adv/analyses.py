@@ -6,7 +6,7 @@ The chapter's quick-profile measurements of trained models, made when the page r
 :func:`attention_shares` (where GDFL's attention puts its weight on the parts of SynthParts birds, Fig. 15) and
 :func:`gradcam_shares` (where Grad-CAM of a same-class similarity puts its mass, Fig. 2), on the images of
 :func:`unseen_sample`; :func:`seen_class_count` (the class adversary's C). The chapter's pages draw them with
-:mod:`zslib.methods.adapt_adv.reports`.
+:mod:`zslib.present.adapt_adv`.
 """
 from __future__ import annotations
 

@@ -26,16 +26,15 @@ def _exercises() -> list:
 
 
 def _key_findings():
-    from zslib.methods.adapt_adv.reports import key_findings
+    from zslib.present.adapt_adv import key_findings
 
     return key_findings()
 
 
 def _explorer():
-    from zslib.analysis.explorers import adapt_adv_lambda
+    from zslib.methods.adapt_adv.explore import adapt_adv_lambda
 
     return adapt_adv_lambda
-
 
 
 def _analyses():
