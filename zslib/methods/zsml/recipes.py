@@ -17,11 +17,11 @@ from zslib.methods.zsml.method import EVERY_UNSEEN_IMAGE
 from zslib.methods.zsml.relation import ZSML_ARCHITECTURE
 
 __all__ = ["FLOOR", "ZSML", "EVERY", "HEAD", "REAL_ZSML", "REAL_SEEDS", "VAL_SEEDS", "ABL_SEEDS", "ALPHAS",
-           "POS_FRACTIONS", "KS", "VALIDATION_FRACTION", "MR", "LR", "QUICK_ZSML", "LR_200", "LR_1000", "S_PAPER",
-           "LIFTED", "real_zsml", "real_configs", "every_image_config", "quick_grid", "comparison_grid", "floor_grid",
-           "validation_config", "alpha_choice_grid", "chosen_alpha_grid", "share_choice_grid", "share_test_grid",
-           "alpha_ablation_grid", "k_ablation_grid", "nca_grid", "arm_grid", "synthparts_grid", "settings_config",
-           "transfer_configs"]
+           "POS_FRACTIONS", "KS", "VALIDATION_FRACTION", "CAMPAIGN_ALPHAS", "MR", "LR", "QUICK_ZSML", "LR_200",
+           "LR_1000", "S_PAPER", "LIFTED", "real_zsml", "real_configs", "every_image_config", "quick_grid",
+           "comparison_grid", "floor_grid", "validation_config", "alpha_choice_grid", "chosen_alpha_grid",
+           "share_choice_grid", "share_test_grid", "alpha_ablation_grid", "k_ablation_grid", "nca_grid", "arm_grid",
+           "synthparts_grid", "settings_config", "transfer_configs"]
 
 #: The names of the real-profile rows (:func:`real_configs`) and of the headline runs (:func:`every_image_config`).
 FLOOR, ZSML, EVERY, HEAD = "pretrained", "ZSML", "ZSML every image", "trained head (binomial deviance)"
@@ -49,6 +49,9 @@ KS = (16, 64, 96, 128)
 
 #: The share of the seen classes held out as validation classes (class-disjoint).
 VALIDATION_FRACTION = 0.3
+
+#: The label ranges alpha the fine-tuning campaign (:mod:`zslib.campaign.plan`) compares; 0.3 is the paper's.
+CAMPAIGN_ALPHAS = (0.1, 0.3)
 
 #: The quick profile's rows: ZSML's relation kernels (MR) and the linear relation of Table 9 (LR + Reloss).
 MR, LR = "Triplet + ZSML (MR)", "Triplet + LR + Reloss"
