@@ -304,3 +304,11 @@ def test_every_grid_of_the_study_is_recorded_under_its_recipe(recorded):
 def test_the_paper_section_holds_the_papers_printed_tables():
     s = paper_section("8", "7")
     assert s.paper == (("xu2019zsml", "8"), ("xu2019zsml", "7")) and s.table is None and s.markdown() == ""
+
+
+def test_fig5_without_a_checkpoint_is_a_note_and_no_numbers():
+    from zslib.present.zsml.quick import fig5
+
+    shown = fig5([_fake("mr", 1, {}), _fake("mr", 0, {})])
+    assert shown.numbers is None and shown.section.figure is None
+    assert shown.section.markdown().startswith("*The checkpoint of the seed-0 run is not here")
