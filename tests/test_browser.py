@@ -88,7 +88,8 @@ SECOND = [
     ("markdown", "(sec-details)=\n## Details\n\nA sum $\\sum_i a_i^2$ and back to the [first](first.ipynb)."),
     ("code", "print('a printed $5 is not math')"),
     # two interactive explorers (zslib.analysis.explorers): a slider, and a menu over dots to point at
-    ("code", "from zslib.analysis import explorers\nexplorers.zsml_labels(alphas=(0.1, 0.3, 0.5), pairs=60)"),
+    ("code", "from zslib.analysis import explorers\nfrom zslib.methods.zsml.explore import zsml_labels\n"
+             "zsml_labels(alphas=(0.1, 0.3, 0.5), pairs=60)"),
     ("code", "import numpy as np\nrng = np.random.default_rng(0)\n"
              "explorers.embedding({'A': rng.normal(size=(12, 4)), 'B': rng.normal(size=(12, 4))},\n"
              "                    labels=np.repeat(np.arange(3), 4), images=rng.random((12, 8, 8, 3)), max_iter=250)"),

@@ -191,10 +191,12 @@ def test_deml_attention_converges_with_the_number_of_steps():
 
 
 def test_zsml_labels_follow_eq3_as_alpha_moves():
+    from zslib.methods.zsml.explore import zsml_labels
+
     rng = np.random.default_rng(3)
     d2 = rng.random(50)
     positive = rng.random(50) < 0.4
-    explorer = ex.zsml_labels(alphas=(0.1, 0.3, 0.5), sq_dist=d2, positive=positive)
+    explorer = zsml_labels(alphas=(0.1, 0.3, 0.5), sq_dist=d2, positive=positive)
     assert explorer.values["alpha"] == 0.3  # the paper's value is the default
     for alpha in (0.1, 0.3, 0.5):
         y = explorer.set(alpha=alpha).data["labels"]

@@ -52,14 +52,14 @@ def test_a_papers_parts_load_and_belong_to_it(key):
 def test_every_paper_reaches_the_index_page(monkeypatch):
     """The index page's findings hold one bullet per paper with the first sentence of its own key-findings box
     (each box replaced by one that names its paper, so the test reads no recorded run)."""
-    from dataclasses import replace
+    import dataclasses
 
     from zslib.analysis.findings import findings_box
     from zslib.methods import book_findings
 
     for key in KEYS:
-        monkeypatch.setitem(PAPERS, key, replace(PAPERS[key], key_findings=lambda key=key: findings_box(
-            [f"finding of {key}.", "more."])))
+        box = lambda key=key: findings_box([f"finding of {key}.", "more."])  # noqa: E731
+        monkeypatch.setitem(PAPERS, key, dataclasses.replace(PAPERS[key], key_findings=box))
     text = book_findings.book_findings()
     bullets = [line for line in text.splitlines() if line.startswith("- ")]
     assert bullets == [f"- **{p.name}** ([chapter]({p.chapter}.ipynb)): finding of {p.key}." for p in PAPERS.values()]

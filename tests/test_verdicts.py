@@ -161,7 +161,7 @@ def test_the_index_headlines_say_clearly_only_for_a_setting_the_rule_chose():
     from zslib.present import adapt_adv as adapt
     from zslib.methods.cml import reports as cml
     from zslib.methods.deml import reports as deml
-    from zslib.methods.zsml import reports as zsml
+    from zslib.present.zsml import sentences as zsml
 
     for name, module in (("CML", cml), ("DeML", deml), ("Adapt-Adv", adapt), ("ZSML", zsml)):
         first = module.key_findings().sentences[0]

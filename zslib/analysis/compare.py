@@ -41,6 +41,8 @@ from zslib.engine.stats import Interval, format_interval, interval, paired, summ
 from zslib.methods.adapt_adv import recipes as adapt_recipes
 from zslib.methods.deml import recipes as deml_recipes
 from zslib.methods.jrd import recipes as jrd_recipes
+from zslib.methods.zsml import recipes as zsml_recipes
+from zslib.methods.zsml.method import EVERY_UNSEEN_IMAGE
 
 __all__ = ["PROTOCOL_FIELDS", "VAL_FRACTION", "Entry", "ENTRIES", "Row", "Comparison", "regime_config",
            "validation_grid", "compare", "check_protocol", "comparison_table", "forest_plot", "findings",
@@ -89,21 +91,14 @@ def _deml(base: Config, lambda0: float | None = None) -> Config:
     return deml_recipes.binomial_base(base) if lambda0 is None else deml_recipes.deml(base, 4, lambda0)
 
 
-_ZSML = {"hidden": [256, 256], "eval_per_class": 4}
-
-
 def _zsml(base: Config, alpha: float | None = None) -> Config:
     """ZSML at ``alpha``; its "off" is the same run's own input features on the same images (the ``input`` metrics
     every ZSML result carries), so ``alpha=None`` returns the ZSML run whose input metrics stand for "off". The
     choice (a config with a validation split) reads its recorded validation runs, each scoring a 4-per-class sample
     of the validation classes; a test run ranks every unseen image
     (:data:`zslib.methods.zsml.method.EVERY_UNSEEN_IMAGE`), its "off" being the cosine of the input features."""
-    from zslib.methods.zsml.method import EVERY_UNSEEN_IMAGE
-
-    params = {**_ZSML, "alpha": 0.5 if alpha is None else alpha}
-    if not base.validation_fraction:
-        params.update(EVERY_UNSEEN_IMAGE)
-    return base.replace(method="zsml", method_params=params)
+    scoring = {} if base.validation_fraction else EVERY_UNSEEN_IMAGE
+    return zsml_recipes.real_zsml(base, alpha=0.5 if alpha is None else alpha, **scoring)
 
 
 def _jrd(base: Config, alpha: float = 0.0) -> Config:
@@ -205,7 +200,7 @@ ENTRIES: tuple[Entry, ...] = (
                                f"GDFL attention and class adversary, {label.replace(' ', ' = ')}"),
           quick=("lambda0 0.5",), adapted=("+GDFL (no adversary)", "lambda0 0.1")),
     Entry("ZSML", "xu2019zsml", "triplet", "continuous-label weight alpha",
-          lambda b, v: _zsml(b, v), {"alpha 0.1": 0.1, "alpha 0.3": 0.3, "alpha 0.5": 0.5},
+          lambda b, v: _zsml(b, v), {f"alpha {a:g}": a for a in zsml_recipes.ALPHAS},
           claims=lambda label: ("no like-for-like row (the paper's one seen-to-unseen retrieval row puts ZSML on a "
                                 "Lifted embedding, Table 6; here it learns a relation on the frozen features)"),
           parts=lambda label: f"learned relation, {label.replace(' ', ' = ')}", off_metrics_prefix="input ",

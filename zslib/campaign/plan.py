@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from zslib.engine.config import Config
 from zslib.methods.adapt_adv import recipes as adapt_recipes
 from zslib.methods.jrd.recipes import CAMPAIGN_ALPHAS as JRD_ALPHAS
+from zslib.methods.zsml.recipes import CAMPAIGN_ALPHAS as ZSML_ALPHAS
 
 __all__ = ["Recipe", "RECIPES", "MethodPlan", "METHOD_PLANS", "METHODS", "SMOKE", "SMOKE_SEEDS", "estimated_images",
            "method_plan", "base_config", "off_config", "named", "candidate_configs", "floor_config", "skipped_methods",
@@ -137,7 +138,7 @@ def _zsml(recipe: Recipe) -> MethodPlan:
     base = {"loss": "triplet", "method": "zsml",
             "method_params": {"features": "embedding", "metric_steps": steps, "eval_per_class": None}}
     return MethodPlan("zsml", base, "alpha (label range, Eq. 3)",
-                      {f"alpha={v:g}": {"alpha": v} for v in (0.1, 0.3)},
+                      {f"alpha={v:g}": {"alpha": v} for v in ZSML_ALPHAS},
                       smoke_params={"k": 4, "hidden": [16, 16], "pairs": 64, "batch_pairs": 16, "metric_steps": 1,
                                     "stride": 2, "height": 4},
                       datasets=("flowers102", "cub200", "cars196"),

@@ -11,9 +11,15 @@ import time
 import numpy as np
 import torch
 
-from zslib.analysis.records import Analysis, register_analysis
+from zslib.analysis.records import Analysis, recorded_analyses, register_analysis
 from zslib.engine.config import Config
+from zslib.engine.evaluate import evaluate
 from zslib.engine.memory import peak_rss_mib, reset_peak_rss
+from zslib.engine.registry import get_method
+from zslib.engine.runner import build_data, load_model
+from zslib.engine.train import embed, load_checkpoint
+from zslib.methods.zsml.method import ZSML
+from zslib.methods.zsml.pairwise import euclidean_scorer, matrix_metrics, score_matrix
 
 __all__ = ["every_pair", "transfer", "recorded_every_pair", "recorded_transfer", "fig5_pairs"]
 
@@ -27,9 +33,6 @@ def every_pair(model, data: dict, config: Config, *, split: str = "unseen", max_
     ``matrix_mib`` (the float32 matrix) and ``peak_rss_mib``, the process's peak resident memory while the pairs
     were scored (``peak_since_reset`` is 1 when the kernel counter could be reset before scoring, else the peak of
     the whole process, training included)."""
-    from zslib.methods.zsml.pairwise import euclidean_scorer, matrix_metrics, score_matrix
-    from zslib.engine.train import embed
-
     pair = getattr(model, "pair", None)
     if pair is None or not callable(pair):
         raise TypeError(f"every_pair needs a model with a pair scorer .pair (ZSML's ZSMLNet); "
@@ -63,11 +66,6 @@ def transfer(model, data: dict, config: Config, *, dataset: str, split: str = "u
     unseen classes -- a pair scorer (ZSML) with its method's pair evaluator and the run's seed, an embedding with
     :func:`zslib.engine.evaluate.evaluate`. The model's input must mean the same on both datasets: on a cached-feature
     profile (``real``) both are read through the same frozen pretrained backbone, so the pooled features agree."""
-    from zslib.engine.evaluate import evaluate
-    from zslib.engine.registry import get_method
-    from zslib.engine.runner import build_data
-    from zslib.engine.train import embed
-
     if dataset == config.dataset:
         raise ValueError(f"transfer to {dataset!r}: the run was trained on that dataset; its own metrics are the "
                          "intra-dataset result")
@@ -86,8 +84,6 @@ def transfer(model, data: dict, config: Config, *, dataset: str, split: str = "u
 def recorded_every_pair(config: Config, seed: int = 0, *, train: bool = False):
     """The ``every_pair`` record of the run of ``config`` at ``seed``, or ``None`` (after a note) when it is not
     stored; with ``train`` a missing record (and its run) is made."""
-    from zslib.analysis.records import recorded_analyses
-
     records = recorded_analyses({"ZSML": config}, "every_pair", "ZSML on every pair of the unseen images", seeds=(seed,),
                                 train=train)
     return None if records is None else records["ZSML"][0]
@@ -97,8 +93,6 @@ def recorded_transfer(flowers: Config, synthparts: Config, seeds, *, train: bool
     """The inter-dataset transfer records of Sec. 5.2, one per seed: ``to_synthparts`` of the Flowers-102 runs of
     ``flowers`` and ``to_flowers102`` of the SynthParts runs of ``synthparts``; ``None`` (after a note) when any is
     not stored. With ``train`` the missing ones (and their runs) are made."""
-    from zslib.analysis.records import recorded_analyses
-
     to_synth = recorded_analyses({"Flowers-102": flowers}, "to_synthparts", "the Flowers-102 -> SynthParts transfer",
                                  seeds, train=train)
     to_flowers = recorded_analyses({"SynthParts": synthparts}, "to_flowers102", "the SynthParts -> Flowers-102 transfer",
@@ -113,10 +107,6 @@ def fig5_pairs(run, count: int = 400) -> dict | None:
     network's similarity ``s``, their labels ``y`` now and at their Eq. 3 start (``y0``) and the positive flags
     (:meth:`zslib.methods.zsml.method.ZSML.pair_predictions`), rebuilt from the run's checkpoint (the model, the
     pair set and its labels); ``None`` when the run has no checkpoint here."""
-    from zslib.engine.runner import build_data, load_model
-    from zslib.engine.train import load_checkpoint
-    from zslib.methods.zsml.method import ZSML
-
     if run.checkpoint is None or not run.checkpoint.is_file():
         return None
     model = load_model(run, device="cpu")

@@ -55,6 +55,8 @@ from zslib.methods.zsml import cross_update as cu
 from zslib.methods.zsml.relation import ZSML_ARCHITECTURE, pair_similarity
 from zslib.methods.zsml.pairwise import euclidean_scorer, normalized_euclidean_scorer, pairwise_metrics
 from zslib.engine.train.optim import model_groups, own_parameters_group
+from zslib.engine.data.splits import labels_of
+from zslib.engine.train.embed import embed
 from zslib.engine.registry import register
 from zslib.engine.method import Method, Param, boolean, number, one_of
 
@@ -206,8 +208,6 @@ class ZSML(Method):
     def prepare(self, model: ZSMLNet, train_set) -> None:
         """Draw the pair set ``P`` over ``train_set`` (deterministic in the run's seed) and, for fixed pooled
         features, compute them now. Labels are set by Eq. 3 at the first ZSML step."""
-        from zslib.engine.data.splits import labels_of
-
         y = np.asarray(labels_of(train_set), dtype=np.int64)
         first, second = cu.random_pairs(y, self.p["pairs"], positive_fraction=self.p["positive_fraction"],
                                         seed=self.seed)
@@ -220,8 +220,6 @@ class ZSML(Method):
             self._x = self._fixed_features(model)
 
     def _fixed_features(self, model: ZSMLNet) -> torch.Tensor:
-        from zslib.engine.train.embed import embed
-
         if self._train_set is None:
             raise RuntimeError("zsml needs its pair set: call prepare(model, train_set) first (the trainer does)")
         x, _ = embed(model, self._train_set, device=self.pair_labels.device)

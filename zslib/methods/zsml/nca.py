@@ -25,6 +25,8 @@ from torch import nn
 
 from zslib.methods.zsml.pairwise import euclidean_scorer, pairwise_metrics
 from zslib.engine.threads import one_thread
+from zslib.engine.data.splits import labels_of
+from zslib.engine.train.embed import embed
 from zslib.engine.registry import register
 from zslib.engine.method import Method, Param, number
 
@@ -88,10 +90,7 @@ class NCA(Method):
     @one_thread()
     def prepare(self, model: LinearMap, train_set) -> None:
         """Fit ``L`` by scikit-learn's NCA on the pooled features of ``train_set``."""
-        from sklearn.neighbors import NeighborhoodComponentsAnalysis
-
-        from zslib.engine.data.splits import labels_of
-        from zslib.engine.train.embed import embed
+        from sklearn.neighbors import NeighborhoodComponentsAnalysis  # scikit-learn loads in a second: only here
 
         y = np.asarray(labels_of(train_set), dtype=np.int64)
         net = model.net

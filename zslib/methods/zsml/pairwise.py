@@ -60,6 +60,7 @@ from torch import nn
 
 from zslib.engine import checks
 from zslib.engine.evaluate import Neighbors, cluster_accuracy, nmi, purity
+from zslib.engine.progress import progress_bar
 from zslib.engine.threads import one_thread
 
 __all__ = [
@@ -144,8 +145,6 @@ def score_matrix(scorer: PairScorer, query, gallery=None, *, max_pairs: int = DE
     the matrix with its transpose for a symmetric similarity. ``progress``: a bar over the pairs
     (:func:`zslib.engine.progress.progress_bar`'s modes; off by default).
     """
-    from zslib.engine.progress import progress_bar
-
     _check_scorer(scorer)
     q, g = _inputs(query, gallery, device)
     out = None

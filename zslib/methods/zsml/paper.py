@@ -25,16 +25,15 @@ def _exercises() -> list:
 
 
 def _key_findings():
-    from zslib.methods.zsml.reports import key_findings
+    from zslib.present.zsml.sentences import key_findings
 
     return key_findings()
 
 
 def _explorer():
-    from zslib.analysis.explorers import zsml_labels
+    from zslib.methods.zsml.explore import zsml_labels
 
     return zsml_labels
-
 
 
 def _analyses():

@@ -4,16 +4,24 @@ campaign read from here.
 
 * :func:`real_configs`: the recorded real-profile rows, by name; :func:`every_image_config`: the headline runs;
 * :func:`real_zsml`: ZSML at the real profile's settings (:data:`REAL_ZSML`) on any base config;
-* the seeds and grids of the choices on validation classes and of the ablations.
+* :func:`quick_grid`: the chapter's quick-profile rows (ZSML and the linear relation on a frozen triplet embedding);
+* the seeds and grids of the choices on validation classes, of the ablations, of the Table 9 and 6 analogues and of
+  the transfer (``*_grid``), each ``{label: Config}`` as :meth:`zslib.present.base.Study.grid` reads it.
 """
 from __future__ import annotations
 
 from zslib.engine.config import Config
 from zslib.methods.cml.method import cml_method
+from zslib.engine.profile import Profile
 from zslib.methods.zsml.method import EVERY_UNSEEN_IMAGE
+from zslib.methods.zsml.relation import ZSML_ARCHITECTURE
 
 __all__ = ["FLOOR", "ZSML", "EVERY", "HEAD", "REAL_ZSML", "REAL_SEEDS", "VAL_SEEDS", "ABL_SEEDS", "ALPHAS",
-           "POS_FRACTIONS", "KS", "VALIDATION_FRACTION", "real_zsml", "real_configs", "every_image_config"]
+           "POS_FRACTIONS", "KS", "VALIDATION_FRACTION", "CAMPAIGN_ALPHAS", "MR", "LR", "QUICK_ZSML", "LR_200",
+           "LR_1000", "S_PAPER", "LIFTED", "real_zsml", "real_configs", "every_image_config", "quick_grid",
+           "comparison_grid", "floor_grid", "validation_config", "alpha_choice_grid", "chosen_alpha_grid",
+           "share_choice_grid", "share_test_grid", "alpha_ablation_grid", "k_ablation_grid", "nca_grid", "arm_grid",
+           "synthparts_grid", "settings_config", "transfer_configs"]
 
 #: The names of the real-profile rows (:func:`real_configs`) and of the headline runs (:func:`every_image_config`).
 FLOOR, ZSML, EVERY, HEAD = "pretrained", "ZSML", "ZSML every image", "trained head (binomial deviance)"
@@ -42,6 +50,21 @@ KS = (16, 64, 96, 128)
 #: The share of the seen classes held out as validation classes (class-disjoint).
 VALIDATION_FRACTION = 0.3
 
+#: The label ranges alpha the fine-tuning campaign (:mod:`zslib.campaign.plan`) compares; 0.3 is the paper's.
+CAMPAIGN_ALPHAS = (0.1, 0.3)
+
+#: The quick profile's rows: ZSML's relation kernels (MR) and the linear relation of Table 9 (LR + Reloss).
+MR, LR = "Triplet + ZSML (MR)", "Triplet + LR + Reloss"
+
+#: The quick profile's ZSML: Table 6's setting (the triplet embedding trained first, then frozen), a smaller S,
+#: 5 sampled images per class in evaluation.
+QUICK_ZSML = {"features": "embedding", "metric_steps": 200, "hidden": [256, 256], "pairs": 20_000,
+              "batch_pairs": 128, "eval_per_class": 5}
+
+#: The rows of the Table 9 and 6 analogues (:func:`arm_grid`).
+LR_200, LR_1000 = "LR + Reloss, 200 steps", "LR + Reloss, 1,000 steps"
+S_PAPER, LIFTED = "ZSML (MR), S (1,000, 1,000)", "Lifted + ZSML"
+
 
 def real_zsml(config: Config | None = None, **changes) -> Config:
     """A real-profile ZSML config (:data:`REAL_ZSML` with ``changes``) on ``config`` (default: the real profile)."""
@@ -62,3 +85,102 @@ def every_image_config() -> Config:
     every unseen image (:data:`zslib.methods.zsml.method.EVERY_UNSEEN_IMAGE`), beside the cosine of its input
     features."""
     return real_zsml(**EVERY_UNSEEN_IMAGE)
+
+
+def quick_grid(profile: Profile) -> dict[str, Config]:
+    """The chapter's quick rows on ``profile`` (evaluated once, at the end): :data:`MR` and :data:`LR` at
+    :data:`QUICK_ZSML`; on the full profile with the paper's S (1,000, 1,000)."""
+    params = dict(QUICK_ZSML)
+    if profile.name == "full":  # the paper's S sizes; everything else as the quick rows
+        params["hidden"] = list(ZSML_ARCHITECTURE["hidden"])
+    base = Config.from_profile(profile, eval_every=profile.iterations)
+    return {MR: base.replace(method="zsml", method_params=params),
+            LR: base.replace(method="zsml", method_params={**params, "relation": "linear"})}
+
+
+def comparison_grid() -> dict[str, Config]:
+    """The chapter's real-profile comparison (seeds :data:`REAL_SEEDS`): ZSML on the 4-per-class sample, ZSML
+    ranking every unseen image and the trained head."""
+    c = real_configs()
+    return {ZSML: c[ZSML], EVERY: every_image_config(), HEAD: c[HEAD]}
+
+
+def floor_grid() -> dict[str, Config]:
+    """The untrained pretrained features (one run, seed 0: nothing in it is random)."""
+    return {FLOOR: real_configs()[FLOOR]}
+
+
+def validation_config() -> Config:
+    """The real profile with :data:`VALIDATION_FRACTION` of the seen classes held out as validation classes."""
+    return Config.from_profile("real").replace(validation_fraction=VALIDATION_FRACTION)
+
+
+def alpha_choice_grid() -> dict[float, Config]:
+    """alpha in :data:`ALPHAS` on validation classes (seeds :data:`VAL_SEEDS`)."""
+    val = validation_config()
+    return {a: real_zsml(val, alpha=a) for a in ALPHAS}
+
+
+def chosen_alpha_grid(alpha: float) -> dict[float, Config]:
+    """ZSML at ``alpha`` on the test classes (seeds :data:`REAL_SEEDS`)."""
+    return {alpha: real_zsml(alpha=alpha)}
+
+
+def share_choice_grid(alpha: float) -> dict:
+    """The shares of positive pairs :data:`POS_FRACTIONS` at ``alpha`` on validation classes (seeds
+    :data:`VAL_SEEDS`)."""
+    val = validation_config()
+    return {f: real_zsml(val, alpha=alpha, positive_fraction=f) for f in POS_FRACTIONS}
+
+
+def share_test_grid(alpha: float, fraction: float) -> dict:
+    """ZSML at ``alpha`` and the share ``fraction`` on the test classes (seeds :data:`REAL_SEEDS`)."""
+    return {fraction: real_zsml(alpha=alpha, positive_fraction=fraction)}
+
+
+def alpha_ablation_grid() -> dict[float, Config]:
+    """Table 8 analogue: each alpha of :data:`ALPHAS` trained on all seen classes (seeds :data:`ABL_SEEDS`)."""
+    return {a: real_zsml(alpha=a) for a in ALPHAS}
+
+
+def k_ablation_grid() -> dict[int, Config]:
+    """Table 7 analogue: the number of relation kernels k in :data:`KS` at alpha 0.3 (seeds :data:`ABL_SEEDS`)."""
+    return {k: real_zsml(k=k) for k in KS}
+
+
+def nca_grid() -> dict[str, Config]:
+    """NCA on the same features, scored on the same sample as ZSML (seeds :data:`REAL_SEEDS`)."""
+    nca = Config.from_profile("real").replace(method="nca",
+                                              method_params={"eval_per_class": REAL_ZSML["eval_per_class"]})
+    return {"NCA": nca}
+
+
+def settings_config(alpha: float, positive_fraction: float | None, config: Config | None = None) -> Config:
+    """ZSML at the settings of the experiments page's later sections (the best validation alpha and share) on
+    ``config`` (default: the real profile)."""
+    return real_zsml(config, alpha=alpha, positive_fraction=positive_fraction)
+
+
+def arm_grid(alpha: float, positive_fraction: float | None) -> dict[str, Config]:
+    """Tables 9 and 6 analogues at ``alpha`` and ``positive_fraction`` (seeds :data:`REAL_SEEDS`): the linear
+    relation for 200 and 1,000 steps, the paper's S (1,000, 1,000), and ZSML after a frozen lifted-structure
+    embedding."""
+    real, base = Config.from_profile("real"), dict(alpha=alpha, positive_fraction=positive_fraction)
+    return {LR_200: real_zsml(relation="linear", **base),
+            LR_1000: real_zsml(real.replace(iterations=1000), relation="linear", **base),
+            S_PAPER: real_zsml(hidden=[1000, 1000], **base),
+            LIFTED: real_zsml(real.replace(loss="lifted_structure", iterations=400), features="embedding",
+                              metric_steps=200, **base)}
+
+
+def synthparts_grid(alpha: float, positive_fraction: float | None) -> dict[str, Config]:
+    """ZSML on SynthParts through the same frozen pretrained features (seeds :data:`REAL_SEEDS`), the other side
+    of the transfer."""
+    on_synth = Config.from_profile("real").replace(dataset="synthparts")
+    return {"SynthParts": settings_config(alpha, positive_fraction, on_synth)}
+
+
+def transfer_configs(alpha: float, positive_fraction: float | None) -> tuple[Config, Config]:
+    """The runs whose transfer records Tables 4-5's analogue reads: ZSML on Flowers-102 and on SynthParts."""
+    return (settings_config(alpha, positive_fraction),
+            synthparts_grid(alpha, positive_fraction)["SynthParts"])

@@ -1,7 +1,7 @@
-"""zslib.methods.zsml.reports: the ZSML chapter's tables and findings say what the runs say.
+"""zslib.present.zsml: the ZSML chapters' tables and findings say what the runs say.
 
 The oracles are computed here from the runs' own numbers (the JSON files of the recorded runs, or made-up runs with
-known metrics) with numpy and scipy, not with the report module's helpers.
+known metrics) with numpy and scipy, not with the presentation modules' helpers.
 """
 from __future__ import annotations
 
@@ -17,10 +17,18 @@ from scipy import stats
 from zslib.engine.config import Config
 from zslib.engine.store import Result
 from zslib.engine.train.history import History
-from zslib.methods.zsml import reports as R
+from zslib.methods.zsml import recipes as R
+from zslib.present.zsml import numbers as N
+from zslib.present.zsml import outcomes as O
+from zslib.present.zsml import sentences as S
+from zslib.present.zsml.experiments import real_experiments
+from zslib.present.zsml.quick import paper_section, quick_comparison
+from zslib.present.zsml.real import not_recorded, real_comparison
+from zslib.present.zsml.study import ZSMLStudy
 
 REPO = Path(__file__).resolve().parents[1]
 RECORDED = REPO / "results" / "recorded"
+METHODS = REPO / "zslib" / "methods" / "zsml"
 
 
 def _t_interval(values) -> tuple[float, float, float]:
@@ -61,15 +69,15 @@ def _fake(name: str, seed: int, unseen: dict) -> Result:
 
 def test_quick_table_and_verdicts_are_the_runs_paired_by_seed():
     rng = np.random.default_rng(0)
-    euclid = {s: {m: float(rng.uniform(0.3, 0.7)) for m in R.METRICS} for s in (0, 1, 2)}
+    euclid = {s: {m: float(rng.uniform(0.3, 0.7)) for m in N.METRICS} for s in (0, 1, 2)}
     # ZSML: ACC clearly 5 points below the Euclidean distance on every seed, the rest noise around it
     mr = {s: {**{f"input {m}": v for m, v in euclid[s].items()},
               **{m: v + (-0.05 - 0.001 * s if m == "ACC" else rng.normal(0, 0.02)) for m, v in euclid[s].items()}}
           for s in (0, 1, 2)}
-    lr = {s: {m: float(rng.uniform(0.3, 0.7)) for m in R.METRICS} for s in (0, 1, 2)}
+    lr = {s: {m: float(rng.uniform(0.3, 0.7)) for m in N.METRICS} for s in (0, 1, 2)}
     runs = {R.MR: [_fake("mr", s, mr[s]) for s in (2, 0, 1)],  # out of seed order: pairing must be by seed
             R.LR: [_fake("lr", s, lr[s]) for s in (0, 1, 2)]}
-    q = R.quick_comparison(runs)
+    q = quick_comparison(runs)
     assert q.table.table.loc["Triplet (Euclidean)", "ACC"] == _pct(*_t_interval([euclid[s]["ACC"] for s in (0, 1, 2)]))
     for m in ("ACC", "NMI", "R@1"):
         d = _t_interval([mr[s][m] - euclid[s][m] for s in (0, 1, 2)])
@@ -78,16 +86,16 @@ def test_quick_table_and_verdicts_are_the_runs_paired_by_seed():
         d2 = _t_interval([lr[s][m] - mr[s][m] for s in (0, 1, 2)])
         assert q.verdicts[R.LR, R.MR, m] == _verdict(d2[1], d2[2])
     assert q.verdicts[R.MR, "Euclidean", "ACC"] == "down"
-    assert "lowered clustering accuracy" in R.quick_findings(q)[0]
+    assert "lowered clustering accuracy" in S.quick_findings(q)[0]
 
 
 def test_seed_difference_refuses_different_seeds():
     with pytest.raises(ValueError, match="different seeds"):
-        R.seed_difference({0: 0.1, 1: 0.2}, {0: 0.1, 2: 0.2})
+        N.seed_difference({0: 0.1, 1: 0.2}, {0: 0.1, 2: 0.2})
 
 
 def test_real_table_lists_every_recorded_seed_and_the_finding_is_the_paired_difference(recorded):
-    real = R.real_comparison()
+    real = real_comparison(ZSMLStudy(train=False))
     assert real is not None
     seeds = sorted(r.config.seed for r in real.every)
     assert seeds == list(R.REAL_SEEDS) == sorted(r.config.seed for r in real.runs[R.HEAD])
@@ -98,13 +106,13 @@ def test_real_table_lists_every_recorded_seed_and_the_finding_is_the_paired_diff
     # the headline: ZSML minus the cosine of its input features, every unseen image ranked, paired by seed
     diffs = {r.config.seed: _unseen(r)["R@1"] - _unseen(r)["input R@1"] for r in real.every}
     d = _t_interval([diffs[s] for s in seeds])
-    assert R.real_findings(real)[0].split("(")[2].startswith(_pct(*d, signed=True) + " pts")
-    first = R.key_findings().sentences[0]
+    assert S.real_findings(real)[0].split("(")[2].startswith(_pct(*d, signed=True) + " pts")
+    first = S.key_findings().sentences[0]
     assert f": {_pct(*d, signed=True)} points over {len(seeds)} seeds paired." in first
     assert ("lowered" if d[2] < 0 else "raised" if d[1] > 0 else "did not clearly change") in first
     # the earlier protocol's reading, and whether the two agree
     old = _t_interval([_unseen(r)["R@1"] - _unseen(r)["input R@1"] for r in real.zsml])
-    second = R.real_findings(real)[1]
+    second = S.real_findings(real)[1]
     assert f"reads {_pct(*old, signed=True)} points" in second
     side = lambda lo, hi: "up" if lo > 0 else "down" if hi < 0 else "flat"  # noqa: E731
     assert ("it agrees" in second) == (side(*d[1:]) == side(*old[1:]))
@@ -120,7 +128,7 @@ def test_every_image_queries_estimate_the_floor_on_every_image(recorded):
     """The cosine of ZSML's input features, its queries ranked against every unseen image, estimates the untrained
     features' every-image Recall@1 (the same features and similarity; only the queries are sampled): the mean over
     seeds lands within a few points of the floor's file, while the 4-per-class sample's raw Euclidean does not."""
-    real = R.real_comparison()
+    real = real_comparison(ZSMLStudy(train=False))
     floor = json.loads(Path(real.floor.path).read_text())["metrics"]["unseen"]["R@1"]
     every = np.mean([_unseen(r)["input R@1"] for r in real.every])
     sample = np.mean([_unseen(r)["input R@1"] for r in real.zsml])
@@ -132,12 +140,13 @@ def test_every_image_queries_estimate_the_floor_on_every_image(recorded):
 
 
 def test_experiments_choose_and_report_what_the_recorded_runs_say(recorded):
-    ex = R.real_experiments(R.real_comparison())
+    study = ZSMLStudy(train=False)
+    ex = real_experiments(real_comparison(study), study)
     # alpha: the highest mean validation Recall@1, read from the files
     val = {a: [json.loads(Path(r.path).read_text())["metrics"]["val"]["R@1"] for r in rs] for a, rs in ex.val_runs.items()}
     assert ex.chosen_alpha == max(val, key=lambda a: np.mean(val[a]))
     assert sorted(r.config.seed for r in ex.val_runs[0.3]) == list(R.VAL_SEEDS)
-    found = R.experiment_findings(ex)
+    found = S.experiment_findings(ex)
     by_seed = {a: {r.config.seed: json.loads(Path(r.path).read_text())["metrics"]["val"]["R@1"] for r in rs}
                for a, rs in ex.val_runs.items()}
     for a in R.ALPHAS:
@@ -171,17 +180,7 @@ def test_experiments_choose_and_report_what_the_recorded_runs_say(recorded):
 def test_the_alpha_choice_offers_zsml_switched_off_and_applies_the_one_rule():
     """The Euclidean distance of the input features (ZSML off) is a candidate of the alpha choice; the note's
     verdict equals a recomputation from the runs' own numbers with scipy's t quantile."""
-    import math
-
-    import numpy as np
-    from scipy import stats
-
-    from zslib.engine.grid import recorded_grid
-    from zslib.methods.zsml import reports as Z
-
-    val = Z._real().replace(validation_fraction=Z.VALIDATION_FRACTION)
-    runs = recorded_grid({a: Z.real_zsml(val, alpha=a) for a in Z.ALPHAS}, "the choice of alpha", Z.VAL_SEEDS,
-                         train=False)
+    runs = ZSMLStudy(train=False).alpha_choice()
     if runs is None:
         pytest.skip("the alpha choice's runs are not recorded in this copy")
     values = {a: np.array([r.metrics["val"]["R@1"] for r in rs]) for a, rs in runs.items()}
@@ -190,7 +189,7 @@ def test_the_alpha_choice_offers_zsml_switched_off_and_applies_the_one_rule():
     d = values[leader] - off
     clear = d.mean() - stats.t.ppf(0.975, len(d) - 1) * d.std(ddof=1) / math.sqrt(len(d)) > 0
     kept_off = off.mean() >= values[leader].mean() or not clear
-    assert ("ZSML is not chosen" in Z._rule_note(runs)) == kept_off
+    assert ("ZSML is not chosen" in O.rule_note(runs)) == kept_off
 
 
 def _stored_val(config, seeds) -> dict:
@@ -212,10 +211,11 @@ def test_the_share_choice_offers_zsml_switched_off_and_says_what_the_rule_chose(
     JSON files, and the chapter's generated note (in the table's notes and in the findings) says that outcome."""
     from rule_oracle import expected_choice
 
-    ex = R.real_experiments(R.real_comparison())
+    study = ZSMLStudy(train=False)
+    ex = real_experiments(real_comparison(study), study)
     if ex.share_runs is None:
         pytest.skip("the share choice's runs are not recorded in this copy")
-    val = R._real().replace(validation_fraction=R.VALIDATION_FRACTION)
+    val = R.validation_config()
     stored = {f: _stored_val(R.real_zsml(val, alpha=ex.pos_alpha, positive_fraction=f), R.VAL_SEEDS)
               for f in R.POS_FRACTIONS}
     values = {f: [stored[f][s]["R@1"] for s in R.VAL_SEEDS] for f in R.POS_FRACTIONS}
@@ -228,9 +228,9 @@ def test_the_share_choice_offers_zsml_switched_off_and_says_what_the_rule_chose(
     leader = max(candidates, key=lambda k: np.mean(candidates[k]))
 
     assert ex.best_pf == best and ex.share_rule.chosen == expected and "off" in ex.share_rule.means
-    note = R.share_rule_note(ex)
+    note = O.share_rule_note(ex)
     assert note in ex.share_choice.notes
-    assert note in next(s for s in R.experiment_findings(ex) if s.startswith("Positive pairs in P"))
+    assert note in next(s for s in S.experiment_findings(ex) if s.startswith("Positive pairs in P"))
     assert f"had the best mean validation R@1 ({100 * np.mean(candidates[leader]):.2f})" in note
     off_row = ex.share_choice.table.loc["off (Euclidean, ZSML off)", "val R@1 %"]
     assert off_row.startswith(f"{100 * np.mean(off):.1f} [")
@@ -260,15 +260,55 @@ def test_the_share_note_names_a_share_only_when_it_clearly_beats_zsml_off(gain, 
     off = {0: 0.60, 1: 0.70, 2: 0.65}
     shift = {None: -0.05, 0.5: gain}
     noise = {0: 0.004, 1: -0.003, 2: 0.001}
-    ex = R.Experiments(None)
+    ex = O.Experiments(None)
     ex.share_runs = {f: [_val_run(s, f, off[s] + d + noise[s], off[s]) for s in off] for f, d in shift.items()}
     ex.best_pf = 0.5
-    ex.share_rule = R._off_rule(ex.share_runs)
+    ex.share_rule = O.off_rule(ex.share_runs)
     values = {"off": list(off.values()), **{f: [r.metric("R@1", "val") for r in rs] for f, rs in ex.share_runs.items()}}
     assert expected_choice(values, "off") == chosen == ex.share_rule.chosen
-    note = R.share_rule_note(ex)
+    note = O.share_rule_note(ex)
     if chosen == "off":
         assert ex.share_is_ablation
         assert "positive_fraction = 0.5, the best share by mean, is shown only as an ablation" in note
     else:
         assert not ex.share_is_ablation and note.endswith("So **positive_fraction = 0.5** is the chosen share.")
+
+
+def test_the_paper_folder_holds_no_reports_module_and_no_long_file():
+    """The presentation lives in zslib.present.zsml: no ``reports`` module is left in the paper's folder, and no
+    file there exceeds 700 lines."""
+    assert not (METHODS / "reports.py").exists() and not (METHODS / "reports").exists()
+    long = {p.name: n for p in METHODS.glob("*.py") if (n := len(p.read_text().splitlines())) > 700}
+    assert not long, long
+    for chapter in ("zsml", "zsml_experiments"):
+        assert "zsml.reports" not in (REPO / "book" / f"{chapter}.ipynb").read_text()
+
+
+def test_every_grid_of_the_study_is_recorded_under_its_recipe(recorded):
+    """Every grid the two pages read, configured by the recipes, names recorded runs (the recipes keep the config
+    hashes of the recorded runs); a study without them names what is missing instead of training."""
+    study = ZSMLStudy(train=False)
+    ex = real_experiments(real_comparison(study), study)
+    assert study.missing == {}, study.missing
+    assert not_recorded(study).notes == [] and not_recorded(study).markdown() == ""
+    assert ex.zf is not None and ex.arm_runs is not None and ex.xfer is not None
+    (recorded / "recorded").unlink()
+    (recorded / "recorded").mkdir()
+    empty = ZSMLStudy(train=False)
+    assert real_comparison(empty) is None
+    assert set(empty.missing) == {"the ZSML comparison", "the pretrained features"}
+    note = not_recorded(empty).markdown()
+    assert note.count("not shown") == 2 and note.startswith("*the ZSML comparison: not shown, ")
+
+
+def test_the_paper_section_holds_the_papers_printed_tables():
+    s = paper_section("8", "7")
+    assert s.paper == (("xu2019zsml", "8"), ("xu2019zsml", "7")) and s.table is None and s.markdown() == ""
+
+
+def test_fig5_without_a_checkpoint_is_a_note_and_no_numbers():
+    from zslib.present.zsml.quick import fig5
+
+    shown = fig5([_fake("mr", 1, {}), _fake("mr", 0, {})])
+    assert shown.numbers is None and shown.section.figure is None
+    assert shown.section.markdown().startswith("*The checkpoint of the seed-0 run is not here")
