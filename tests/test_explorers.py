@@ -181,7 +181,9 @@ def test_deml_attention_converges_with_the_number_of_steps():
     g = torch.Generator().manual_seed(0)
     image = torch.rand(3, 24, 24, generator=g)
     fmaps = [torch.rand(1, 8, 6, 6, generator=g), torch.rand(1, 8, 3, 3, generator=g)]
-    explorer = ex.deml_attention(image, fmaps, steps=(1, 5, 200))
+    from zslib.methods.deml.explore import deml_attention
+
+    explorer = deml_attention(image, fmaps, steps=(1, 5, 200))
     f1, f5, f200 = (explorer.set(T=t) for t in (1, 5, 200))
     assert f200.data["gap"] == pytest.approx(0.0, abs=1e-7)
     assert f1.data["gap"] > f5.data["gap"] > 0

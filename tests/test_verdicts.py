@@ -160,7 +160,7 @@ def test_the_index_headlines_say_clearly_only_for_a_setting_the_rule_chose():
     "clearly lowered", and each names its status."""
     from zslib.methods.adapt_adv import reports as adapt
     from zslib.methods.cml import reports as cml
-    from zslib.methods.deml import reports as deml
+    from zslib.present import deml
     from zslib.methods.zsml import reports as zsml
 
     for name, module in (("CML", cml), ("DeML", deml), ("Adapt-Adv", adapt), ("ZSML", zsml)):
