@@ -17,6 +17,7 @@ import pytest
 import torch
 
 from zslib.analysis import explorers as ex
+from zslib.methods.cml.explore import cml_confusion
 
 
 class Photos(torch.utils.data.Dataset):
@@ -288,7 +289,7 @@ def test_cml_confusion_slides_over_runs_trained_at_each_weight(tmp_path, monkeyp
 
     monkeypatch.setenv("ZS_RESULTS", str(tmp_path / "results"))
     short = Config.from_profile("quick", loss="triplet", iterations=10, eval_every=10)
-    explorer = ex.cml_confusion(short, lambdas=(0.0, 2.0), seed=1, classes=4, per_class=6, max_iter=250)
+    explorer = cml_confusion(short, lambdas=(0.0, 2.0), seed=1, classes=4, per_class=6, max_iter=250)
     control = explorer.controls[0]
     assert control.kind == "slider" and [v for _, v in control.options] == ["0", "2"]
     frames = {}
@@ -300,7 +301,7 @@ def test_cml_confusion_slides_over_runs_trained_at_each_weight(tmp_path, monkeyp
         frames[lam] = frame.data["coords"]
     assert frames[0.0] != frames[2.0]
     with pytest.raises(ValueError, match="distinct non-negative"):
-        ex.cml_confusion(short, lambdas=(0.2, 0.2))
+        cml_confusion(short, lambdas=(0.2, 0.2))
 
 
 def test_cml_confusion_loads_the_runs_the_results_folder_holds_with_their_weights(tmp_path, monkeypatch):
@@ -316,7 +317,7 @@ def test_cml_confusion_loads_the_runs_the_results_folder_holds_with_their_weight
     table_run = run(short, tmp_path / "results", progress=False)  # where run_grid stores the table's runs
     weightless = run(with_confusion(short, lambda1=0.2), tmp_path / "results", progress=False)
     weightless.checkpoint.unlink()
-    explorer = ex.cml_confusion(short, lambdas=(0.0, 0.2, 2.0), seed=1, classes=4, per_class=6, max_iter=250)
+    explorer = cml_confusion(short, lambdas=(0.0, 0.2, 2.0), seed=1, classes=4, per_class=6, max_iter=250)
     trained_here = sorted(p.name for p in (tmp_path / "results" / "explorers").glob("*.json"))
     assert not any(config_hash(short) in name for name in trained_here)  # lambda1 = 0: loaded, not trained again
     assert len(trained_here) == 2  # lambda1 = 0.2 (no checkpoint) and 2 (not stored) trained, both at once
