@@ -18,6 +18,7 @@ import torch
 
 from zslib.analysis import explorers as ex
 from zslib.methods.adapt_adv.explore import adapt_adv_lambda
+from zslib.methods.cml.explore import cml_confusion
 
 
 class Photos(torch.utils.data.Dataset):
@@ -182,7 +183,9 @@ def test_deml_attention_converges_with_the_number_of_steps():
     g = torch.Generator().manual_seed(0)
     image = torch.rand(3, 24, 24, generator=g)
     fmaps = [torch.rand(1, 8, 6, 6, generator=g), torch.rand(1, 8, 3, 3, generator=g)]
-    explorer = ex.deml_attention(image, fmaps, steps=(1, 5, 200))
+    from zslib.methods.deml.explore import deml_attention
+
+    explorer = deml_attention(image, fmaps, steps=(1, 5, 200))
     f1, f5, f200 = (explorer.set(T=t) for t in (1, 5, 200))
     assert f200.data["gap"] == pytest.approx(0.0, abs=1e-7)
     assert f1.data["gap"] > f5.data["gap"] > 0
@@ -291,7 +294,7 @@ def test_cml_confusion_slides_over_runs_trained_at_each_weight(tmp_path, monkeyp
 
     monkeypatch.setenv("ZS_RESULTS", str(tmp_path / "results"))
     short = Config.from_profile("quick", loss="triplet", iterations=10, eval_every=10)
-    explorer = ex.cml_confusion(short, lambdas=(0.0, 2.0), seed=1, classes=4, per_class=6, max_iter=250)
+    explorer = cml_confusion(short, lambdas=(0.0, 2.0), seed=1, classes=4, per_class=6, max_iter=250)
     control = explorer.controls[0]
     assert control.kind == "slider" and [v for _, v in control.options] == ["0", "2"]
     frames = {}
@@ -303,7 +306,7 @@ def test_cml_confusion_slides_over_runs_trained_at_each_weight(tmp_path, monkeyp
         frames[lam] = frame.data["coords"]
     assert frames[0.0] != frames[2.0]
     with pytest.raises(ValueError, match="distinct non-negative"):
-        ex.cml_confusion(short, lambdas=(0.2, 0.2))
+        cml_confusion(short, lambdas=(0.2, 0.2))
 
 
 def test_cml_confusion_loads_the_runs_the_results_folder_holds_with_their_weights(tmp_path, monkeypatch):
@@ -319,7 +322,7 @@ def test_cml_confusion_loads_the_runs_the_results_folder_holds_with_their_weight
     table_run = run(short, tmp_path / "results", progress=False)  # where run_grid stores the table's runs
     weightless = run(with_confusion(short, lambda1=0.2), tmp_path / "results", progress=False)
     weightless.checkpoint.unlink()
-    explorer = ex.cml_confusion(short, lambdas=(0.0, 0.2, 2.0), seed=1, classes=4, per_class=6, max_iter=250)
+    explorer = cml_confusion(short, lambdas=(0.0, 0.2, 2.0), seed=1, classes=4, per_class=6, max_iter=250)
     trained_here = sorted(p.name for p in (tmp_path / "results" / "explorers").glob("*.json"))
     assert not any(config_hash(short) in name for name in trained_here)  # lambda1 = 0: loaded, not trained again
     assert len(trained_here) == 2  # lambda1 = 0.2 (no checkpoint) and 2 (not stored) trained, both at once

@@ -14,6 +14,7 @@ import pytest
 import torch
 
 from zslib.analysis import explorers as ex
+from zslib.methods.cml.explore import cml_confusion
 from zslib.analysis import photos as P
 
 
@@ -57,7 +58,7 @@ def test_cml_confusion_trains_a_run_that_is_installed_as_metrics_only(tmp_path, 
     before = (installed / made.path.name).read_bytes()
     assert recorded_dir() == installed and result_path(lam, tmp_path / "content" / "results").parent == installed
 
-    explorer = ex.cml_confusion(short, lambdas=(0.2,), seed=1, classes=4, per_class=6, max_iter=250)
+    explorer = cml_confusion(short, lambdas=(0.2,), seed=1, classes=4, per_class=6, max_iter=250)
     own = tmp_path / "content" / "results" / "explorers"
     again = run(lam, own, progress=False)  # the run the explorer trained, loaded from its own folder
     assert again.path.parent == own and again.checkpoint.is_file()

@@ -159,8 +159,8 @@ def test_the_index_headlines_say_clearly_only_for_a_setting_the_rule_chose():
     with the oracle, kept each of these methods off (or chose another setting), so none says "clearly raised" or
     "clearly lowered", and each names its status."""
     from zslib.present import adapt_adv as adapt
-    from zslib.methods.cml import reports as cml
-    from zslib.methods.deml import reports as deml
+    from zslib.present import cml
+    from zslib.present import deml
     from zslib.present.zsml import sentences as zsml
 
     for name, module in (("CML", cml), ("DeML", deml), ("Adapt-Adv", adapt), ("ZSML", zsml)):
@@ -293,28 +293,29 @@ def test_the_recorded_runs_table_hides_a_validation_runs_unseen_metrics():
 # ---------------------------------------------------------------------------------------------------- 7
 def test_cml_weights_go_through_the_one_rule_and_its_headline_names_an_ablation():
     from zslib.engine.grid import run_grid
-    from zslib.methods.cml import reports
+    from zslib.methods.cml import recipes
     from zslib.methods.cml.method import cml_method
+    from zslib.present.cml import key_findings
 
     val = Config.from_profile("real").replace(validation_fraction=0.3)
-    seeds = reports.validation_seeds()
-    sweep = run_grid(reports.real_sweep_grid(), seeds=seeds, stored_only=True)
-    chosen, kept = reports.choose_weights(sweep), reports.ablations(sweep)
+    seeds = recipes.validation_seeds()
+    sweep = run_grid(recipes.real_sweep_grid(), seeds=seeds, stored_only=True)
+    chosen, kept = recipes.choose_weights(sweep), recipes.ablations(sweep)
 
     def config(loss, **w):
         c = val.replace(**cml_method("cub200", loss, "baseline"))
         return c.replace(method="cml", method_params={"lambda1": 0.0, "lambda2": 0.0, **w}) if any(w.values()) else c
 
-    for loss in reports.REAL_LOSSES:
-        for term, weights in reports.REAL_WEIGHTS.items():
+    for loss in recipes.REAL_LOSSES:
+        for term, weights in recipes.REAL_WEIGHTS.items():
             values = {0.0: _r1(config(loss), seeds, "val")}
             values.update({w: _r1(config(loss, **{term: w}), seeds, "val") for w in weights})
             expected = expected_choice(values, 0.0)
             assert ((loss, term) in kept) == (expected == 0.0), (loss, term)
             best = max(weights, key=lambda w: values[w].mean())
             assert chosen[loss, term] == (best if expected == 0.0 else expected), (loss, term)
-    first = reports.key_findings().sentences[0]
-    triplet_kept = any(("triplet", t) in kept for t in reports.REAL_WEIGHTS)
+    first = key_findings().sentences[0]
+    triplet_kept = any(("triplet", t) in kept for t in recipes.REAL_WEIGHTS)
     assert ("ablation" in first) == triplet_kept and ("clearly" not in first.split(":")[0] or not triplet_kept)
 
 

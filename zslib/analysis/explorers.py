@@ -42,11 +42,10 @@ The explorers (each names the paper and equation it shows):
 * :func:`retrieval_of_runs` -- the same for runs given by their configurations (trained again in seconds
   on the real profile's cached features, or loaded where the results folder holds their weights, with the
   Flowers-102 photographs);
-* :func:`embedding` -- a 2-D t-SNE map of unseen classes per model; pointing at a dot shows its photo;
-* :func:`cml_confusion` -- CML Eq. 11, the energy-confusion weight lambda1 as a slider over the unseen
-  embedding of runs trained at each weight (0: the loss alone; a run the chapter trained already is loaded),
-  with their Recall@1;
-* :func:`deml_attention` -- DeML's object attention map after T random-walk steps (Eq. 2-3);
+* :func:`embedding` -- a 2-D t-SNE map of unseen classes per model; pointing at a dot shows its photo.
+
+Each paper's own explorer (the equation it shows, as a slider) lives beside the paper, in
+``zslib/methods/<paper>/explore.py``, built from this framework, and its ``Paper`` record names it.
 """
 from __future__ import annotations
 
@@ -63,8 +62,8 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
-__all__ = ["Control", "Frame", "Explorer", "show", "retrieval", "retrieval_of_runs", "embedding", "cml_confusion",
-           "deml_attention", "jpeg_uri", "figure_uri"]
+__all__ = ["Control", "Frame", "Explorer", "show", "retrieval", "retrieval_of_runs", "embedding", "embeddings_of",
+           "models_of_runs", "jpeg_uri", "figure_uri"]
 
 CORRECT = "#2ca02c"
 WRONG = "#d62728"
@@ -385,8 +384,9 @@ def _image(dataset_or_images, i: int):
     return item[0] if isinstance(item, (tuple, list)) else item
 
 
-def _embeddings(model_or_array, dataset):
-    """An (n, d) float32 array: given embeddings as they are, a network's embeddings of ``dataset``."""
+def embeddings_of(model_or_array, dataset):
+    """An (n, d) float32 array: given embeddings as they are, a network's embeddings of ``dataset`` (what every
+    explorer of embeddings draws, the papers' own included)."""
     import torch
 
     if isinstance(model_or_array, torch.nn.Module):
@@ -439,7 +439,7 @@ def retrieval(dataset, models: Mapping[str, object], *, labels=None, k: int = 5,
     if not models:
         raise ValueError("give at least one model: {name: network or embeddings}")
     y = _labels(dataset, labels)
-    embs = {name: _embeddings(m, dataset) for name, m in models.items()}
+    embs = {name: embeddings_of(m, dataset) for name, m in models.items()}
     for name, e in embs.items():
         if e.shape[0] != y.size:
             raise ValueError(f"model {name!r}: {e.shape[0]} embeddings for {y.size} images")
@@ -544,11 +544,12 @@ def _origin_note(seed: int, names: Sequence[str], reused: Sequence[str], label: 
             f"loaded with {'their' if several else 'its'} weights; the others trained again from their configurations.")
 
 
-def _models_of_runs(configs: Mapping[str, object], seed: int, fallback: str | None,
-                    label: Callable[[str], str] = str):
+def models_of_runs(configs: Mapping[str, object], seed: int, fallback: str | None,
+                   label: Callable[[str], str] = str):
     """The trained networks of ``configs`` (each at ``seed``), their unseen split, the first config, a note on the
     data and a sentence on where the networks come from (:func:`_origin_note`, naming runs by ``label``): what
-    :func:`retrieval_of_runs` and :func:`cml_confusion` show. A run that trains is loaded with its checkpoint when
+    :func:`retrieval_of_runs` and a paper's explorer of runs (e.g. CML's weight slider) show; public for the papers'
+    explorers (``zslib.methods.<paper>.explore``). A run that trains is loaded with its checkpoint when
     the results folder holds it (e.g. a run of the chapter's table), else trained again, the missing runs in
     parallel, in ``results/explorers/`` (:func:`_trained_runs`); the pretrained features are built as :func:`run`
     would. Without the configs' data, and with ``fallback`` a profile, the same methods and losses run on that
@@ -610,7 +611,7 @@ def retrieval_of_runs(configs: Mapping[str, object], *, seed: int = 0, fallback:
     """
     from zslib.engine.models import normalization
 
-    models, unseen, first, note, origin = _models_of_runs(configs, seed, fallback)
+    models, unseen, first, note, origin = models_of_runs(configs, seed, fallback)
     mean, std = normalization(first.backbone)
     images = unseen
     if unseen[0][0].ndim == 1:  # cached pooled features: the photographs of the same split, in the same order
@@ -621,7 +622,7 @@ def retrieval_of_runs(configs: Mapping[str, object], *, seed: int = 0, fallback:
         if not np.array_equal(np.asarray(images.labels), np.asarray(unseen.labels)):
             raise RuntimeError("the cached features and the image dataset list the unseen images in different "
                                "orders; rebuild the feature cache (zslib.engine.data.features)")
-    embs = {name: _embeddings(m, unseen) for name, m in models.items()}
+    embs = {name: embeddings_of(m, unseen) for name, m in models.items()}
     explorer = retrieval(images, embs, labels=np.asarray(unseen.labels), mean=mean, std=std, **kwargs)
     explorer.note = note + explorer.note + origin
     return explorer
@@ -660,7 +661,7 @@ def embedding(models: Mapping[str, object], dataset=None, *, labels=None, images
     def coords(name):
         if name not in computed:
             m = models[name]
-            e = _embeddings(m, dataset) if hasattr(m, "parameters") else _embeddings(m, None)
+            e = embeddings_of(m, dataset) if hasattr(m, "parameters") else embeddings_of(m, None)
             if e.shape[0] == y.size:
                 e = e[idx]
             elif e.shape[0] != idx.size:
@@ -700,102 +701,3 @@ def embedding(models: Mapping[str, object], dataset=None, *, labels=None, images
     return Explorer(title or f"t-SNE of {chosen.size} unseen classes ({idx.size} images), coloured by class", [control],
                     render, note="Point at a dot (or tap it) to see its photograph; the menu switches models. "
                                  "t-SNE keeps neighbourhoods, not distances between clusters.", style=style)
-
-
-def cml_confusion(base, lambdas: Sequence[float] = (0.0, 0.2, 2.0, 20.0), *, lambda2: float = 0.0, seed: int = 0,
-                  fallback: str | None = "quick", **kwargs) -> Explorer:
-    """CML's energy-confusion weight as a slider (Chen et al. 2022, Eq. 11: the loss plus lambda1 times the energy
-    confusion of Eq. 3 and lambda2 times the diversity confusion): for each ``lambdas`` value the run ``base``
-    with that weight (:func:`zslib.methods.cml.method.with_confusion`; 0 is the loss alone) at ``seed`` is loaded
-    with its weights where the results folder holds it (a run of the chapter's table), else trained again (the
-    missing runs in parallel, :func:`_trained_runs`), and its unseen embedding drawn as a t-SNE map
-    (:func:`embedding`), with the run's unseen Recall@1 and the ratio of the mean distance between class centres to
-    the mean distance of an image to its own class centre (how far apart the unseen classes sit, in units of their
-    own spread) under each map. ``kwargs`` go to :func:`embedding`."""
-    from zslib.engine.evaluate import recall_at_k
-    from zslib.engine.models import normalization
-    from zslib.methods.cml.method import with_confusion
-
-    lambdas = [float(v) for v in lambdas]
-    if len(set(lambdas)) != len(lambdas) or any(not v >= 0 for v in lambdas):
-        raise ValueError(f"lambdas must be distinct non-negative weights, got {lambdas}")
-    configs = {f"{v:g}": with_confusion(base, lambda1=v, lambda2=lambda2) for v in sorted(lambdas)}
-    models, unseen, first, note, origin = _models_of_runs(configs, seed, fallback, label=lambda n: f"lambda1 = {n}")
-    y = np.asarray(unseen.labels)
-    embs = {name: _embeddings(m, unseen) for name, m in models.items()}
-    captions = {}
-    for name, e in embs.items():
-        r1 = recall_at_k(e, y, ks=1)[1]
-        captions[name] = (f"lambda1 = {name}: unseen Recall@1 {100 * r1:.1f}% (seed {seed}); class centres sit "
-                          f"{_separation(e, y):.2f} within-class spreads apart on average")
-    mean, std = normalization(first.backbone)
-    explorer = embedding(embs, unseen, mean=mean, std=std, seed=seed, knob="lambda1", kind="slider",
-                         captions=captions, title="CML's energy-confusion weight lambda1 and the unseen embedding",
-                         **kwargs)
-    explorer.note = note + explorer.note + origin + " Each map is its own t-SNE: compare the clusters, not the axes."
-    return explorer
-
-
-def _separation(emb: np.ndarray, y: np.ndarray) -> float:
-    """Mean distance between class centres over the mean distance of an embedding to its class centre (unit
-    vectors)."""
-    z = emb / np.maximum(np.linalg.norm(emb, axis=1, keepdims=True), 1e-12)
-    classes = np.unique(y)
-    centres = np.stack([z[y == c].mean(0) for c in classes])
-    spread = np.mean([np.linalg.norm(z[y == c] - centres[i], axis=1).mean() for i, c in enumerate(classes)])
-    d = np.linalg.norm(centres[:, None] - centres[None], axis=-1)
-    between = d[np.triu_indices(len(classes), 1)].mean()
-    return float(between / max(spread, 1e-12))
-
-
-def deml_attention(image, fmaps, *, steps: Sequence[int] = (0, 1, 2, 3, 5, 10, 20, 50), mean=None, std=None,
-                   spatial_sigma: float | None = None, size: int = 160) -> Explorer:
-    """DeML's object attention map (OAM) of one photograph after T random-walk steps (DeML Eq. 2-3).
-
-    ``image``: the photograph (C, H, W), normalized with ``mean``/``std``; ``fmaps``: its feature maps
-    ``[(1, C_k, h_k, w_k), ...]`` (or a dict). Each step calls
-    :func:`zslib.methods.deml.object_attention.object_attention_map` with ``steps=T`` (T = 0 is the uniform
-    start of the walk); the frame shows the photo, the map and the map over the photo, with how far the
-    map still is from the walk's stationary distribution (the map at T = 200).
-    """
-    import matplotlib.pyplot as plt
-    import torch
-
-    from zslib.analysis.viz import to_display
-    from zslib.methods.deml.object_attention import object_attention_map
-
-    photo = to_display(image, mean, std)
-    hw = photo.shape[:2]
-    maps = list(fmaps.values()) if isinstance(fmaps, Mapping) else list(fmaps)
-    maps = [m.detach().double() if torch.is_tensor(m) else torch.as_tensor(m, dtype=torch.float64) for m in maps]
-
-    def oam(t):
-        with torch.no_grad():
-            return object_attention_map(maps, hw, steps=t, spatial_sigma=spatial_sigma)[0].float().numpy()
-
-    limit = oam(200)
-
-    def render(T):
-        t = T
-        m = oam(t)
-        gap = float(np.abs(m - limit).mean())
-        fig, axes = plt.subplots(1, 3, figsize=(7.5, 2.6))
-        axes[0].imshow(photo)
-        axes[0].set_title("photograph")
-        axes[1].imshow(m, cmap="magma", vmin=0, vmax=1)
-        axes[1].set_title(f"OAM after T = {t}")
-        axes[2].imshow(photo)
-        axes[2].imshow(m, cmap="magma", alpha=0.55, vmin=0, vmax=1)
-        axes[2].set_title("map over the photograph")
-        for a in axes:
-            a.set_xticks([])
-            a.set_yticks([])
-        fig.tight_layout()
-        text = f"T = {t}: mean |map - map at T = 200| = {gap:.4f}"
-        return Frame(f'<img alt="object attention after {t} steps" src="{figure_uri(fig, fmt="jpeg")}"><div>{text}</div>',
-                     {"steps": t, "map": m, "gap": gap})
-
-    steps = [int(t) for t in steps]
-    control = Control("T", [(str(t), t) for t in steps], "slider", label="random-walk steps T",
-                      default=steps.index(10) if 10 in steps else 0)  # the paper's T = 10 first
-    return Explorer("DeML: the object attention map over T random-walk steps", [control], render)

@@ -20,8 +20,7 @@ def chapter_config():
 
 def _searched(values: dict) -> str:
     """The book's side of the weights row, from the sweep the chapter trains (:mod:`zslib.methods.cml.recipes`)."""
-    from zslib.methods.cml.reports import GREEK
-    from zslib.methods.cml.recipes import REAL_WEIGHTS, real_sweep_grid, validation_seeds
+    from zslib.methods.cml.recipes import GREEK, REAL_WEIGHTS, real_sweep_grid, validation_seeds
 
     held = next(iter(real_sweep_grid().values())).validation_fraction
     grids = " and ".join(f"{GREEK[name]} ∈ {{{', '.join(f'{w:g}' for w in weights)}}}"

@@ -25,13 +25,13 @@ def _exercises() -> list:
 
 
 def _key_findings():
-    from zslib.methods.cml.reports import key_findings
+    from zslib.present.cml import key_findings
 
     return key_findings()
 
 
 def _explorer():
-    from zslib.analysis.explorers import cml_confusion
+    from zslib.methods.cml.explore import cml_confusion
 
     return cml_confusion
 

@@ -9,9 +9,11 @@
 * ``network.py`` -- :class:`~zslib.methods.deml.network.DeMLNet`, the I x J learners on one backbone;
 * ``method.py`` -- the registered method ``deml``;
 * ``analyses.py`` -- ``learner_attention``: the CAMs of a trained model, recorded beside its run;
-* ``reports.py`` -- the chapter's tables, figures and generated sentences;
 * ``recipes.py`` -- the protocol: the named configs, seeds, grids and choice rules every page reads;
+* ``explore.py`` -- the explorer of the object attention as the random walk runs longer;
 * ``paper.py`` -- ``PAPER``, the paper's record in :data:`zslib.engine.registry.PAPERS`.
+
+What the chapters show (tables, figures, generated sentences) is in :mod:`zslib.present.deml`.
 
 Chapter: ``book/deml.ipynb`` (derivation, main results), ``book/deml_experiments.ipynb`` (the paper's tables,
 the object attention scored, probes, more arms, Fig. 4 on photographs).

@@ -1,6 +1,6 @@
 """What the ``J`` learners of a trained DeML attend to (Chen and Deng, CVPR 2019, Sec. 3.2 and Fig. 5): the
 ``learner_attention`` analysis, recorded beside a run by :func:`zslib.analysis.records.analyze`; and the few
-steps the chapter's reports (:mod:`zslib.methods.deml.reports`) take on trained networks and analysis records:
+steps the chapter's pages (:mod:`zslib.present.deml`) take on trained networks and analysis records:
 loading a run's network for its embeddings or its maps, reading the recorded ``learner_attention`` records.
 """
 from __future__ import annotations
@@ -12,10 +12,10 @@ import torch.nn.functional as F
 from zslib.analysis.records import Analysis, register_analysis
 from zslib.methods.deml.network import DeMLNet
 
-__all__ = ["learner_attention", "learner_attention_parts", "unseen_embeddings", "backbone_maps",
+__all__ = ["learner_attention", "learner_attention_parts", "unseen_embeddings", "backbone_maps", "first_of_each_class",
            "learner_attention_records"]
 
-def _first_of_each_class(labels) -> np.ndarray:
+def first_of_each_class(labels) -> np.ndarray:
     """Positions of the first image (in the set's order) of every class, by class id."""
     labels = np.asarray(labels)
     return np.array([int(np.flatnonzero(labels == c)[0]) for c in np.unique(labels)])
@@ -111,7 +111,7 @@ def learner_attention(model, data: dict, config, *, split: str = "unseen", show:
     if isinstance(ds, tuple):
         raise NotImplementedError("learner_attention reads one set of images; In-Shop's query/gallery split is not supported")
     device = next(model.parameters()).device
-    first = _first_of_each_class(ds.labels)
+    first = first_of_each_class(ds.labels)
     x = torch.stack([ds[int(i)][0] for i in first]).to(device)
     with torch.random.fork_rng(devices=[]):
         set_seed(config.seed)

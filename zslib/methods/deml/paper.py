@@ -25,16 +25,15 @@ def _exercises() -> list:
 
 
 def _key_findings():
-    from zslib.methods.deml.reports import key_findings
+    from zslib.present.deml import key_findings
 
     return key_findings()
 
 
 def _explorer():
-    from zslib.analysis.explorers import deml_attention
+    from zslib.methods.deml.explore import deml_attention
 
     return deml_attention
-
 
 
 def _analyses():

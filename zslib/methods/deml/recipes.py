@@ -3,14 +3,17 @@ that the chapters, the comparison across methods, the deviations table and the f
 
 * :func:`real_configs`: the recorded real-profile rows, by name; :func:`real_arm_configs`: the two extra arms;
 * :func:`deml` and :func:`binomial_base`: DeML(1, J) and its baseline head on any base config;
-* :data:`LAMBDA0S` and :data:`VAL_SEEDS`: the adversary weights compared on validation classes.
+* :data:`LAMBDA0S` and :data:`VAL_SEEDS`: the adversary weights compared on validation classes;
+* :data:`QUICK_ARMS` and :func:`quick_grid`: the quick experiment (Tables 1, 2 and 4 in miniature);
+* :func:`full_config`: the paper's headline DeML(3, 3) on CUB for the full profile.
 """
 from __future__ import annotations
 
 from zslib.engine.config import Config
+from zslib.methods.deml.method import DEML_TRAINING
 
-__all__ = ["FLOOR", "BASE", "DEML4", "DEML8", "HINGE", "LAMBDA0S", "VAL_SEEDS", "VALIDATION", "binomial_base", "deml",
-           "real_configs", "real_arm_configs"]
+__all__ = ["FLOOR", "BASE", "DEML4", "DEML8", "HINGE", "LAMBDA0S", "VAL_SEEDS", "VALIDATION", "QUICK_ARMS",
+           "binomial_base", "deml", "real_configs", "real_arm_configs", "quick_grid", "full_config"]
 
 #: The names of the real-profile rows (:func:`real_configs`, :func:`real_arm_configs`).
 FLOOR, BASE, DEML4, DEML8, HINGE = "pretrained", "baseline", "DeML(1,4)", "DeML(1,8)", "DeML(1,4), hinge"
@@ -23,6 +26,14 @@ VAL_SEEDS = (0, 1, 2)
 
 #: ... with 30% of the seen classes held out (class-disjoint).
 VALIDATION = 0.3
+
+#: The quick experiment's arms: ``method_params`` of ``method="deml"`` (Tables 1, 2 and 4 in miniature).
+QUICK_ARMS = {
+    "U_d": {"cam": False, "lambda1": 0.0, "lambda2": 0.0},
+    "U_d + L_act": {"cam": False},
+    "DeML(1,4)": {"learners": 4},
+    "DeML(1,4) no L_adv": {"learners": 4, "adversary": "none"},
+}
 
 
 def binomial_base(base: Config) -> Config:
@@ -51,3 +62,20 @@ def real_arm_configs() -> dict[str, Config]:
     released code's hinge in place of the adversary (weight 0.2 per pair of learners)."""
     real = Config.from_profile("real")
     return {DEML8: deml(real, 8), HINGE: deml(real, 4, lambda0=0.2, adversary="hinge")}
+
+
+def quick_grid(profile) -> dict[str, Config]:
+    """``{arm: Config}`` of the quick experiment: the profile's network and steps with Eq. 5's loss
+    (``binomial_deml``), evaluated once at the end, ``method="deml"`` with :data:`QUICK_ARMS`; on the full
+    profile the paper's training settings (``DEML_TRAINING``, 504 dimensions so that nine learners get 56 each)."""
+    base = Config.from_profile(profile, eval_every=profile.iterations, loss="binomial_deml", method="deml")
+    if profile.name == "full":
+        base = Config.from_profile(profile, **{**DEML_TRAINING, "embedding_dim": 504}, method="deml")
+    return {name: base.replace(method_params=p) for name, p in QUICK_ARMS.items()}
+
+
+def full_config() -> Config:
+    """The paper's headline model for the full profile: DeML(3, 3) on CUB with its training settings
+    (``DEML_TRAINING``, Sec. 4; 504 dimensions so that the nine learners get 56 each; Table 3)."""
+    return Config.from_profile("full", **{**DEML_TRAINING, "embedding_dim": 504}, dataset="cub200",
+                               method="deml", method_params={"scales": 3, "learners": 3})

@@ -1,4 +1,4 @@
-"""The CML chapter's generated sentences (zslib.methods.cml.reports) say what the numbers say.
+"""The CML chapter's generated sentences (zslib.present.cml) say what the numbers say.
 
 The key findings are checked against a recomputation from the recorded JSON files themselves (plain means, a
 Student-t interval from scipy), the verdict sentences against small hand-made runs whose verdicts are known.
@@ -17,7 +17,10 @@ from scipy import stats
 
 from rule_oracle import expected_choice
 from zslib.engine.config import Config, config_hash
-from zslib.methods.cml import reports
+from zslib.methods.cml import recipes
+from zslib.present import cml as present
+from zslib.present.cml import sentences
+from zslib.present.cml.study import CmlStudy
 from zslib.methods.cml.method import cml_method
 
 REPO = Path(__file__).resolve().parents[1]
@@ -73,15 +76,15 @@ def test_the_key_findings_match_a_recomputation_from_the_recorded_files(monkeypa
             diff[loss, name] = 100 * np.mean(unseen)
     floor = _stored(real.replace(method="pretrained"), (0,))[0]["unseen"]["R@1"]
 
-    sentences = reports.key_findings().sentences
-    assert f"{diff['triplet', 'cml']:+.1f} [" in sentences[0] and "over 5 seeds paired" in sentences[0]
-    assert f"with N-pair ({diff['npair', 'cml']:+.1f} [" in sentences[1]
-    assert f"with the binomial deviance ({diff['binomial', 'cml']:+.1f} [" in sentences[1]
+    said = present.key_findings().sentences
+    assert f"{diff['triplet', 'cml']:+.1f} [" in said[0] and "over 5 seeds paired" in said[0]
+    assert f"with N-pair ({diff['npair', 'cml']:+.1f} [" in said[1]
+    assert f"with the binomial deviance ({diff['binomial', 'cml']:+.1f} [" in said[1]
     # every weight of the sweep was kept off by the rule (test_the_rule_keeps_...), so the rows are ablations
     assert (f"(ablations: the rule chose no weight for them), {counts['up']} had unseen Recall@1 above their baseline "
-            f"and {counts['down']} seen Recall@1 below it") in sentences[2]
-    assert "ablation" in sentences[0] and "clearly raised" not in sentences[0]
-    assert f"the untrained features' {100 * floor:.1f} %" in sentences[3]
+            f"and {counts['down']} seen Recall@1 below it") in said[2]
+    assert "ablation" in said[0] and "clearly raised" not in said[0]
+    assert f"the untrained features' {100 * floor:.1f} %" in said[3]
 
 
 def _runs(unseen, seen):
@@ -98,9 +101,11 @@ def test_the_quick_verdict_counts_the_claim_and_names_a_loss_that_did_not_fit():
             ("triplet", "cml-e"): _runs([0.20, 0.22, 0.18], [0.90, 0.92, 0.91]),  # no clear effect
             ("npair", "baseline"): _runs([0.02, 0.02, 0.02], [0.05, 0.04, 0.06]),  # never fitted the seen classes
             ("npair", "cml"): _runs([0.03, 0.02, 0.02], [0.05, 0.05, 0.06])}
-    verdict = pd.DataFrame({"unseen effect": ["up", "no clear effect", "no clear effect"],
-                            "seen effect": ["down", "no clear effect", "no clear effect"]})
-    text = reports.quick_verdict(verdict, runs).data
+    section = present.verdict_section(runs)
+    verdict = section.table
+    assert list(verdict["unseen effect"]) == ["up", "no clear effect", "no clear effect"]  # cml, cml-e, npair cml
+    assert list(verdict["seen effect"]) == ["down", "no clear effect", "no clear effect"]
+    text = section.markdown()
     assert "(seen Recall@1 below 10 %): npair." in text
     assert "Of the 2 CML variants of the losses that fit (triplet), 1 raised unseen Recall@1 clearly" in text
     assert "1 did both" in text and text.endswith("The paper's claim holds only in part here.")
@@ -108,17 +113,17 @@ def test_the_quick_verdict_counts_the_claim_and_names_a_loss_that_did_not_fit():
 
 def test_the_lemma_sentences_are_written_from_their_tables():
     frame = pd.DataFrame({"EC": [2.0, 1.0], "half_GED": [1.0, 1.5], "MMD2": [1.0, 0.5], "spreads": [1.0, 0.5]})
-    text = reports.lemma_bounds_text(frame).data
+    text = present.lemma_bounds_section(frame).markdown()
     assert "held in all but 1 pairs (Lemma 1)" in text and "EC ≥ MMD² in every pair (Lemma 2)" in text
     bounds = pd.DataFrame({"b": [8, 64], "bound": [0.4, 0.15], "outside": [0.0, 0.01], "quantile": [0.2, 0.05]})
-    text = reports.hoeffding_text(bounds, 0.1).data
+    text = present.hoeffding_section(bounds, 0.1).markdown()
     assert "stayed within the allowed δ/2 = 0.05" in text and "0.0100 at b = 64" in text
     assert "2.0 to 3.0 times the observed 95.0% quantile" in text
-    over = reports.hoeffding_text(bounds.assign(outside=[0.2, 0.0]), 0.1).data
+    over = sentences.hoeffding_text(bounds.assign(outside=[0.2, 0.0]), 0.1)
     assert "exceeded the allowed δ/2 = 0.05 at b = 8." in over
-    assert "No batch of any size fell outside" in reports.hoeffding_text(bounds.assign(outside=0.0), 0.1).data
+    assert "No batch of any size fell outside" in sentences.hoeffding_text(bounds.assign(outside=0.0), 0.1)
     with pytest.raises(KeyError):
-        reports.hoeffding_text(bounds.drop(columns="quantile"), 0.1)
+        sentences.hoeffding_text(bounds.drop(columns="quantile"), 0.1)
 
 
 def test_the_rule_keeps_the_loss_alone_unless_a_weight_is_clearly_above_it_on_validation():
@@ -128,19 +133,19 @@ def test_the_rule_keeps_the_loss_alone_unless_a_weight_is_clearly_above_it_on_va
     from zslib.engine.grid import run_grid
 
     val = Config.from_profile("real").replace(validation_fraction=0.3)
-    seeds = reports.validation_seeds()
-    sweep = run_grid(reports.real_sweep_grid(), seeds=seeds, stored_only=True)
-    choices = reports.rule_choices(sweep)
-    for loss in reports.REAL_LOSSES:
+    seeds = recipes.validation_seeds()
+    sweep = run_grid(recipes.real_sweep_grid(), seeds=seeds, stored_only=True)
+    choices = recipes.rule_choices(sweep)
+    for loss in recipes.REAL_LOSSES:
         off = _stored(_config(val, loss), seeds)
-        for term, weights in reports.REAL_WEIGHTS.items():
+        for term, weights in recipes.REAL_WEIGHTS.items():
             values = {0.0: np.array([off[s]["val"]["R@1"] for s in seeds])}
             for w in weights:
                 got = _stored(_config(val, loss, **{"lambda1": 0.0, "lambda2": 0.0, term: w}), seeds)
                 values[w] = np.array([got[s]["val"]["R@1"] for s in seeds])
             expected = expected_choice(values, 0.0)
             assert choices[loss, term].chosen == ("off" if expected == 0.0 else expected), (loss, term)
-    caption = reports.weights_caption(sweep, reports.choose_weights(sweep), 1.0, False)
+    caption = sentences.weights_caption(sweep, recipes.choose_weights(sweep), 1.0, False)
     if all(c.off_won for c in choices.values()):
         assert "no weight is chosen" in caption
 
@@ -150,7 +155,7 @@ def test_the_grid_note_counts_recorded_and_trained_runs_from_their_paths(tmp_pat
     many were trained by this execution, read from where each result file lies."""
     from types import SimpleNamespace
 
-    from zslib.methods.cml.reports import grid_note
+    from zslib.present.cml.sentences import grid_note
 
     def result(folder, params=None):
         pv = {"device": "cpu (x86_64, 2 cores)", "git_commit": "0123456789abcdef", "timestamp": "2026-11-26T01:50:00"}
@@ -165,3 +170,50 @@ def test_the_grid_note_counts_recorded_and_trained_runs_from_their_paths(tmp_pat
     assert note.endswith("triplet: `{'lambda1': 0.02}`.")
     trained = {k: [result("results") for _ in v] for k, v in runs.items()}
     assert "recorded" not in grid_note(trained, 3.0)
+
+
+def test_the_quick_grid_is_the_chapters_grid_of_losses_and_variants():
+    """The quick profile trains every variant of the triplet loss and the baseline and CML of the other two, each
+    the paper's loss with its CUB weights zeroed as the variant says; the real profile every variant of every loss."""
+    import zslib
+    from zslib.engine.profile import PROFILES
+
+    quick = recipes.quick_grid(PROFILES["quick"])
+    assert list(quick) == [("triplet", v) for v in recipes.VARIANTS] + [
+        ("npair", "baseline"), ("npair", "cml"), ("binomial", "baseline"), ("binomial", "cml")]
+    base = Config.from_profile("quick", eval_every=PROFILES["quick"].iterations)
+    for (loss, variant), config in quick.items():
+        assert config_hash(config) == config_hash(base.replace(**cml_method("cub200", loss, variant)))
+    assert quick["triplet", "cml-d"].method_params["lambda1"] == 0 < quick["triplet", "cml-d"].method_params["lambda2"]
+    assert len(recipes.quick_grid(PROFILES["real"])) == 12
+    assert zslib.get_profile().name == "quick"
+
+
+def test_the_study_reads_the_recorded_real_section_and_names_what_is_missing(tmp_path, monkeypatch):
+    """The real section's runs are the recorded test rows at the weights the rule takes from the recorded sweep; an
+    empty results folder leaves every section a note saying what is missing instead of failing."""
+    monkeypatch.setenv("ZS_RESULTS", str(REPO / "results"))
+    study = CmlStudy(train=False)
+    if study.runs() is None:
+        pytest.skip("the real-profile CML runs are not recorded in this checkout")
+    chosen = recipes.choose_weights(study.sweep())
+    assert set(study.runs()) == set(recipes.real_test_grid(chosen))
+    floor = _stored(recipes.floor_config(), (0,))[0]["unseen"]["R@1"]
+    table = present.real_section(study).table
+    assert table.loc[("-", "pretrained features, no training"), "unseen R@1 %"] == f"{100 * floor:.1f}"
+    assert not study.missing
+
+    monkeypatch.setenv("ZS_RESULTS", str(tmp_path))
+    empty = CmlStudy(train=False)
+    assert empty.sweep() is None and empty.runs() is None and empty.floor() is None
+    assert present.sweep_section(empty).caption.startswith("*the validation sweep: not shown, ")
+    assert present.real_section(empty).table is None and "the untrained features" in present.real_section(
+        empty).caption
+    assert present.what_we_found({}, empty).sentences[0].startswith("the validation sweep: not shown")
+
+
+def test_the_cml_folder_keeps_no_presentation_and_no_file_over_700_lines():
+    folder = REPO / "zslib" / "methods" / "cml"
+    assert not (folder / "reports.py").exists()
+    long = {p.name: n for p in folder.glob("*.py") if (n := len(p.read_text().splitlines())) > 700}
+    assert not long, long
