@@ -31,7 +31,8 @@ class Paper:
     ``recipes``: the module of its protocol (named configs, seeds, grids and choice rules). ``reported()``: the
     paper's own tables as data (``{table: dict}``, :mod:`zslib.reported`). ``deviations()``: the rows of its table of
     departures from the paper (:mod:`zslib.analysis.deviations`). ``explorer()``: its interactive explorer's function
-    (``zslib/methods/<paper>/explore.py``, built on :mod:`zslib.analysis.explorers`), or ``None``. ``analyses()``: imports the module of the analyses its chapters
+    (``zslib/methods/<paper>/explore.py``, built on :mod:`zslib.analysis.explorers`), or ``None``. ``analyses()``:
+    imports the module of the analyses its chapters
     record (:mod:`zslib.analysis.records`; they register themselves), or ``None``. ``exercises()``: the checked
     exercises of its chapters. ``key_findings()``: the "Key findings" box of its main chapter, generated from the
     recorded runs (its first sentence is the paper's line on the index page).
