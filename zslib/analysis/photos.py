@@ -4,9 +4,12 @@
   of the image resized to 256 px), in [0, 1] for display; :func:`photos_unavailable` says what to do when
   they are missing, and fails instead when the build declared the data present (``ZS_REQUIRE_DATA=1``).
 * :func:`unseen_embeddings` -- the embeddings of the unseen photographs under a recorded run. A recorded
-  run keeps metrics, not weights, so a run that trains is trained again in a scratch folder (a head-only
-  run of the real profile takes 5 to 10 s on one core) and must reproduce its recorded metrics
-  (:func:`zslib.analysis.reproduce.check_reproduced`) before its embedding is shown.
+  run keeps metrics; the runs a chapter draws also keep their trained weights (``results/recorded/weights/``,
+  :mod:`zslib.engine.weights`), which :func:`recorded_model` loads once they reproduce the run's recorded
+  retrieval metrics. A run without them is trained again in a scratch folder (a head-only run of the real
+  profile takes 5 to 10 s on one core) and must reproduce its recorded metrics before its embedding is shown.
+* :func:`has_kept_weights`, :func:`recorded_model` -- whether a recorded run kept its weights, and its model
+  from them (checked), so that a chapter can draw the method's own model beside the baseline.
 * :func:`retrieval_grid` -- six unseen queries and their five nearest neighbours under each model, framed
   green (same class) or red (another class), models side by side (OML's retrieval-result style).
 * :func:`overlay_maps` -- saliency or attention maps (Grad-CAM, DeML's OAM) drawn over the photograph.
@@ -26,7 +29,8 @@ import torch
 from zslib.analysis.viz import CORRECT, WRONG, _frame, embedding_scatter, to_display
 
 __all__ = ["REQUIRE_DATA_ENV", "PhotosRequiredError", "data_required", "photos_unavailable", "missing_photos_text",
-           "shown_path", "flower_photos", "query_rows", "unseen_embeddings", "nearest", "retrieval_grid",
+           "shown_path", "flower_photos", "query_rows", "has_kept_weights", "recorded_model", "unseen_embeddings",
+           "nearest", "retrieval_grid",
            "overlay_maps", "tsne_photos", "SOURCE_NOTE", "show", "retrieval_section"]
 
 REQUIRE_DATA_ENV = "ZS_REQUIRE_DATA"
@@ -124,11 +128,40 @@ def query_rows(labels, n: int = 6) -> np.ndarray:
     return np.array([int(np.flatnonzero(labels == c)[0]) for c in chosen])
 
 
-def unseen_embeddings(result, device="cpu", tolerance: float = 0.01, *, with_model: bool = False):
+def has_kept_weights(result) -> bool:
+    """Whether the recorded run ``result`` (a stored :class:`~zslib.engine.store.Result`) kept its trained weights
+    (``weights/<run file stem>.pt`` beside its file; :mod:`zslib.engine.weights`), so that :func:`recorded_model`
+    gives its model without training. A method that trains nothing needs none (its model is rebuilt)."""
+    from zslib.engine.weights import has_kept_weights as kept
+
+    return kept(result)
+
+
+def recorded_model(result, device="cpu", tolerance: float | None = None):
+    """The trained model of the recorded run ``result`` from its kept weights, in eval mode, after three checks:
+    the file's SHA-256 is the one ``results/recorded/SHA256SUMS`` lists, it holds this run's weights (config hash),
+    and the model rebuilt from the run's config with them (float16 cast back to float32) gives the run's recorded
+    retrieval metrics on every split it recorded within ``tolerance`` (default
+    :data:`zslib.engine.weights.TOLERANCE`, 0.5 points). A failed check raises
+    :class:`zslib.engine.weights.KeptWeightsError` (the figure is not drawn); a run without kept weights raises
+    ``FileNotFoundError`` (see :func:`has_kept_weights`). A chapter shows "the method's own model" with it::
+
+        if has_kept_weights(run):
+            results["the method"] = run   # retrieval_section then embeds it with recorded_model, no training
+    """
+    from zslib.engine.weights import TOLERANCE, kept_model
+
+    return kept_model(result, torch.device(device), TOLERANCE if tolerance is None else tolerance)
+
+
+def unseen_embeddings(result, device="cpu", tolerance: float = 0.01, *, with_model: bool = False,
+                      kept_tolerance: float | None = None):
     """``(embeddings, labels)`` of the unseen split under the model of ``result`` (a stored
     :class:`~zslib.engine.store.Result`); with ``with_model`` also the model, ``(embeddings, labels, model)``.
 
-    A method that trains nothing is rebuilt as the run built it; a run with a checkpoint is loaded; otherwise
+    A method that trains nothing is rebuilt as the run built it; a run with a checkpoint is loaded; a recorded
+    run with kept weights is loaded from them by :func:`recorded_model` (checked against its recorded retrieval
+    metrics within ``kept_tolerance``, default :data:`zslib.engine.weights.TOLERANCE`); otherwise
     the run is trained again in a scratch folder with the thread count of its provenance and must reproduce
     its stored retrieval metrics within ``tolerance`` (the clustering metrics, which one k-means start can
     move, are checked by :func:`zslib.analysis.reproduce.check_reproduced` in ``tests/test_recorded.py``; a
@@ -141,6 +174,8 @@ def unseen_embeddings(result, device="cpu", tolerance: float = 0.01, *, with_mod
     config, device = result.config, torch.device(device)
     if not get_method(config.method).trains or (result.checkpoint is not None and result.checkpoint.is_file()):
         model = load_model(result, device)
+    elif has_kept_weights(result):
+        model = recorded_model(result, device, kept_tolerance)
     else:
         threads = torch.get_num_threads()
         torch.set_num_threads(int(result.provenance.get("torch_threads", 1)))
