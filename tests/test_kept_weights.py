@@ -145,6 +145,10 @@ def test_weights_that_do_not_reproduce_the_record_are_refused(recorded, tmp_path
     write_manifest(tmp_path / "results")  # listed: only the metrics can refuse it
     with pytest.raises(KeptWeightsError, match="do not reproduce the record"):
         kept_model(copy)
+    from zslib.analysis.photos import unseen_embeddings
+
+    with pytest.raises(KeptWeightsError, match="do not reproduce the record"):  # no figure from them either
+        unseen_embeddings(copy)
 
 
 def test_weights_of_another_run_are_refused(recorded, tmp_path):

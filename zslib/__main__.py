@@ -249,6 +249,10 @@ def _parser(config_cls=None) -> argparse.ArgumentParser:
                         "parameters in float16 to recorded/weights/; zslib.engine.weights), then rewrite SHA256SUMS")
     r.add_argument("--scratch", help="with --weights: the folder to train in (a run finished there is reused; "
                                      "default: a temporary folder)")
+    r.add_argument("--tolerance", type=float,
+                   help="with --weights: the largest difference allowed on a recorded retrieval metric (a fraction; "
+                        "default 0.01 trained again, 0.005 from the float16 weights), e.g. 0.03 for a run scored on a "
+                        "small sample")
     r.add_argument("--results-dir", help="where results are (default: $ZS_RESULTS or results/)")
     r.add_argument("--dry-run", action="store_true", help="only list what would be copied")
     r.add_argument("--replace", action="store_true",
@@ -564,7 +568,7 @@ def _record(args) -> int:
         print(f"wrote {write_manifest(args.results_dir)}")
         return 0
     if args.weights:
-        return _record_weights(args.weights, args.scratch)
+        return _record_weights(args.weights, args.scratch, args.tolerance)
     if not args.profile:
         raise UsageError("record needs --profile (the profile whose runs are copied), or --manifest")
 
@@ -595,7 +599,7 @@ def _record(args) -> int:
     return 0
 
 
-def _record_weights(files, scratch) -> int:
+def _record_weights(files, scratch, tolerance) -> int:
     from pathlib import Path
 
     from zslib.engine.store import load_result, write_manifest
@@ -607,10 +611,12 @@ def _record_weights(files, scratch) -> int:
         raise UsageError(f"--weights keeps the weights of recorded runs (files in a recorded/ folder), not "
                          f"{outside[0]}")
     for path in paths:
-        made = record_weights(load_result(path), scratch=scratch)
-        worst = max(made["gaps"].items(), key=lambda kv: abs(kv[1]))
+        wide = {} if tolerance is None else {"tolerance": tolerance, "retrain_tolerance": tolerance}
+        made = record_weights(load_result(path), scratch=scratch, **wide)
+        worst, again = (max(made[k].items(), key=lambda kv: abs(kv[1])) for k in ("gaps", "retrain_gaps"))
         print(f"kept {made['path']} ({made['bytes'] / 2**20:.2f} MiB; trained again in {made['train_seconds']} s "
-              f"with {made['threads']} thread(s); largest float16 difference: {worst[0]} {worst[1]:+.4f})")
+              f"with {made['threads']} thread(s); largest difference from the record: trained again {again[0]} "
+              f"{again[1]:+.4f}, float16 weights {worst[0]} {worst[1]:+.4f})")
     for folder in sorted({p.parent.parent for p in paths}):
         print(f"wrote {write_manifest(folder)}")
     return 0

@@ -154,18 +154,19 @@ def recorded_model(result, device="cpu", tolerance: float | None = None):
     return kept_model(result, torch.device(device), TOLERANCE if tolerance is None else tolerance)
 
 
-def unseen_embeddings(result, device="cpu", tolerance: float = 0.01, *, with_model: bool = False,
-                      kept_tolerance: float | None = None):
+def unseen_embeddings(result, device="cpu", tolerance: float | None = None, *, with_model: bool = False):
     """``(embeddings, labels)`` of the unseen split under the model of ``result`` (a stored
     :class:`~zslib.engine.store.Result`); with ``with_model`` also the model, ``(embeddings, labels, model)``.
 
     A method that trains nothing is rebuilt as the run built it; a run with a checkpoint is loaded; a recorded
-    run with kept weights is loaded from them by :func:`recorded_model` (checked against its recorded retrieval
-    metrics within ``kept_tolerance``, default :data:`zslib.engine.weights.TOLERANCE`); otherwise
-    the run is trained again in a scratch folder with the thread count of its provenance and must reproduce
-    its stored retrieval metrics within ``tolerance`` (the clustering metrics, which one k-means start can
-    move, are checked by :func:`zslib.analysis.reproduce.check_reproduced` in ``tests/test_recorded.py``; a
-    figure needs only the neighbours)."""
+    run with kept weights is loaded from them by :func:`recorded_model` and must reproduce its recorded retrieval
+    metrics within ``tolerance`` (default :data:`zslib.engine.weights.TOLERANCE`, 0.5 points: float16 rounding);
+    otherwise the run is trained again in a scratch folder with the thread count of its provenance and must
+    reproduce them within ``tolerance`` (default :data:`zslib.engine.weights.RETRAIN_TOLERANCE`, 1 point). A run
+    whose metrics score a small sample (e.g. ZSML's 4 images per class) needs a wider ``tolerance``. The
+    clustering metrics, which one k-means start can move, are not compared (they are checked by
+    :func:`zslib.analysis.reproduce.check_reproduced` in ``tests/test_recorded.py``; a figure needs only the
+    neighbours)."""
     import tempfile
 
     from zslib.engine.runner import build_data, load_model, run
@@ -175,14 +176,16 @@ def unseen_embeddings(result, device="cpu", tolerance: float = 0.01, *, with_mod
     if not get_method(config.method).trains or (result.checkpoint is not None and result.checkpoint.is_file()):
         model = load_model(result, device)
     elif has_kept_weights(result):
-        model = recorded_model(result, device, kept_tolerance)
+        model = recorded_model(result, device, tolerance)
     else:
+        from zslib.engine.weights import RETRAIN_TOLERANCE
+
         threads = torch.get_num_threads()
         torch.set_num_threads(int(result.provenance.get("torch_threads", 1)))
         try:
             with tempfile.TemporaryDirectory(prefix="zslib-photos-") as scratch:
                 again = run(config, results_dir=scratch, force=True, progress=False, device=device)
-                _check_retrieval(result, again, tolerance)
+                _check_retrieval(result, again, RETRAIN_TOLERANCE if tolerance is None else tolerance)
                 model = load_model(again, device)
         finally:
             torch.set_num_threads(threads)
@@ -364,7 +367,8 @@ def retrieval_section(results: Mapping, *, scorers: Mapping | None = None, tsne_
     embedded by :func:`unseen_embeddings`), ranked by cosine similarity or, for a name in ``scorers``, by
     ``scorers[name](model)`` (a pair scorer), then, with ``tsne_of``, :func:`tsne_photos` of that model.
     ``note`` is added to the retrieval caption; ``tolerance`` (name -> float) widens the reproduction check of a
-    run whose recorded metrics are measured on a small sample (see :func:`unseen_embeddings`). Returns
+    run whose recorded metrics are measured on a small sample, of its kept weights or of its retrained model (see
+    :func:`unseen_embeddings`). A run with kept weights (:func:`has_kept_weights`) is not trained. Returns
     ``{name: (embeddings, labels)}``, or ``None`` after a note when the photographs are missing (an error under
     ``ZS_REQUIRE_DATA=1``)."""
     from IPython.display import display
@@ -380,7 +384,7 @@ def retrieval_section(results: Mapping, *, scorers: Mapping | None = None, tsne_
     scorers = scorers or {}
     embedded, neighbours, rows = {}, {}, None
     for name, result in results.items():
-        emb, labels, model = unseen_embeddings(result, with_model=True, tolerance=(tolerance or {}).get(name, 0.01))
+        emb, labels, model = unseen_embeddings(result, with_model=True, tolerance=(tolerance or {}).get(name))
         if not np.array_equal(labels, photos.labels):
             raise RuntimeError(f"the unseen split of {name!r} is not the photographs' test split (order or labels)")
         rows = query_rows(labels) if rows is None else rows
