@@ -218,6 +218,8 @@ def test_each_committed_weights_file_reproduces_its_record(path, monkeypatch):
 
     if CALLER_CACHE:
         monkeypatch.setenv("ZS_CACHE", CALLER_CACHE)
+    else:  # required without a named cache: the default one (the checkout's data/cache), built once and reused
+        monkeypatch.delenv("ZS_CACHE", raising=False)
     monkeypatch.setenv("ZS_DATA", CALLER_DATA or str(REPO.parent / "shared" / "data"))
     monkeypatch.setattr(zslib.engine.profile, "_active", None)
     result = load_result(path.parent.parent / f"{path.stem}.json")
