@@ -149,6 +149,11 @@ def test_weights_that_do_not_reproduce_the_record_are_refused(recorded, tmp_path
 
     with pytest.raises(KeptWeightsError, match="do not reproduce the record"):  # no figure from them either
         unseen_embeddings(copy)
+    save_weights(model, copy.config, path, tolerance=1.0)  # a file that states a wider tolerance ...
+    write_manifest(tmp_path / "results")
+    assert kept_model(copy) is not None  # ... is held to it
+    with pytest.raises(KeptWeightsError, match="do not reproduce the record"):
+        kept_model(copy, tolerance=TOLERANCE)  # unless the caller names another
 
 
 def test_weights_of_another_run_are_refused(recorded, tmp_path):

@@ -141,17 +141,17 @@ def recorded_model(result, device="cpu", tolerance: float | None = None):
     """The trained model of the recorded run ``result`` from its kept weights, in eval mode, after three checks:
     the file's SHA-256 is the one ``results/recorded/SHA256SUMS`` lists, it holds this run's weights (config hash),
     and the model rebuilt from the run's config with them (float16 cast back to float32) gives the run's recorded
-    retrieval metrics on every split it recorded within ``tolerance`` (default
-    :data:`zslib.engine.weights.TOLERANCE`, 0.5 points). A failed check raises
+    retrieval metrics on every split it recorded within ``tolerance`` (default: the one the file states,
+    :data:`zslib.engine.weights.TOLERANCE`, 0.5 points, unless it was recorded with a wider one). A failed check raises
     :class:`zslib.engine.weights.KeptWeightsError` (the figure is not drawn); a run without kept weights raises
     ``FileNotFoundError`` (see :func:`has_kept_weights`). A chapter shows "the method's own model" with it::
 
         if has_kept_weights(run):
             results["the method"] = run   # retrieval_section then embeds it with recorded_model, no training
     """
-    from zslib.engine.weights import TOLERANCE, kept_model
+    from zslib.engine.weights import kept_model
 
-    return kept_model(result, torch.device(device), TOLERANCE if tolerance is None else tolerance)
+    return kept_model(result, torch.device(device), tolerance)
 
 
 def unseen_embeddings(result, device="cpu", tolerance: float | None = None, *, with_model: bool = False):
@@ -160,7 +160,7 @@ def unseen_embeddings(result, device="cpu", tolerance: float | None = None, *, w
 
     A method that trains nothing is rebuilt as the run built it; a run with a checkpoint is loaded; a recorded
     run with kept weights is loaded from them by :func:`recorded_model` and must reproduce its recorded retrieval
-    metrics within ``tolerance`` (default :data:`zslib.engine.weights.TOLERANCE`, 0.5 points: float16 rounding);
+    metrics within ``tolerance`` (default: the file's, :data:`zslib.engine.weights.TOLERANCE`, 0.5 points, or wider);
     otherwise the run is trained again in a scratch folder with the thread count of its provenance and must
     reproduce them within ``tolerance`` (default :data:`zslib.engine.weights.RETRAIN_TOLERANCE`, 1 point). A run
     whose metrics score a small sample (e.g. ZSML's 4 images per class) needs a wider ``tolerance``. The
