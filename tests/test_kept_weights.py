@@ -87,7 +87,8 @@ def test_a_round_trip_gives_the_float16_rounded_parameters_bitwise(recorded, tmp
         assert got[k].dtype == v.dtype and torch.equal(got[k], expected), k
 
 
-def test_kept_weights_reproduce_the_record_and_load_model_uses_them(recorded):
+def test_kept_weights_reproduce_the_record_and_give_the_recorded_model(recorded):
+    from zslib.analysis.photos import recorded_model
     from zslib.engine.runner import load_model
 
     path = weights_path(recorded)
@@ -96,9 +97,11 @@ def test_kept_weights_reproduce_the_record_and_load_model_uses_them(recorded):
     assert manifest_differences(recorded.path.parent.parent) == []  # the manifest lists weights/<stem>.pt
     diffs = check_reproduces(recorded, kept_model(recorded))
     assert diffs and max(abs(d) for d in diffs.values()) <= TOLERANCE
-    model = load_model(recorded, "cpu")
+    model = recorded_model(recorded)
     tensors = read_weights(path, recorded.config)
     assert all(torch.equal(model.state_dict()[k], t.float()) for k, t in tensors.items())
+    with pytest.raises(FileNotFoundError, match="kept_model"):  # the checkpoint loader names the way
+        load_model(recorded, "cpu")
 
 
 def _copy(recorded, tmp_path):

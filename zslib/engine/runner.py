@@ -396,9 +396,7 @@ def _results(directory) -> Path:
 
 
 def load_model(result: Result, device=None) -> nn.Module:
-    """The trained network of a finished run, rebuilt from its config and checkpoint, in eval mode; a recorded run
-    without a checkpoint from its kept weights (:func:`zslib.engine.weights.kept_model`: listed in the manifest and
-    reproducing its recorded retrieval metrics, else an error)."""
+    """The trained network of a finished run, rebuilt from its config and checkpoint, in eval mode."""
     if not isinstance(result, Result):
         raise TypeError(f"load_model needs a zslib.engine.store.Result, got {type(result).__name__}")
     if device is None:
@@ -410,13 +408,10 @@ def load_model(result: Result, device=None) -> nn.Module:
         return build_model(result.config, method_cls).to(device).eval()
     ckpt = result.checkpoint
     if ckpt is None or not ckpt.is_file():
-        from zslib.engine.weights import has_kept_weights, kept_model
-
-        if has_kept_weights(result):  # a recorded run's trained parameters, checked against its record first
-            return kept_model(result, device)
         raise FileNotFoundError(
             f"the checkpoint of run {result.config.name!r} is missing ({ckpt}); results copied without "
-            "their checkpoints/ folder cannot give back the model -- run it again with force=True")
+            "their checkpoints/ folder cannot give back the model -- run it again with force=True, or, for a "
+            "recorded run with kept weights, use zslib.engine.weights.kept_model")
     state = load_checkpoint(ckpt, map_location="cpu")
     checkpoint_config(ckpt, state, result.config)  # never another run's weights under this run's name
     return _model_from_state(result.config, state, device)
