@@ -157,3 +157,25 @@ def test_an_installed_wheel_titles_the_chapters_as_the_checkout_does(installed):
     checkout = _last_json(subprocess.run([sys.executable, "-c", CHAPTERS], capture_output=True, text=True, cwd=REPO))
     assert checkout["cml"][0] == "Confusion-based metric learning (CML)" and len(checkout) == 21
     assert _last_json(_ask(installed, CHAPTERS)) == checkout
+
+
+KEPT = r"""
+import json
+from zslib.analysis.photos import has_kept_weights
+from zslib.engine.store import recorded_runs, recorded_dir
+from zslib.engine.weights import read_weights, weights_path
+kept = {}
+for run in recorded_runs():
+    if has_kept_weights(run):
+        tensors = read_weights(weights_path(run), run.config, listed_in=recorded_dir())  # checked by the manifest
+        kept[weights_path(run).name] = sum(t.numel() for t in tensors.values())
+print(json.dumps(kept))
+"""
+
+
+def test_an_installed_wheel_finds_and_checks_the_kept_weights(installed):
+    found = _last_json(_ask(installed, KEPT))
+    expected = sorted(p.name for p in (REPO / "results" / "recorded" / "weights").glob("*.pt"))
+    assert expected, "no kept weights under results/recorded/weights/"
+    assert sorted(found) == expected
+    assert all(n > 0 for n in found.values())

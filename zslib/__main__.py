@@ -243,6 +243,16 @@ def _parser(config_cls=None) -> argparse.ArgumentParser:
     r.add_argument("--manifest", action="store_true",
                    help="only rewrite recorded/SHA256SUMS from the files under recorded/ (after adding or changing "
                         "recorded files by other means)")
+    r.add_argument("--weights", nargs="+", metavar="RUN.json",
+                   help="instead: keep the trained weights of these recorded runs (train each again in a scratch "
+                        "folder with its provenance's thread count, require its recorded metrics, save the trained "
+                        "parameters in float16 to recorded/weights/; zslib.engine.weights), then rewrite SHA256SUMS")
+    r.add_argument("--scratch", help="with --weights: the folder to train in (a run finished there is reused; "
+                                     "default: a temporary folder)")
+    r.add_argument("--tolerance", type=float,
+                   help="with --weights: the largest difference allowed on a recorded retrieval metric (a fraction; "
+                        "default 0.01 trained again, 0.005 from the float16 weights), e.g. 0.03 for a run scored on a "
+                        "small sample")
     r.add_argument("--results-dir", help="where results are (default: $ZS_RESULTS or results/)")
     r.add_argument("--dry-run", action="store_true", help="only list what would be copied")
     r.add_argument("--replace", action="store_true",
@@ -557,6 +567,8 @@ def _record(args) -> int:
     if args.manifest:
         print(f"wrote {write_manifest(args.results_dir)}")
         return 0
+    if args.weights:
+        return _record_weights(args.weights, args.scratch, args.tolerance)
     if not args.profile:
         raise UsageError("record needs --profile (the profile whose runs are copied), or --manifest")
 
@@ -584,6 +596,29 @@ def _record(args) -> int:
             print(f"  {path}")
     if not args.dry_run:
         print(f"wrote {write_manifest(args.results_dir)}")
+    return 0
+
+
+def _record_weights(files, scratch, tolerance) -> int:
+    from pathlib import Path
+
+    from zslib.engine.store import load_result, write_manifest
+    from zslib.engine.weights import record_weights
+
+    paths = [Path(f) for f in files]
+    outside = [str(p) for p in paths if p.parent.name != "recorded"]
+    if outside:
+        raise UsageError(f"--weights keeps the weights of recorded runs (files in a recorded/ folder), not "
+                         f"{outside[0]}")
+    for path in paths:
+        wide = {} if tolerance is None else {"tolerance": tolerance, "retrain_tolerance": tolerance}
+        made = record_weights(load_result(path), scratch=scratch, **wide)
+        worst, again = (max(made[k].items(), key=lambda kv: abs(kv[1])) for k in ("gaps", "retrain_gaps"))
+        print(f"kept {made['path']} ({made['bytes'] / 2**20:.2f} MiB; trained again in {made['train_seconds']} s "
+              f"with {made['threads']} thread(s); largest difference from the record: trained again {again[0]} "
+              f"{again[1]:+.4f}, float16 weights {worst[0]} {worst[1]:+.4f})")
+    for folder in sorted({p.parent.parent for p in paths}):
+        print(f"wrote {write_manifest(folder)}")
     return 0
 
 

@@ -4,9 +4,12 @@
   of the image resized to 256 px), in [0, 1] for display; :func:`photos_unavailable` says what to do when
   they are missing, and fails instead when the build declared the data present (``ZS_REQUIRE_DATA=1``).
 * :func:`unseen_embeddings` -- the embeddings of the unseen photographs under a recorded run. A recorded
-  run keeps metrics, not weights, so a run that trains is trained again in a scratch folder (a head-only
-  run of the real profile takes 5 to 10 s on one core) and must reproduce its recorded metrics
-  (:func:`zslib.analysis.reproduce.check_reproduced`) before its embedding is shown.
+  run keeps metrics; the runs a chapter draws also keep their trained weights (``results/recorded/weights/``,
+  :mod:`zslib.engine.weights`), which :func:`recorded_model` loads once they reproduce the run's recorded
+  retrieval metrics. A run without them is trained again in a scratch folder (a head-only run of the real
+  profile takes 5 to 10 s on one core) and must reproduce its recorded metrics before its embedding is shown.
+* :func:`has_kept_weights`, :func:`recorded_model` -- whether a recorded run kept its weights, and its model
+  from them (checked), so that a chapter can draw the method's own model beside the baseline.
 * :func:`retrieval_grid` -- six unseen queries and their five nearest neighbours under each model, framed
   green (same class) or red (another class), models side by side (OML's retrieval-result style).
 * :func:`overlay_maps` -- saliency or attention maps (Grad-CAM, DeML's OAM) drawn over the photograph.
@@ -26,7 +29,8 @@ import torch
 from zslib.analysis.viz import CORRECT, WRONG, _frame, embedding_scatter, to_display
 
 __all__ = ["REQUIRE_DATA_ENV", "PhotosRequiredError", "data_required", "photos_unavailable", "missing_photos_text",
-           "shown_path", "flower_photos", "query_rows", "unseen_embeddings", "nearest", "retrieval_grid",
+           "shown_path", "flower_photos", "query_rows", "has_kept_weights", "recorded_model", "unseen_embeddings",
+           "nearest", "retrieval_grid",
            "overlay_maps", "tsne_photos", "SOURCE_NOTE", "show", "retrieval_section"]
 
 REQUIRE_DATA_ENV = "ZS_REQUIRE_DATA"
@@ -124,15 +128,45 @@ def query_rows(labels, n: int = 6) -> np.ndarray:
     return np.array([int(np.flatnonzero(labels == c)[0]) for c in chosen])
 
 
-def unseen_embeddings(result, device="cpu", tolerance: float = 0.01, *, with_model: bool = False):
+def has_kept_weights(result) -> bool:
+    """Whether the recorded run ``result`` (a stored :class:`~zslib.engine.store.Result`) kept its trained weights
+    (``weights/<run file stem>.pt`` beside its file; :mod:`zslib.engine.weights`), so that :func:`recorded_model`
+    gives its model without training. A method that trains nothing needs none (its model is rebuilt)."""
+    from zslib.engine.weights import has_kept_weights as kept
+
+    return kept(result)
+
+
+def recorded_model(result, device="cpu", tolerance: float | None = None):
+    """The trained model of the recorded run ``result`` from its kept weights, in eval mode, after three checks:
+    the file's SHA-256 is the one ``results/recorded/SHA256SUMS`` lists, it holds this run's weights (config hash),
+    and the model rebuilt from the run's config with them (float16 cast back to float32) gives the run's recorded
+    retrieval metrics on every split it recorded within ``tolerance`` (default: the one the file states,
+    :data:`zslib.engine.weights.TOLERANCE`, 0.5 points, unless it was recorded with a wider one). A failed check raises
+    :class:`zslib.engine.weights.KeptWeightsError` (the figure is not drawn); a run without kept weights raises
+    ``FileNotFoundError`` (see :func:`has_kept_weights`). A chapter shows "the method's own model" with it::
+
+        if has_kept_weights(run):
+            results["the method"] = run   # retrieval_section then embeds it with recorded_model, no training
+    """
+    from zslib.engine.weights import kept_model
+
+    return kept_model(result, torch.device(device), tolerance)
+
+
+def unseen_embeddings(result, device="cpu", tolerance: float | None = None, *, with_model: bool = False):
     """``(embeddings, labels)`` of the unseen split under the model of ``result`` (a stored
     :class:`~zslib.engine.store.Result`); with ``with_model`` also the model, ``(embeddings, labels, model)``.
 
-    A method that trains nothing is rebuilt as the run built it; a run with a checkpoint is loaded; otherwise
-    the run is trained again in a scratch folder with the thread count of its provenance and must reproduce
-    its stored retrieval metrics within ``tolerance`` (the clustering metrics, which one k-means start can
-    move, are checked by :func:`zslib.analysis.reproduce.check_reproduced` in ``tests/test_recorded.py``; a
-    figure needs only the neighbours)."""
+    A method that trains nothing is rebuilt as the run built it; a run with a checkpoint is loaded; a recorded
+    run with kept weights is loaded from them by :func:`recorded_model` and must reproduce its recorded retrieval
+    metrics within ``tolerance`` (default: the file's, :data:`zslib.engine.weights.TOLERANCE`, 0.5 points, or wider);
+    otherwise the run is trained again in a scratch folder with the thread count of its provenance and must
+    reproduce them within ``tolerance`` (default :data:`zslib.engine.weights.RETRAIN_TOLERANCE`, 1 point). A run
+    whose metrics score a small sample (e.g. ZSML's 4 images per class) needs a wider ``tolerance``. The
+    clustering metrics, which one k-means start can move, are not compared (they are checked by
+    :func:`zslib.analysis.reproduce.check_reproduced` in ``tests/test_recorded.py``; a figure needs only the
+    neighbours)."""
     import tempfile
 
     from zslib.engine.runner import build_data, load_model, run
@@ -141,13 +175,17 @@ def unseen_embeddings(result, device="cpu", tolerance: float = 0.01, *, with_mod
     config, device = result.config, torch.device(device)
     if not get_method(config.method).trains or (result.checkpoint is not None and result.checkpoint.is_file()):
         model = load_model(result, device)
+    elif has_kept_weights(result):
+        model = recorded_model(result, device, tolerance)
     else:
+        from zslib.engine.weights import RETRAIN_TOLERANCE
+
         threads = torch.get_num_threads()
         torch.set_num_threads(int(result.provenance.get("torch_threads", 1)))
         try:
             with tempfile.TemporaryDirectory(prefix="zslib-photos-") as scratch:
                 again = run(config, results_dir=scratch, force=True, progress=False, device=device)
-                _check_retrieval(result, again, tolerance)
+                _check_retrieval(result, again, RETRAIN_TOLERANCE if tolerance is None else tolerance)
                 model = load_model(again, device)
         finally:
             torch.set_num_threads(threads)
@@ -329,7 +367,8 @@ def retrieval_section(results: Mapping, *, scorers: Mapping | None = None, tsne_
     embedded by :func:`unseen_embeddings`), ranked by cosine similarity or, for a name in ``scorers``, by
     ``scorers[name](model)`` (a pair scorer), then, with ``tsne_of``, :func:`tsne_photos` of that model.
     ``note`` is added to the retrieval caption; ``tolerance`` (name -> float) widens the reproduction check of a
-    run whose recorded metrics are measured on a small sample (see :func:`unseen_embeddings`). Returns
+    run whose recorded metrics are measured on a small sample, of its kept weights or of its retrained model (see
+    :func:`unseen_embeddings`). A run with kept weights (:func:`has_kept_weights`) is not trained. Returns
     ``{name: (embeddings, labels)}``, or ``None`` after a note when the photographs are missing (an error under
     ``ZS_REQUIRE_DATA=1``)."""
     from IPython.display import display
@@ -345,7 +384,7 @@ def retrieval_section(results: Mapping, *, scorers: Mapping | None = None, tsne_
     scorers = scorers or {}
     embedded, neighbours, rows = {}, {}, None
     for name, result in results.items():
-        emb, labels, model = unseen_embeddings(result, with_model=True, tolerance=(tolerance or {}).get(name, 0.01))
+        emb, labels, model = unseen_embeddings(result, with_model=True, tolerance=(tolerance or {}).get(name))
         if not np.array_equal(labels, photos.labels):
             raise RuntimeError(f"the unseen split of {name!r} is not the photographs' test split (order or labels)")
         rows = query_rows(labels) if rows is None else rows

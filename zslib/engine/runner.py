@@ -332,7 +332,8 @@ def load_model(result: Result, device=None) -> nn.Module:
     if ckpt is None or not ckpt.is_file():
         raise FileNotFoundError(
             f"the checkpoint of run {result.config.name!r} is missing ({ckpt}); results copied without "
-            "their checkpoints/ folder cannot give back the model -- run it again with force=True")
+            "their checkpoints/ folder cannot give back the model -- run it again with force=True, or, for a "
+            "recorded run with kept weights, use zslib.engine.weights.kept_model")
     state = load_checkpoint(ckpt, map_location="cpu")
     checkpoint_config(ckpt, state, result.config)  # never another run's weights under this run's name
     return _model_from_state(result.config, state, device)

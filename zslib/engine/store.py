@@ -52,7 +52,7 @@ __all__ = ["Result", "ResultFileError", "check_key", "hash_in_name",
            "record_runs", "metric_changes", "recorded_runs", "provenance_summary", "utc_minute", "short_commit",
            "git_commit", "device_name", "cpu_model", "provenance",
            "json_default", "file_slug", "write_json", "recorded_dir", "installed_recorded_dir", "recorded_runs_table",
-           "DIGEST_KEY", "MANIFEST", "content_digest", "write_manifest", "manifest_differences"]
+           "DIGEST_KEY", "MANIFEST", "content_digest", "write_manifest", "manifest_differences", "check_listed"]
 
 
 class ResultFileError(ValueError):
@@ -374,6 +374,24 @@ def _check_manifest(path: Path, data: bytes) -> None:
                               "`python -m zslib record --manifest` and commit both")
 
 
+def check_listed(path: Path, data: bytes, folder: Path) -> None:
+    """A file under ``folder`` (the recorded runs, e.g. its kept weights in ``weights/``) that must be listed in the
+    folder's :data:`MANIFEST` with the SHA-256 of ``data`` (its bytes): else :class:`ResultFileError` in one line.
+    Stricter than the check of result files, which carry their own digest: an unlisted file is refused too."""
+    manifest = folder / MANIFEST
+    rel = Path(path).resolve().relative_to(folder.resolve()).as_posix()
+    if not manifest.is_file():
+        raise ResultFileError(f"{path} is not checked: {manifest} is missing; run `python -m zslib record --manifest`")
+    want = _manifest_entries(manifest).get(rel)
+    if want is None:
+        raise ResultFileError(f"{path} is not listed in {manifest}, so it cannot be checked; if it is meant to be "
+                              "there run `python -m zslib record --manifest` and commit both")
+    if want != hashlib.sha256(data).hexdigest():
+        raise ResultFileError(f"{path} differs from the SHA-256 that {manifest} lists for it (it was changed after it "
+                              "was recorded); restore it from version control, or if the change is meant run "
+                              "`python -m zslib record --manifest` and commit both")
+
+
 def _manifest_lines(folder: Path) -> list[str]:
     lines = []
     for f in sorted(p for p in folder.rglob("*") if p.is_file()):
@@ -386,7 +404,7 @@ def _manifest_lines(folder: Path) -> list[str]:
 
 def write_manifest(directory: str | os.PathLike | None = None) -> Path:
     """Write the :data:`MANIFEST` of the recorded runs (``<results>/recorded/``): every file under it (analysis
-    records and campaign files included) with its SHA-256, sorted by path. Returns its path."""
+    records, kept weights and campaign files included) with its SHA-256, sorted by path. Returns its path."""
     folder = results_dir(directory) / "recorded"
     text = "".join(line + "\n" for line in _manifest_lines(folder))
     from zslib.engine.train.checkpoint import atomic_write
