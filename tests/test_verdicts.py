@@ -409,3 +409,31 @@ def test_the_campaign_sentences_say_clearly_only_of_rows_the_rules_chose(tuning_
     broken = campaign_sentences(_campaign(False, False, "collapsed: 2 of 3 seeds"))
     assert "unstable, collapsed: 2 of 3 seeds" in broken[broken.index("CML:"):]
     assert "clearly" not in broken[broken.index("CML:"):].split("Chose.")[1]
+
+
+def test_the_seeds_sentence_says_why_a_choice_has_its_seeds_and_whether_the_aim_was_met():
+    from zslib.analysis.verdict import POWER_AIM, seeds_words
+
+    met = seeds_words(10, 3, 18.0, 0.004)
+    assert met.startswith("10 validation seeds, raised from 3") and "about 18 s" in met and "is met" in met
+    short = seeds_words(10, 3, 30.0, 2 * POWER_AIM)
+    assert "short of the 0.5-point aim" in short and "cap of 10" in short and "about 1.0 points" in short
+    dear = seeds_words(3, 3, 240.0, 0.009)
+    assert dear == ("3 validation seeds (a validation run trains in about 4 min, so no more were trained); it detects "
+                    "differences of about 0.9 points")
+    assert "although" in seeds_words(3, 3, 27.0, 0.024)  # cheap runs left at the default are said to be cheap
+
+
+def test_every_recorded_choice_states_its_seeds_and_the_cheap_ones_have_more(comparisons):
+    from zslib.analysis.verdict import CHEAP_RUN_SECONDS
+
+    note = cmp.seeds_note(list(comparisons.values()))
+    for regime, comp in comparisons.items():
+        for r in comp.rows:
+            if r.choice is None or not r.val_runs:
+                continue
+            assert f"**{r.method}, {regime}**: {r.val_seeds} validation seeds" in note
+            seconds = np.median([getattr(x, "run", x).provenance["train_seconds"] for runs in r.val_runs.values()
+                                 for x in runs])
+            if regime.startswith("real") and seconds < CHEAP_RUN_SECONDS:  # a recorded choice of cheap runs
+                assert r.val_seeds > cmp.VAL_SEEDS, (r.method, regime, seconds)

@@ -48,7 +48,7 @@ __all__ = ["PROTOCOL_FIELDS", "VAL_FRACTION", "Entry", "ENTRIES", "Row", "Compar
            "validation_grid", "compare", "check_protocol", "comparison_table", "forest_plot", "findings",
            "REGIMES", "METRICS", "protocol_frame", "metric_agreement", "choice_sentences", "context_sentence",
            "mean_r1", "mean_metric", "adaptation_sentences", "method_table", "Claim", "adapted_order_sentence",
-           "backbone_caption", "power_note", "rule_status"]
+           "backbone_caption", "power_note", "seeds_note", "rule_status"]
 
 #: The config fields that must be equal for every row of one regime.
 PROTOCOL_FIELDS = ("profile", "dataset", "backbone", "pretrained", "embedding_dim", "image_size", "batch_classes",
@@ -204,13 +204,13 @@ ENTRIES: tuple[Entry, ...] = (
           claims=lambda label: ("no like-for-like row (the paper's one seen-to-unseen retrieval row puts ZSML on a "
                                 "Lifted embedding, Table 6; here it learns a relation on the frozen features)"),
           parts=lambda label: f"learned relation, {label.replace(' ', ' = ')}", off_metrics_prefix="input ",
-          quick=("alpha 0.5",), adapted=("alpha 0.5",)),
+          quick=("alpha 0.5",), adapted=("alpha 0.5",), val_seeds={"real frozen": 10, "real adapted": 10}),
     Entry("JRD", "chu2020jrd", "am_softmax", "JRS weight alpha (Gaussian mixture kernel)",
           lambda b, v: _jrd(b, 0.0 if v is None else v),
           {f"alpha {v:g}": v for v in jrd_recipes.COMPARISON_ALPHAS},
           claims=lambda label: "no like-for-like row (the paper's tables give no row of the same loss without JRD)",
           parts=lambda label: f"joint representation diversification, {label.replace(' ', ' = ')}",
-          quick=("alpha 1",), adapted=("alpha 0.001", "alpha 1"), val_seeds={"real frozen": 10}),
+          quick=("alpha 1",), adapted=("alpha 0.001", "alpha 1"), val_seeds={"real frozen": 10, "real adapted": 10}),
 )
 
 
@@ -561,7 +561,28 @@ def power_note(comparisons: Sequence[Comparison]) -> str:
                 continue
             out.append(f"- **{r.method}, {comp.regime}**: "
                        + power_words(r.val_diff, r.val_detectable, r.val_seeds, r.val_margin_of) + ".")
-    return "\n".join(out) if out else "Every method's setting was chosen over off."
+    text = "\n".join(out) if out else "Every method's setting was chosen over off."
+    seeds = seeds_note(comparisons)
+    return f"{text}\n\n{seeds}" if seeds else text
+
+
+def seeds_note(comparisons: Sequence[Comparison]) -> str:
+    """Markdown: how many validation seeds each choice had and why (:func:`zslib.analysis.verdict.seeds_words`):
+    raised where its runs train in under a minute, kept at :data:`VAL_SEEDS` where they cost more."""
+    from zslib.analysis.verdict import seeds_words
+
+    out = []
+    for comp in comparisons:
+        for r in comp.rows:
+            if r.choice is None or not r.val_runs:
+                continue
+            seconds = [getattr(run, "run", run).provenance.get("train_seconds") for runs in r.val_runs.values()
+                       for run in runs]
+            seconds = [float(x) for x in seconds if x]
+            median = float(np.median(seconds)) if seconds else float("nan")
+            out.append(f"- **{r.method}, {comp.regime}**: "
+                       + seeds_words(r.val_seeds, VAL_SEEDS, median, r.val_detectable) + ".")
+    return ("**How many validation seeds.**\n\n" + "\n".join(out)) if out else ""
 
 
 def method_table(method: str, regimes: Sequence[str] = ("real frozen", "real adapted"), *, train: bool = False):

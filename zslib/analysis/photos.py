@@ -31,7 +31,7 @@ from zslib.analysis.viz import CORRECT, WRONG, _frame, embedding_scatter, to_dis
 __all__ = ["REQUIRE_DATA_ENV", "PhotosRequiredError", "data_required", "photos_unavailable", "missing_photos_text",
            "shown_path", "flower_photos", "query_rows", "has_kept_weights", "recorded_model", "unseen_embeddings",
            "nearest", "retrieval_grid",
-           "overlay_maps", "tsne_photos", "SOURCE_NOTE", "show", "retrieval_section"]
+           "overlay_maps", "tsne_photos", "SOURCE_NOTE", "retrieval_section"]
 
 REQUIRE_DATA_ENV = "ZS_REQUIRE_DATA"
 
@@ -350,37 +350,24 @@ def tsne_photos(embeddings, labels, photos, *, n_classes: int = 12, thumbnails: 
     return fig, caption
 
 
-def show(fig, caption: str) -> None:
-    """Display a figure and its Markdown caption below it (in a notebook), then close the figure."""
-    import matplotlib.pyplot as plt
-    from IPython.display import Markdown, display
-
-    display(fig)
-    plt.close(fig)
-    display(Markdown(caption))
-
-
-def retrieval_section(results: Mapping, *, scorers: Mapping | None = None, tsne_of: str | None = None,
-                      note: str = "", tolerance: Mapping | None = None) -> dict | None:
-    """The photo figures of a chapter in one call: :func:`retrieval_grid` of the recorded runs ``results``
-    (name -> :class:`~zslib.engine.store.Result`, e.g. the untrained features, the baseline, the method; each
-    embedded by :func:`unseen_embeddings`), ranked by cosine similarity or, for a name in ``scorers``, by
-    ``scorers[name](model)`` (a pair scorer), then, with ``tsne_of``, :func:`tsne_photos` of that model.
-    ``note`` is added to the retrieval caption; ``tolerance`` (name -> float) widens the reproduction check of a
-    run whose recorded metrics are measured on a small sample, of its kept weights or of its retrained model (see
-    :func:`unseen_embeddings`). A run with kept weights (:func:`has_kept_weights`) is not trained. Returns
-    ``{name: (embeddings, labels)}``, or ``None`` after a note when the photographs are missing (an error under
-    ``ZS_REQUIRE_DATA=1``)."""
-    from IPython.display import display
-
+def retrieval_section(results: Mapping, *, scorers: Mapping | None = None, tsne_of: str | Sequence[str] | None = None,
+                      note: str = "", tolerance: Mapping | None = None):
+    """The photo figures of a chapter in one call, as :class:`~zslib.present.base.Sections` to display:
+    :func:`retrieval_grid` of the recorded runs ``results`` (name -> :class:`~zslib.engine.store.Result`, e.g. the
+    untrained features, the baseline, the method; each embedded by :func:`unseen_embeddings`, from its kept weights
+    when it has them), ranked by cosine similarity or, for a name in ``scorers``, by ``scorers[name](model)`` (a pair
+    scorer), then :func:`tsne_photos` of the model (or each of the models) named by ``tsne_of``. ``note`` is added to
+    the retrieval caption; ``tolerance`` (name -> float) widens the reproduction check of a run whose recorded
+    metrics are measured on a small sample (see :func:`unseen_embeddings`). Without the photographs a section with
+    the note of :func:`photos_unavailable` (an error under ``ZS_REQUIRE_DATA=1``)."""
     from zslib.engine.data import DataError
+    from zslib.present.base import Section, Sections
 
     first = next(iter(results.values()))
     try:
         photos = flower_photos(first.config)
     except (DataError, OSError) as err:
-        display(photos_unavailable("The retrieval figure", err))
-        return None
+        return Sections([Section(notes=[photos_unavailable("The retrieval figure", err).data])])
     scorers = scorers or {}
     embedded, neighbours, rows = {}, {}, None
     for name, result in results.items():
@@ -391,8 +378,8 @@ def retrieval_section(results: Mapping, *, scorers: Mapping | None = None, tsne_
         embedded[name] = (emb, labels)
         neighbours[name] = nearest(emb, rows, scorer=scorers[name](model) if name in scorers else None)
     fig, caption = retrieval_grid(photos, photos.labels, rows, neighbours)
-    show(fig, caption + (" " + note if note else "") + " " + SOURCE_NOTE)
-    if tsne_of is not None:
-        fig, caption = tsne_photos(*embedded[tsne_of], photos, title=f"unseen classes, {tsne_of}")
-        show(fig, caption)
-    return embedded
+    out = [Section(figure=fig, notes=[caption + (" " + note if note else "") + " " + SOURCE_NOTE])]
+    for name in ([tsne_of] if isinstance(tsne_of, str) else list(tsne_of or ())):
+        fig, caption = tsne_photos(*embedded[name], photos, title=f"unseen classes, {name}")
+        out.append(Section(figure=fig, notes=[caption.replace("**What to see.**", f"**What to see ({name}).**", 1)]))
+    return Sections(out)

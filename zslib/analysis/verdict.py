@@ -27,7 +27,14 @@ from collections.abc import Sequence
 import numpy as np
 
 __all__ = ["detectable", "change_words", "power_words", "row_label", "row_status", "row_sentence", "pts",
-           "regime_sentences", "adaptation_sentence", "status_note", "headline", "verb_words", "paired_phrase"]
+           "regime_sentences", "adaptation_sentence", "status_note", "headline", "verb_words", "paired_phrase",
+           "seeds_words", "CHEAP_RUN_SECONDS", "POWER_AIM"]
+
+#: A validation run that trains in less than this many seconds is cheap: its choice gets more seeds, up to the entry's
+#: cap, so that the rule can detect a difference of about :data:`POWER_AIM`.
+CHEAP_RUN_SECONDS = 60.0
+#: The difference (a fraction: half a point of Recall@1) the cheap choices' validation seeds aim to detect.
+POWER_AIM = 0.005
 
 
 def detectable(differences: Sequence[float], confidence: float = 0.95) -> float:
@@ -98,6 +105,24 @@ def paired_phrase(diff, verdict: str, chosen: bool, against: str, unstable: str 
         return f"{head} (unstable, {unstable}: not read as an effect)"
     words = change_words(verdict, chosen)
     return f"{head} ({words} it)"
+
+
+def seeds_words(seeds: int, default: int, seconds: float, margin: float, scale: float = 100.0) -> str:
+    """Why a choice has ``seeds`` validation seeds (``default`` unless it was raised) and what that buys: ``seconds``
+    the median training time of its validation runs, ``margin`` its :func:`detectable` difference. Runs under
+    :data:`CHEAP_RUN_SECONDS` get more seeds, aiming at :data:`POWER_AIM`; the sentence says whether the aim was met or
+    the seed cap stopped short of it, and for dearer runs that their cost kept the default."""
+    cost = (f"a validation run trains in about {seconds:.0f} s" if seconds < 120 else
+            f"a validation run trains in about {seconds / 60:.0f} min") if seconds == seconds else "no training time recorded"
+    size = f"{margin * scale:.2f}" if margin * scale < 0.1 else f"{margin * scale:.1f}"
+    power = "no measurable power" if margin != margin else f"it detects differences of about {size} points"
+    if seeds > default:
+        aim = (f"the aim of {POWER_AIM * scale:.1f} points is met" if margin == margin and margin <= POWER_AIM else
+               f"short of the {POWER_AIM * scale:.1f}-point aim: the seeds stop at the cap of {seeds}")
+        return f"{seeds} validation seeds, raised from {default} because {cost}; {power} ({aim})"
+    if seconds == seconds and seconds < CHEAP_RUN_SECONDS:
+        return f"{seeds} validation seeds although {cost}; {power}"
+    return f"{seeds} validation seeds ({cost}, so no more were trained); {power}"
 
 
 def row_label(row) -> str:

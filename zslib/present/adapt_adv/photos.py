@@ -8,8 +8,8 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from zslib.analysis.photos import (SOURCE_NOTE, flower_photos, nearest, overlay_maps, photos_unavailable,
-                                   query_rows, retrieval_grid, tsne_photos, unseen_embeddings)
+from zslib.analysis.photos import (flower_photos, has_kept_weights, overlay_maps, photos_unavailable,
+                                   retrieval_section)
 from zslib.engine.config import Config
 from zslib.engine.data import DataError
 from zslib.methods.adapt_adv.recipes import BASE, FLOOR, METHOD
@@ -22,35 +22,28 @@ __all__ = ["photo_sections", "gradcam_photos_section", "real_gradcam_section"]
 
 def photo_sections(study: AdaptAdvStudy) -> Section | Sections:
     """The retrieval grid and t-SNE on Flowers-102 photographs for the chapter's real section: the untrained
-    pretrained features against the triplet base head, seed 0 of each, trained again from their recorded configs
-    (:func:`zslib.analysis.photos.unseen_embeddings`), the retrieval grid then the base's t-SNE. The Adapt-Adv runs
-    are not retrained for the picture: each took minutes of training when recorded (their provenance); their
+    pretrained features, the triplet base head and the full Adapt-Adv model (GDFL attention and the class adversary),
+    seed 0 of each, drawn by :func:`zslib.analysis.photos.retrieval_section`. The base is trained again from its
+    recorded config or loaded from its kept weights; Adapt-Adv is loaded from its kept weights (float16, checked to
+    reproduce the run's recorded retrieval metrics before it is drawn), since training it again took minutes. Its
     Grad-CAM maps are drawn over the photographs on the experiments page (:func:`gradcam_photos_section`)."""
     runs = study.runs
     if not runs or FLOOR not in runs or BASE not in runs:
         return Section(notes=["*The real-profile runs are not recorded in this copy, so there is no retrieval "
                               "figure.*"])
-    seconds = [r.provenance.get("train_seconds") or 0 for r in runs.get(METHOD, [])]
-    note = ("Adapt-Adv is not in the picture: recorded runs keep no weights, and training one again took "
-            f"{min(seconds) / 60:.0f} to {max(seconds) / 60:.0f} minutes per run when it was recorded." if seconds
-            else "")
     results = {"untrained features": runs[FLOOR][0], "triplet base": runs[BASE][0]}
-    try:
-        photos = flower_photos(runs[FLOOR][0].config)
-    except (DataError, OSError) as err:
-        return Section(notes=[photos_unavailable("The retrieval figure", err).data])
-    embedded, neighbours, rows = {}, {}, None
-    for name, result in results.items():
-        emb, labels = unseen_embeddings(result)
-        if not np.array_equal(labels, photos.labels):
-            raise RuntimeError(f"the unseen split of {name!r} is not the photographs' test split (order or labels)")
-        rows = query_rows(labels) if rows is None else rows
-        embedded[name] = (emb, labels)
-        neighbours[name] = nearest(emb, rows)
-    grid, grid_caption = retrieval_grid(photos, photos.labels, rows, neighbours)
-    tsne, tsne_caption = tsne_photos(*embedded["triplet base"], photos, title="unseen classes, triplet base")
-    return Sections([Section(figure=grid, notes=[grid_caption + (" " + note if note else "") + " " + SOURCE_NOTE]),
-                     Section(figure=tsne, notes=[tsne_caption])])
+    method = runs.get(METHOD, [None])[0]
+    if method is not None and has_kept_weights(method):
+        results["Adapt-Adv"] = method
+        note = ("The Adapt-Adv row is the full method (GDFL attention with the class adversary), loaded from its "
+                "kept weights.")
+    else:
+        seconds = [r.provenance.get("train_seconds") or 0 for r in runs.get(METHOD, [])]
+        note = ("Adapt-Adv is not in the picture: this copy keeps no weights of its run, and training one again took "
+                f"{min(seconds) / 60:.0f} to {max(seconds) / 60:.0f} minutes per run when it was recorded."
+                if seconds else "")
+    return retrieval_section(results, tsne_of=[name for name in ("triplet base", "Adapt-Adv") if name in results],
+                             note=note)
 
 
 def gradcam_photos_section(records: Mapping, config: Config) -> Section:
