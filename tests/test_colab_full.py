@@ -56,9 +56,7 @@ def _mirror(tmp_path: Path) -> tuple[Path, Path]:
 
 def test_full_profile_run_all_needs_no_manual_step(tmp_path, monkeypatch):
     cell = _chapter_cell()  # the chapter still builds its full-profile runs the way this test does
-    assert 'base = Config.from_profile(profile, **cml_preset(profile.dataset, "binomial"))' in cell
-    assert "grid_keys = [(l, v) for l in LOSSES for v in VARIANTS]" in cell
-    assert "base.replace(**cml_method(\"cub200\", loss, variant), **changes)" in cell
+    assert "grid = recipes.quick_grid(profile)" in cell and "runs = run_grid(grid)" in cell
 
     mirror, weights = _mirror(tmp_path)
     known = zm.KNOWN_WEIGHTS["googlenet"]
@@ -76,14 +74,15 @@ def test_full_profile_run_all_needs_no_manual_step(tmp_path, monkeypatch):
     monkeypatch.setattr("zslib.engine.profile._active", None)
 
     # the chapter's full-profile branch (book/cml.ipynb), then its first configuration at a CPU's size
-    from zslib.experiment import Config, run_grid
-    from zslib.methods.cml.method import cml_method, cml_preset
+    from zslib.experiment import run_grid
+    from zslib.methods.cml import recipes
 
     profile = zslib.get_profile()
     assert profile.name == "full" and profile.image_cache
-    base = Config.from_profile(profile, **cml_preset(profile.dataset, "binomial"))
-    key = ("triplet", "baseline")  # grid_keys[0]
-    config = base.replace(**cml_method("cub200", *key), **SMALL)
+    grid = recipes.quick_grid(profile)  # the chapter's grid on the full profile: the paper's settings (Sec. IV-A)
+    key = ("triplet", "baseline")
+    assert next(iter(grid)) == key
+    config = grid[key].replace(**SMALL)
     runs = run_grid({key: config})
 
     (result,) = runs[key]
