@@ -144,6 +144,7 @@ def test_transfer_evaluates_the_other_dataset_as_the_run_evaluates_its_own(tmp_p
     """Pointed at a 'dataset' whose unseen images are the run's own, the transfer analysis must give the run's own
     unseen metrics exactly: the same evaluator (pairs or embeddings) with the same seed."""
     import zslib.engine.runner
+    from zslib.methods.zsml import analyses as zsml_analyses
 
     c = Config.from_profile("quick", method=method, method_params=params, **TINY)
     result = run(c, results_dir=tmp_path, progress=False, device="cpu")
@@ -157,6 +158,7 @@ def test_transfer_evaluates_the_other_dataset_as_the_run_evaluates_its_own(tmp_p
         return build(config.replace(dataset="synthparts"))
 
     monkeypatch.setattr(zslib.engine.runner, "build_data", same_images)
+    monkeypatch.setattr(zsml_analyses, "build_data", same_images)  # the analysis imports it at module level
     record = analyze(c, "to_flowers102", results_dir=tmp_path, device="cpu")
     assert "flowers102" in asked and record.params == {"dataset": "flowers102", "split": "unseen"}
     shared = set(result.metrics["unseen"]) & set(record.values)  # the target dataset decides the standard row
