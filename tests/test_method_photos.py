@@ -67,3 +67,18 @@ def test_zsml_draws_zsml_from_its_kept_weights(monkeypatch):
     assert real.photo_figures(flowers) == "drawn"
     _check(asked, "ZSML", "baseline head", flowers.zsml[0])
     assert asked["tolerance"] == {"ZSML": 0.03}  # its metrics score a 4-per-class sample: the file states 3 points
+
+
+def test_jrd_draws_jrd_from_its_kept_weights(monkeypatch):
+    from zslib.methods.jrd.recipes import JRD
+    from zslib.present.jrd import photos
+    from zslib.present.jrd.study import JRDStudy
+
+    study = JRDStudy(train=False)
+    if study.floor is None or not study.main:
+        pytest.skip("the JRD real-profile runs are not recorded in this copy")
+    asked = _asked(monkeypatch, photos)
+    assert photos.photo_section(study) == "drawn"
+    run = study.main[JRD][0]
+    assert run.config.method_params["alpha"] == 1.0  # the paper's alpha
+    _check(asked, "JRD", "AM-Softmax", run)
