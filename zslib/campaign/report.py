@@ -10,7 +10,22 @@ provenance (:func:`zslib.campaign.records.hardware`).
 """
 from __future__ import annotations
 
+import json
+import re
+from collections import Counter
 from pathlib import Path
+
+from zslib.analysis.compare import ENTRIES, regime_config
+from zslib.analysis.verdict import paired_phrase
+from zslib.campaign.plan import METHODS, RECIPES, TUNING_LOSS, length_candidates, tuning_configs
+from zslib.campaign.records import hardware
+from zslib.campaign.run import Campaign, campaign_configs, comparison_rows, load_manifest, tuning_to_use
+from zslib.engine.choice import choose
+from zslib.engine.models import build_label
+from zslib.engine.models.adapted import entry_stage
+from zslib.engine.stability import stability_label
+from zslib.engine.stats import format_interval, interval, paired
+from zslib.engine.store import load_result, recorded_dir
 
 __all__ = ["recorded_campaign", "campaign_frame", "campaign_sentences", "campaign_recipe_note", "regime_differences",
            "session_data_line", "recorded_cpu_proof", "cpu_proof_frame", "cpu_proof_sentences", "ASPECTS",
@@ -22,9 +37,6 @@ _NAMES = {"cml": "CML", "deml": "DeML", "adapt_adv": "Adapt-Adv", "zsml": "ZSML"
 def recorded_campaign(dataset: str = "flowers102", directory=None):
     """The recorded campaign on ``dataset`` as a :class:`zslib.campaign.run.Campaign` (every run loaded and checked,
     choices and rows recomputed from the runs), or ``None`` when none is recorded."""
-    from zslib.campaign.run import Campaign, comparison_rows, load_manifest
-    from zslib.engine.choice import choose
-    from zslib.engine.store import load_result, recorded_dir
 
     folder = recorded_dir(directory)
     path = folder / "campaign" / f"{dataset}.json"
@@ -44,8 +56,6 @@ def recorded_campaign(dataset: str = "flowers102", directory=None):
     camp.validation = {m: {k: runs(names) for k, names in c.items()} for m, c in manifest["validation"].items()}
     camp.choices = {m: choose(c, off="off", metric="R@1", split="val") for m, c in camp.validation.items()}
     if manifest.get("tuning"):  # campaigns with a tuning stage (the fine-tuning recipe chosen on validation classes)
-        from zslib.campaign.plan import length_candidates
-        from zslib.campaign.run import tuning_to_use
 
         camp.tuning = {k: runs(names) for k, names in manifest["tuning"].items()}
         camp.tuning_choice = choose(length_candidates(camp.tuning), off="off", metric="R@1", split="val")
@@ -66,8 +76,6 @@ def campaign_frame(camp):
     intervals over the test seeds), the seeds and the hardware the runs name."""
     import pandas as pd
 
-    from zslib.engine.models import build_label
-    from zslib.engine.stats import format_interval
 
     def diff(d):
         return "-" if d is None else f"{format_interval(d['diff'], signed=True)} ({d['verdict']})"
@@ -83,7 +91,6 @@ def campaign_frame(camp):
 
 
 def _points(triple, signed: bool = True) -> str:
-    from zslib.engine.stats import format_interval
 
     return format_interval(triple, signed=signed)
 
@@ -93,8 +100,6 @@ def campaign_sentences(camp) -> str:
     :mod:`zslib.analysis.verdict`: "clearly" only for a row the rules chose (the fine-tuning recipe on validation
     classes, then the method's setting), "an ablation" for a row they did not, "unstable" for a row with broken
     seeds."""
-    from zslib.analysis.verdict import paired_phrase
-    from zslib.campaign.plan import METHODS
 
     if camp is None:
         return ("No fine-tuned campaign is recorded: `python -m zslib finetune` on a GPU trains one, and "
@@ -157,7 +162,6 @@ ASPECTS = ("network", "images", "augmentation", "BatchNorm", "batch", "steps", "
 
 def _variants(values) -> str:
     """One value, or the most frequent with the others as candidates: ``"a (candidates: b, c)"``."""
-    from collections import Counter
 
     counts = Counter(values)
     ordered = [v for v, _ in counts.most_common()]
@@ -169,8 +173,6 @@ def _variants(values) -> str:
 def _describe(configs, losses: dict[str, str]) -> dict:
     """The aspects of :data:`ASPECTS` for one regime, from its configs (a value that varies between them is given
     with its variants) and ``losses`` ``{method: loss}``."""
-    from zslib.engine.models import build_label
-    from zslib.engine.models.adapted import entry_stage
 
     cs = list(configs)
     c0 = cs[0]
@@ -218,7 +220,6 @@ def session_data_line(camp) -> str | None:
     path = None if camp is None else camp.paths.get("session")
     if path is None:
         return None
-    import re
 
     text = " ".join(Path(path).read_text().split())
     match = re.search(r"\*\*data\*\*:(.*?)(?= - \*\*|$)", text)
@@ -237,9 +238,6 @@ def regime_differences(camp=None, cpu=None):
     left out."""
     import pandas as pd
 
-    from zslib.analysis.compare import ENTRIES, regime_config
-    from zslib.campaign.plan import RECIPES, TUNING_LOSS, tuning_configs
-    from zslib.campaign.run import campaign_configs
 
     keys = {v: k for k, v in _NAMES.items()}
     book = {keys.get(e.name, e.name): e.loss for e in ENTRIES}
@@ -271,7 +269,6 @@ def regime_differences(camp=None, cpu=None):
 
 
 def _hardware(result) -> str:
-    from zslib.campaign.records import hardware
 
     return hardware(result)
 
@@ -287,12 +284,7 @@ def recorded_cpu_proof(directory=None) -> dict | None:
 
     Returns ``{"validation": {label: [Result]}, "choice": Choice, "test": {label: [Result]}, "setting": label,
     "ablation": bool, "tiny": Result, "hardware": [...], "build": str, "size": dict}``."""
-    import json
 
-    from zslib.campaign.records import hardware
-    from zslib.engine.choice import choose
-    from zslib.engine.models import build_label
-    from zslib.engine.store import load_result, recorded_dir
 
     folder = recorded_dir(directory)
     path = folder / "campaign" / f"{CPU_MANIFEST}.json"
@@ -319,7 +311,6 @@ def cpu_proof_frame(proof):
     setting, unseen Recall@1 (95% intervals over the test seeds) and the paired changes against the first two."""
     import pandas as pd
 
-    from zslib.engine.stats import format_interval, interval, paired
 
     if proof is None:
         return pd.DataFrame()
@@ -344,9 +335,6 @@ def cpu_proof_frame(proof):
 def cpu_proof_sentences(proof) -> str:
     """What the CPU proof found, in sentences generated from its recorded runs, in the words of
     :mod:`zslib.analysis.verdict` ("clearly" only when the rule chose to fine-tune)."""
-    from zslib.analysis.verdict import paired_phrase
-    from zslib.engine.stability import stability_label
-    from zslib.engine.stats import format_interval, interval, paired
 
     if proof is None:
         return ("No fine-tuned runs on the CPU are recorded: `python scripts/cpu_finetune.py` trains them and "
@@ -379,7 +367,6 @@ def cpu_proof_sentences(proof) -> str:
 def campaign_recipe_note(camp) -> str:
     """What the recorded campaign's runs stand on, read from their configs and session file: the network's build,
     BatchNorm, the images, each method's loss. (A table beside it never mixes its runs with another build's.)"""
-    from zslib.engine.models import build_label
 
     if camp is None:
         return ""
@@ -405,7 +392,6 @@ def build_floors(proof):
     and evaluation; one run each): one row per build."""
     import pandas as pd
 
-    from zslib.engine.models import build_label
 
     if proof is None or not proof.get("builds"):
         return pd.DataFrame()
@@ -420,7 +406,6 @@ def build_floors(proof):
 
 def build_floor_sentence(proof) -> str:
     """The two builds' untrained floors compared in one sentence, from the recorded CPU proof."""
-    from zslib.engine.models import build_label
 
     if proof is None or len(proof.get("builds", {})) < 2:
         return ("The two builds' untrained floors are not recorded yet: `python scripts/cpu_finetune.py` evaluates "
