@@ -32,17 +32,22 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from zslib.analysis.verdict import adaptation_sentence, change_words, detectable, power_words, row_sentence, seeds_words
 from zslib.engine.choice import OFF, Choice, choose
 from zslib.engine.choice import Prefixed as _Prefixed
-from zslib.engine.config import Config
+from zslib.engine.config import Config, config_hash
 from zslib.engine.grid import MissingRunsError, choose_on_validation, run_grid
 from zslib.engine.profile import ADAPTED_REAL, PROFILES
+from zslib.engine.runner import build_method, build_model
+from zslib.engine.stability import stability_label
 from zslib.engine.stats import Interval, format_interval, interval, paired, summarize, verdict
 from zslib.methods.adapt_adv import recipes as adapt_recipes
+from zslib.methods.cml.method import cml_method
 from zslib.methods.deml import recipes as deml_recipes
 from zslib.methods.jrd import recipes as jrd_recipes
-from zslib.methods.zsml import recipes as zsml_recipes
 from zslib.methods.zsml.method import EVERY_UNSEEN_IMAGE
+from zslib.methods.zsml import recipes as zsml_recipes
+from zslib.reported import context_frame, reported_value
 
 __all__ = ["PROTOCOL_FIELDS", "VAL_FRACTION", "Entry", "ENTRIES", "Row", "Comparison", "regime_config",
            "validation_grid", "compare", "check_protocol", "comparison_table", "forest_plot", "findings",
@@ -79,7 +84,6 @@ def regime_config(regime: str) -> Config:
 
 
 def _cml(base: Config, lambda1: float = 0.0, lambda2: float = 0.0) -> Config:
-    from zslib.methods.cml.method import cml_method
 
     config = base.replace(**cml_method("cub200", "triplet", "baseline"))
     if lambda1 == 0 and lambda2 == 0:
@@ -116,7 +120,6 @@ class Claim:
     dataset: str
 
     def gain(self) -> float:
-        from zslib.reported import reported_value
 
         (tm, rm, cm), (tb, rb, cb) = self.method, self.base
         return float(reported_value(tm, rm, cm, self.paper)) - float(reported_value(tb, rb, cb, self.paper))
@@ -304,7 +307,6 @@ def _power(row: Row, val: dict) -> None:
     validation margin from the leader's paired differences from "off" (when "off" led, from the best other
     candidate's; a candidate identical to "off" on every seed is passed over), the test margin from the paired R@1
     differences from the baseline."""
-    from zslib.analysis.verdict import detectable
 
     others = sorted((k for k in val if k != OFF), key=lambda k: -row.choice.means[k].mean)
     pairs = [paired(val[OFF], val[k], "R@1", "val") for k in others]
@@ -407,7 +409,6 @@ def compare(regime: str, *, train: bool = False, entries: Sequence[Entry] = ENTR
         row.vs_baseline = _differences(row.baseline, row.runs)
         if floor is not None:  # the untrained network's own run, for every method (ZSML's inputs are its baseline)
             row.vs_floor = _vs_floor(row.runs, floor)
-        from zslib.engine.stability import stability_label
 
         row.stability, row.base_stability = stability_label(row.runs), stability_label(row.baseline)
         row.identical = bool(row.vs_baseline) and all(
@@ -421,7 +422,6 @@ def _extra_parameters(config: Config, baseline: Config) -> int | None:
     """Parameters the method adds to its baseline's network (its modules and its own trained parameters)."""
     import torch
 
-    from zslib.engine.runner import build_method, build_model
 
     def count(c):
         torch.manual_seed(0)
@@ -552,7 +552,6 @@ def backbone_caption(comparisons: Sequence[Comparison]) -> str:
 def power_note(comparisons: Sequence[Comparison]) -> str:
     """Markdown: what "off kept" means at the power of the rule's seeds, regime by regime, from the rows' validation
     margins (:func:`zslib.analysis.verdict.detectable`)."""
-    from zslib.analysis.verdict import power_words
 
     out = []
     for comp in comparisons:
@@ -569,7 +568,6 @@ def power_note(comparisons: Sequence[Comparison]) -> str:
 def seeds_note(comparisons: Sequence[Comparison]) -> str:
     """Markdown: how many validation seeds each choice had and why (:func:`zslib.analysis.verdict.seeds_words`):
     raised where its runs train in under a minute, kept at :data:`VAL_SEEDS` where they cost more."""
-    from zslib.analysis.verdict import seeds_words
 
     out = []
     for comp in comparisons:
@@ -635,7 +633,6 @@ def findings(comparisons: Sequence[Comparison]) -> str:
     """"Which method, when": Markdown, a bullet per regime and method, each sentence written by
     :func:`zslib.analysis.verdict.row_sentence` ("clearly" only for a setting the rule chose; "ablation",
     "unstable", "identical" and the power of the choice where they hold)."""
-    from zslib.analysis.verdict import row_sentence
 
     out = []
     for comp in comparisons:
@@ -725,7 +722,6 @@ def adaptation_sentences(comparisons: Sequence[Comparison], frozen: str = "real 
         out.append(f"- The untrained network scores {100 * f_floor.metric('R@1'):.1f}% in both regimes' evaluation "
                    f"({100 * a_floor.metric('R@1'):.1f}% read through the adapted code path, whose stages start "
                    "from the same ImageNet weights).")
-    from zslib.analysis.verdict import adaptation_sentence
 
     rows_f = {r.method: r for r in by[frozen].rows}
     for r in by[adapted].rows:
@@ -780,7 +776,6 @@ def adapted_order_sentence(comparison: Comparison) -> str:
 def _said(d: Interval, chosen: bool = True) -> str:
     """A paired difference in words and points: "clearly above (+1.2 [+0.4, +2.0])" for a chosen setting, "above
     (...)" for an ablation (:func:`zslib.analysis.verdict.change_words`)."""
-    from zslib.analysis.verdict import change_words
 
     return f"{change_words(verdict(d), chosen).removesuffix(' from')} ({_pts(d)})"
 
@@ -788,7 +783,6 @@ def _said(d: Interval, chosen: bool = True) -> str:
 def context_sentence() -> str:
     """One Markdown sentence from :func:`zslib.reported.context_frame`: where training on the seen classes still
     beats the best frozen features, and by how much (reported numbers, not runs of this book)."""
-    from zslib.reported import context_frame
 
     gap = context_frame().loc["trained minus best frozen (points)"].drop("kind").astype(float)
     pays = [f"{d} ({g:+.1f})" for d, g in gap.sort_values(ascending=False).items() if g > 5]
@@ -817,7 +811,6 @@ def rule_status(method: str, config, regime: str = "real frozen") -> str:
     (:func:`compare` from the stored runs): ``"chosen"`` when it is the setting the rule
     chose, ``"ablation"`` when the rule kept the method off (any setting of it trained anyway is an ablation),
     ``"not chosen"`` when the rule chose another setting (or its runs are not recorded)."""
-    from zslib.engine.config import config_hash
 
     entries = [e for e in ENTRIES if e.name == method]
     if not entries:
