@@ -8,6 +8,7 @@ import csv
 import json
 import os
 import subprocess
+import time
 import sys
 import tempfile
 from pathlib import Path
@@ -249,7 +250,11 @@ def test_the_reaper_finds_a_process_that_left_its_session_and_environment():
         spare = frozenset(reaper.descendants())
         subprocess.run(["sh", "-c", "setsid env -i sleep 123.4 </dev/null >/dev/null 2>&1 &"], check=True)
         orphans = reaper.descendants(spare=spare)
-        assert len(orphans) == 1 and "sleep" in Path(f"/proc/{orphans[0]}/cmdline").read_text()
+        assert len(orphans) == 1
+        deadline = time.monotonic() + 30  # on a busy machine the orphan may still be between fork and exec
+        while "sleep" not in Path(f"/proc/{orphans[0]}/cmdline").read_text() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert "sleep" in Path(f"/proc/{orphans[0]}/cmdline").read_text()
         assert reaper.sweep(spare) == [] and not _alive(orphans[0])
     finally:
         reaper.adopt_orphans(False)
