@@ -41,21 +41,6 @@ def test_deml_draws_deml_itself(monkeypatch):
     assert "kept weights" in asked["note"] and "not in the picture" not in asked["note"]
 
 
-def test_adapt_adv_draws_the_full_method(monkeypatch):
-    from zslib.methods.adapt_adv.recipes import METHOD
-    from zslib.present.adapt_adv import photos
-    from zslib.present.adapt_adv.study import AdaptAdvStudy
-
-    study = AdaptAdvStudy(train=False)
-    if not study.runs or METHOD not in study.runs:
-        pytest.skip("the Adapt-Adv real-profile runs are not recorded in this copy")
-    asked = _asked(monkeypatch, photos)
-    assert photos.photo_sections(study) == "drawn"
-    run = study.runs[METHOD][0]
-    assert run.config.method_params["use_adversary"] and run.config.method_params["use_gdfl"]  # the full method
-    _check(asked, "Adapt-Adv", "triplet base", run)
-
-
 def test_zsml_draws_zsml_from_its_kept_weights(monkeypatch):
     from zslib.present.zsml import real
     from zslib.present.zsml.study import ZSMLStudy
