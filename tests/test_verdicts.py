@@ -424,10 +424,16 @@ def test_the_seeds_sentence_says_why_a_choice_has_its_seeds_and_whether_the_aim_
     assert "although" in seeds_words(3, 3, 27.0, 0.024)  # cheap runs left at the default are said to be cheap
 
 
-def test_every_recorded_choice_states_its_seeds(comparisons):
+def test_every_recorded_choice_states_its_seeds_and_the_cheap_ones_have_more(comparisons):
+    from zslib.analysis.verdict import CHEAP_RUN_SECONDS
+
     note = cmp.seeds_note(list(comparisons.values()))
     for regime, comp in comparisons.items():
         for r in comp.rows:
             if r.choice is None or not r.val_runs:
                 continue
             assert f"**{r.method}, {regime}**: {r.val_seeds} validation seeds" in note
+            seconds = np.median([getattr(x, "run", x).provenance["train_seconds"] for runs in r.val_runs.values()
+                                 for x in runs])
+            if regime.startswith("real") and seconds < CHEAP_RUN_SECONDS:  # a recorded choice of cheap runs
+                assert r.val_seeds > cmp.VAL_SEEDS, (r.method, regime, seconds)
