@@ -209,7 +209,7 @@ def shared(backbone: str, n: int, argv: list[str]) -> dict:
             "peak mem": max(r["peak mem"] for r in rows)}
 
 
-def main(argv=None) -> int:
+def _main(argv) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--backbones", nargs="+", default=list(BACKBONES), choices=BACKBONES)
     p.add_argument("--data", choices=["flowers", "fake-cub", "memory"], default="flowers")
@@ -310,6 +310,15 @@ def _without(argv: list[str], options: tuple[str, ...]) -> list[str]:
         if not skip:
             out.append(a)
     return out
+
+
+def main(argv=None) -> int:
+    """Run the script; ``ZS_DATA`` and ``ZS_CACHE``, which it may point at its own folders, are put back after it,
+    so a caller in the same process (a test, a notebook) goes on reading its own data."""
+    from zslib.engine.data.root import environment_kept
+
+    with environment_kept("ZS_DATA", "ZS_CACHE"):
+        return _main(argv)
 
 
 if __name__ == "__main__":

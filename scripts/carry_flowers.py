@@ -154,7 +154,7 @@ def tree_mib(repo: Path, carried=()) -> dict:
     return {k: round(v, 2) for k, v in row.items()}
 
 
-def main(argv=None) -> int:
+def _main(argv) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--src", default=None, help="the Flowers-102 folder to re-encode (default $ZS_DATA/flowers102)")
     p.add_argument("--out", default=None, help="folder that receives flowers102/")
@@ -194,6 +194,15 @@ def _copy(args) -> None:
         row["difference"] = round(row["floor_reencoded"] - row["floor_source"], 3)
         (out / f"floor-q{quality}.json").write_text(json.dumps(row, indent=1) + "\n")
         print(json.dumps(row), flush=True)
+
+
+def main(argv=None) -> int:
+    """Run the script; ``ZS_DATA`` and ``ZS_CACHE``, which it may point at its own folders, are put back after it,
+    so a caller in the same process (a test, a notebook) goes on reading its own data."""
+    from zslib.engine.data.root import environment_kept
+
+    with environment_kept("ZS_DATA", "ZS_CACHE"):
+        return _main(argv)
 
 
 if __name__ == "__main__":

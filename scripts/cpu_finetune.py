@@ -84,7 +84,7 @@ def build_floor(backbone: str, size: dict = CPU_SIZE):
     return test_config(untrained.replace(backbone=backbone), 0, f"untrained {backbone}")
 
 
-def main(argv=None) -> int:
+def _main(argv) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--results-dir", default="results", help="where the runs go (default results/)")
     p.add_argument("--candidates", default=",".join(CPU_CANDIDATES), help="tuning candidates besides off, untrained")
@@ -161,6 +161,15 @@ def main(argv=None) -> int:
     path = write_json(directory / "campaign" / f"{MANIFEST}.json", manifest)
     print(f"wrote {path}", flush=True)
     return 0
+
+
+def main(argv=None) -> int:
+    """Run the script; ``ZS_DATA`` and ``ZS_CACHE``, which it may point at its own folders, are put back after it,
+    so a caller in the same process (a test, a notebook) goes on reading its own data."""
+    from zslib.engine.data.root import environment_kept
+
+    with environment_kept("ZS_DATA", "ZS_CACHE"):
+        return _main(argv)
 
 
 if __name__ == "__main__":

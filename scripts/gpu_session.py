@@ -406,7 +406,7 @@ def _pack(results: Path, out: Path) -> None:
                 tar.add(path, arcname=str(path.relative_to(results)))
 
 
-def main(argv=None) -> int:
+def _main(argv) -> int:
     if argv is None and len(sys.argv) > 1 and sys.argv[1] == "worker":
         _, _, queue, results, device, deadline = sys.argv
         return worker(Path(queue), Path(results), device, float(deadline))
@@ -475,6 +475,15 @@ def main(argv=None) -> int:
         _bench(out, Path(args.data_root).resolve(), left, args.smoke, args.device)
     print(f"session done in {time.time() - started:.0f} s", flush=True)
     return 0
+
+
+def main(argv=None) -> int:
+    """Run the script; ``ZS_DATA`` and ``ZS_CACHE``, which it may point at its own folders, are put back after it,
+    so a caller in the same process (a test, a notebook) goes on reading its own data."""
+    from zslib.engine.data.root import environment_kept
+
+    with environment_kept("ZS_DATA", "ZS_CACHE"):
+        return _main(argv)
 
 
 if __name__ == "__main__":

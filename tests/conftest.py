@@ -17,7 +17,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 #: The caller's environment as pytest found it: the book build gets it back, with the caller's cache folder (the
 #: real profile's feature cache takes minutes to build; .ci/run builds it once before the tests) and without what a
-#: test changed and did not restore (the in-process `finetune --smoke` points ZS_DATA at a fabricated Flowers tree).
+#: test changed (a test that leaves ZS_DATA or the cache folder changed fails: `_environment_put_back`).
 _CALLER_ENV = dict(os.environ)
 
 
@@ -26,8 +26,30 @@ def _session_cache(tmp_path_factory):
     return tmp_path_factory.mktemp("zslib-cache")
 
 
+#: Variables that say where zslib reads its data and keeps its caches: a test that changes one must put it back
+#: (monkeypatch.setenv does), or every later test of the session reads another dataset folder.
+_WHERE = ("ZS_DATA", "ZS_CACHE", "ZS_RESULTS", "ZS_PROFILE")
+
+
 @pytest.fixture(autouse=True)
-def _quick_profile(monkeypatch, _session_cache):
+def _environment_put_back():
+    """Fails the test that leaves ``ZS_DATA`` (or another of ``_WHERE``) changed after its own teardown, and puts
+    the value back, so the leak is named where it happens instead of breaking a later test that reads real data."""
+    before = {name: os.environ.get(name) for name in _WHERE}
+    yield
+    changed = {name: os.environ.get(name) for name in _WHERE if os.environ.get(name) != before[name]}
+    for name in changed:
+        if before[name] is None:
+            os.environ.pop(name)
+        else:
+            os.environ[name] = before[name]
+    if changed:
+        pytest.fail(f"the test left {', '.join(f'{k}={v!r}' for k, v in changed.items())} in the environment "
+                    f"(was {', '.join(f'{k}={before[k]!r}' for k in changed)}): use monkeypatch.setenv, or put it back")
+
+
+@pytest.fixture(autouse=True)
+def _quick_profile(_environment_put_back, monkeypatch, _session_cache):
     """Every test starts on the quick profile, whatever the caller's environment says, with weight
     downloads off, and caches arrays (zslib.engine.cache) in a folder of the test session, not in the checkout."""
     import zslib.engine.profile

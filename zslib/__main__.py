@@ -24,10 +24,8 @@ from __future__ import annotations
 
 import argparse
 import ast
-import contextlib
 import dataclasses
 import json
-import os
 import sys
 import time
 import typing
@@ -406,30 +404,13 @@ def _finetune(args) -> int:
 
         data_root = str(fabricate_flowers(results_dir(args.results_dir) / "smoke-campaign" / "data"))
     device = None if args.smoke else _check_device(args.device)
-    with _data_root(data_root):  # only for this campaign: the caller's process keeps its own ZS_DATA
+    from zslib.engine.data.root import using_data_root  # after the checks above: they answer before torch loads
+
+    with using_data_root(data_root):  # only for this campaign: the caller's process keeps its own ZS_DATA
         run_campaign(args.dataset, smoke=args.smoke, methods=methods, results_dir=args.results_dir, device=device,
                      validation_seeds=vseeds, test_seeds=tseeds, progress=_progress(args.progress),
                      out=lambda line: print(line, flush=True))
     return 0
-
-
-@contextlib.contextmanager
-def _data_root(root):
-    """``ZS_DATA`` set to ``root`` (``None``: left as it is) while the block runs, and put back after it, also when
-    the block fails: ``main`` is called in-process by tests and notebooks, whose later work must not read another
-    dataset folder."""
-    if root is None:
-        yield
-        return
-    before = os.environ.get("ZS_DATA")
-    os.environ["ZS_DATA"] = root
-    try:
-        yield
-    finally:
-        if before is None:
-            os.environ.pop("ZS_DATA", None)
-        else:
-            os.environ["ZS_DATA"] = before
 
 
 def _print_metrics(title, metrics):
