@@ -62,20 +62,41 @@ def test_provenance_summary_says_none_where_the_file_is_silent(tmp_path):
     assert all(row[k] is None for k in ("device", "commit", "date", "wall seconds", "zslib", "torch"))
 
 
+def _shown(obj):
+    """What a reader sees of ``obj``, as text: Markdown as its source, a section's text and its table in full."""
+    import IPython.display
+
+    from zslib.analysis.tables import SearchableTable
+
+    if isinstance(obj, IPython.display.Markdown):
+        return obj.data
+    if hasattr(obj, "markdown"):  # a Section
+        table = getattr(obj, "table", None)
+        table = table.frame if isinstance(table, SearchableTable) else table
+        return obj.markdown() + ("" if table is None else "\n" + table.to_string())
+    return obj
+
+
 def _run_page(monkeypatch, results: Path, capsys) -> str:
-    """Run the page's code cells in this process, with ``results`` as the results folder; return what
-    they print (``display`` prints a DataFrame outside a notebook)."""
+    """Run the page's code cells in this process, with ``results`` as the results folder, showing the value of a
+    cell's last expression as a notebook does; return what a reader would see, as text."""
+    import ast
+
     import IPython.display
 
     monkeypatch.setenv("ZS_RESULTS", str(results))
-    # what a reader would see, as text: Markdown as its source, tables in full
-    shown = lambda obj, *a, **k: print(obj.data if isinstance(obj, IPython.display.Markdown) else obj)  # noqa: E731
-    monkeypatch.setattr(IPython.display, "display", shown)
-    monkeypatch.setattr("zslib.analysis.tables.searchable", lambda frame, caption=None, **k: print(frame.to_string()))
+    monkeypatch.setattr(IPython.display, "display", lambda obj, *a, **k: print(_shown(obj)))
     namespace: dict = {}
     for cell in nbformat.read(PAGE, as_version=4).cells:
-        if cell.cell_type == "code":
-            exec(compile(cell.source, f"{PAGE.name}", "exec"), namespace)
+        if cell.cell_type != "code":
+            continue
+        tree = ast.parse(cell.source)
+        last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
+        exec(compile(tree, PAGE.name, "exec"), namespace)
+        if last is not None:
+            value = eval(compile(ast.Expression(last.value), PAGE.name, "eval"), namespace)
+            if value is not None:
+                print(_shown(value))
     return capsys.readouterr().out
 
 
@@ -91,8 +112,8 @@ def test_the_page_lists_every_recorded_run_with_its_provenance_and_metrics(tmp_p
     with pd.option_context("display.width", 1000, "display.max_columns", 100):
         out = _run_page(monkeypatch, tmp_path, capsys)
     assert "**2 runs** are recorded" in out and "No run" not in out
-    for p in paths:
-        assert out.count(p.name) == 1  # one row of the searchable table
+    # one row each in the searchable table; the first run's name heads its metrics too
+    assert [out.count(p.name) for p in paths] == [2, 1]
     for text in ("cuda (NVIDIA H100)", "0123456789ab", "2026-11-20 10:15 UTC", "3600.0", "cub200",
                  "51.25", "48.75", "0.5125", "0.93"):  # the table in %, the first run's metrics as stored
         assert text in out, text
@@ -160,6 +181,17 @@ def test_the_page_lists_the_analysis_records(tmp_path, monkeypatch, capsys):
 def test_the_page_says_that_no_analysis_is_recorded_yet(tmp_path, monkeypatch, capsys):
     _save(tmp_path / "recorded", "cml-cub")
     assert "No analysis is recorded yet" in _run_page(monkeypatch, tmp_path, capsys)
+
+
+def test_the_page_lists_the_runs_that_keep_weights_with_their_sizes(tmp_path, monkeypatch, capsys):
+    paths = [_save(tmp_path / "recorded", "cml-cub", seed=s) for s in (0, 1)]
+    assert "No recorded run keeps its trained weights" in _run_page(monkeypatch, tmp_path, capsys)
+    kept = tmp_path / "recorded" / "weights" / f"{paths[1].stem}.pt"
+    kept.parent.mkdir()
+    kept.write_bytes(b"0" * 3 * 2**19)  # 1.5 MB: the page lists the file, it does not load it
+    out = _run_page(monkeypatch, tmp_path, capsys)
+    assert "**1 of 2 recorded runs keep their trained weights** (1.5 MB in all)" in out
+    assert kept.name in out and paths[0].stem + ".pt" not in out
 
 
 def test_the_table_of_recorded_runs_has_every_run_and_its_own_numbers():
