@@ -478,11 +478,11 @@ def _main(argv) -> int:
 
 
 def main(argv=None) -> int:
-    """Run the script; ``ZS_DATA`` and ``ZS_CACHE``, which it may point at its own folders, are put back after it,
-    so a caller in the same process (a test, a notebook) goes on reading its own data."""
+    """Run the script; ``ZS_DATA``, ``ZS_CACHE`` and ``ZS_WEIGHTS``, which it may point at its own folders, are put
+    back after it, so a caller in the same process (a test, a notebook) goes on reading its own data."""
     from zslib.engine.data.root import environment_kept
 
-    with environment_kept("ZS_DATA", "ZS_CACHE"):
+    with environment_kept("ZS_DATA", "ZS_CACHE", "ZS_WEIGHTS"):
         return _main(argv)
 
 

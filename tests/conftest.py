@@ -28,7 +28,7 @@ def _session_cache(tmp_path_factory):
 
 #: Variables that say where zslib reads its data and keeps its caches: a test that changes one must put it back
 #: (monkeypatch.setenv does), or every later test of the session reads another dataset folder.
-_WHERE = ("ZS_DATA", "ZS_CACHE", "ZS_RESULTS", "ZS_PROFILE")
+_WHERE = ("ZS_DATA", "ZS_CACHE", "ZS_RESULTS", "ZS_PROFILE", "ZS_WEIGHTS")
 
 
 @pytest.fixture(autouse=True)
