@@ -163,7 +163,7 @@ class Entry:
         """The candidates trained in ``regime``: all of them in the real frozen regime; on the quick profile only
         those named in ``quick`` (the paper's own setting), so that the chapter's quick grid fits its time budget;
         in the adapted regime, where a run costs several times more, only those named in ``adapted``: the candidate
-        that led the frozen regime's *validation* grid at three seeds (and for Adapt-Adv also its best setting with
+        that led the frozen regime's *validation* grid at its first three seeds (and for Adapt-Adv also its best setting with
         the adversary on, since the paper's method is attention plus adversary; for JRD, whose small weights tied
         with "off" there, also the quick profile's alpha 1). When the adapted runs were trained relative to each
         other is read from
@@ -390,7 +390,7 @@ def compare(regime: str, *, train: bool = False, entries: Sequence[Entry] = ENTR
         trained = entry.candidates_for(regime)
         if len(trained) < len(entry.candidates) and regime != "quick":
             row.carried_over = (f"{len(trained)} of the {len(entry.candidates)} candidates ({', '.join(trained)}), "
-                                "carried over from the frozen regime's validation grid at three seeds")
+                                "carried over from the frozen regime's validation grid (read at its first three seeds)")
         test = _runs({"method": entry.build(base, entry.candidates[label])}, seeds, train)
         if test is None:
             row.missing = "test runs"
