@@ -422,6 +422,8 @@ def test_the_seeds_sentence_says_why_a_choice_has_its_seeds_and_whether_the_aim_
     assert dear == ("3 validation seeds (a validation run trains in about 4 min, so no more were trained); it detects "
                     "differences of about 0.9 points")
     assert "although" in seeds_words(3, 3, 27.0, 0.024)  # cheap runs left at the default are said to be cheap
+    assert "although a validation run trains in about 27 s: the page budget;" in seeds_words(
+        3, 3, 27.0, 0.024, kept_by="the page budget")  # and what kept them there, where a budget did
 
 
 def test_every_recorded_choice_states_its_seeds_and_the_cheap_ones_have_more(comparisons):
@@ -433,6 +435,9 @@ def test_every_recorded_choice_states_its_seeds_and_the_cheap_ones_have_more(com
             if r.choice is None or not r.val_runs:
                 continue
             assert f"**{r.method}, {regime}**: {r.val_seeds} validation seeds" in note
+            if regime == "quick" and r.val_seeds == cmp.VAL_SEEDS:  # the quick regime says what kept it at three
+                line = next(x for x in note.splitlines() if f"**{r.method}, {regime}**" in x)
+                assert cmp.QUICK_SEEDS_KEPT_BY in line or "so no more were trained" in line, line
             seconds = np.median([getattr(x, "run", x).provenance["train_seconds"] for runs in r.val_runs.values()
                                  for x in runs])
             if regime.startswith("real") and seconds < CHEAP_RUN_SECONDS:  # a recorded choice of cheap runs

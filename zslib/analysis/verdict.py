@@ -107,11 +107,13 @@ def paired_phrase(diff, verdict: str, chosen: bool, against: str, unstable: str 
     return f"{head} ({words} it)"
 
 
-def seeds_words(seeds: int, default: int, seconds: float, margin: float, scale: float = 100.0) -> str:
+def seeds_words(seeds: int, default: int, seconds: float, margin: float, scale: float = 100.0, *,
+                kept_by: str | None = None) -> str:
     """Why a choice has ``seeds`` validation seeds (``default`` unless it was raised) and what that buys: ``seconds``
     the median training time of its validation runs, ``margin`` its :func:`detectable` difference. Runs under
     :data:`CHEAP_RUN_SECONDS` get more seeds, aiming at :data:`POWER_AIM`; the sentence says whether the aim was met or
-    the seed cap stopped short of it, and for dearer runs that their cost kept the default."""
+    the seed cap stopped short of it, and for dearer runs that their cost kept the default. ``kept_by`` names a budget
+    that kept cheap runs at the default (e.g. a page's time budget when the book is built)."""
     cost = (f"a validation run trains in about {seconds:.0f} s" if seconds < 120 else
             f"a validation run trains in about {seconds / 60:.0f} min") if seconds == seconds else "no training time recorded"
     size = f"{margin * scale:.2f}" if margin * scale < 0.1 else f"{margin * scale:.1f}"
@@ -121,6 +123,8 @@ def seeds_words(seeds: int, default: int, seconds: float, margin: float, scale: 
                f"short of the {POWER_AIM * scale:.1f}-point aim: the seeds stop at the cap of {seeds}")
         return f"{seeds} validation seeds, raised from {default} because {cost}; {power} ({aim})"
     if seconds == seconds and seconds < CHEAP_RUN_SECONDS:
+        if kept_by:
+            return f"{seeds} validation seeds although {cost}: {kept_by}; {power}"
         return f"{seeds} validation seeds although {cost}; {power}"
     return f"{seeds} validation seeds ({cost}, so no more were trained); {power}"
 
