@@ -26,6 +26,7 @@ class _ActiveProfile(Study):
         super().__init__(True if train is None else train)
         self.on = zslib.get_profile()
         self.seconds: dict[str, float] = {}
+        self._made: dict = {}  # models, data and embeddings, made once
 
     def timed(self, name: str, configs, seeds=None) -> dict | None:
         """:meth:`grid`, keeping the seconds its first reading took in :attr:`seconds`."""
@@ -60,29 +61,29 @@ class CmlExperiments(_ActiveProfile):
 
     def data(self):
         """The curve runs' data splits (``build_data`` of their config)."""
-        if "data" not in self.__dict__:
+        if "data" not in self._made:
             from zslib.engine.runner import build_data
 
-            self.__dict__["data"] = build_data(recipes.curve_base(self.on))
-        return self.__dict__["data"]
+            self._made["data"] = build_data(recipes.curve_base(self.on))
+        return self._made["data"]
 
     def models(self) -> dict:
         """``{name: [model per seed]}`` of :meth:`pair`, loaded from their checkpoints."""
-        if "models" not in self.__dict__:
+        if "models" not in self._made:
             from zslib.engine.runner import load_model
 
-            self.__dict__["models"] = {name: [load_model(r) for r in rs] for name, rs in self.pair().items()}
-        return self.__dict__["models"]
+            self._made["models"] = {name: [load_model(r) for r in rs] for name, rs in self.pair().items()}
+        return self._made["models"]
 
     def embedded(self) -> dict:
         """``{name: [{split: (embeddings, labels)} per seed]}`` of both splits under each model, computed once."""
-        if "embedded" not in self.__dict__:
+        if "embedded" not in self._made:
             from zslib.engine.train import embed
 
             data = self.data()
-            self.__dict__["embedded"] = {name: [{s: embed(m, data[s]) for s in ("seen", "unseen")} for m in ms]
+            self._made["embedded"] = {name: [{s: embed(m, data[s]) for s in ("seen", "unseen")} for m in ms]
                                          for name, ms in self.models().items()}
-        return self.__dict__["embedded"]
+        return self._made["embedded"]
 
 
 class CmlAblations(_ActiveProfile):
