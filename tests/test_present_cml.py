@@ -20,7 +20,6 @@ from zslib.engine.config import Config, config_hash
 from zslib.methods.cml import recipes
 from zslib.present import cml as present
 from zslib.present.cml import sentences
-from zslib.present.cml.pages import CmlExperiments
 from zslib.present.cml.study import CmlStudy
 from zslib.methods.cml.method import cml_method
 
@@ -237,13 +236,14 @@ def _sweep(per_weight):
     return {key: _val_runs(values) for key, values in per_weight.items()}
 
 
-class _Page(CmlExperiments):
+def _page(sweep):
     """The experiments page on a hand-made sweep (no training)."""
+    from zslib.present.cml.pages import CmlExperiments
 
-    def __init__(self, sweep):
-        super().__init__(train=False)
-        self._grids["the validation sweep"] = sweep
-        self.seconds["the validation sweep"] = 0.5
+    page = CmlExperiments(train=False)
+    page._grids["the validation sweep"] = sweep
+    page.seconds["the validation sweep"] = 0.5
+    return page
 
 
 _OFF = [0.40, 0.42, 0.41]
@@ -281,7 +281,7 @@ def test_the_lambda_sweep_chooses_by_the_rule_and_says_clearly_only_of_the_chose
     from zslib.present.cml import experiments, sweep
 
     values = {k: np.asarray(v) for k, v in _CASES[case].items()}
-    page = _Page(_sweep(_CASES[case]))
+    page = _page(_sweep(_CASES[case]))
     lines = sweep.rule_lines(page.sweep(), page.choices())
     for term, text in zip(("lambda1", "lambda2"), lines):
         greek = {"lambda1": "λ1", "lambda2": "λ2"}[term]

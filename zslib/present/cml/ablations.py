@@ -12,7 +12,7 @@ import torch
 
 from zslib.engine.stats import format_interval, paired, summarize
 from zslib.methods.cml.recipes import TSNE, ablation_variant
-from zslib.present.base import Section, Sections
+from zslib.present.base import Section
 from zslib.present.cml.pages import CmlAblations
 from zslib.reported import reported_frame
 
@@ -178,7 +178,7 @@ def _tsne_subset(unseen):
     return rows, classes
 
 
-def tsne_section(ab: CmlAblations) -> Sections:
+def tsne_section(ab: CmlAblations) -> Section:
     """t-SNE maps (Figs. 4-5) of the baseline and CML (seed 0 of the dropout grid's runs) on a subset of the unseen
     classes, coloured by class and, on SynthParts, by the shortcut colour pair; then the silhouette (cosine) of the
     embeddings by class and by colour pair, which puts a number on what the maps show."""
@@ -191,7 +191,7 @@ def tsne_section(ab: CmlAblations) -> Sections:
 
     runs = ab.dropout_runs()
     if runs is None:
-        return Sections([Section(caption=ab.missing_note())])
+        return Section(caption=ab.missing_note())
     unseen = build_data(ablation_variant(ab.setting, "baseline"))["unseen"]
     labels = np.asarray(unseen.labels)
     pick, classes = _tsne_subset(unseen)
@@ -222,8 +222,8 @@ def tsne_section(ab: CmlAblations) -> Sections:
         if two:
             line += f", by shortcut colour pair {silhouette_score(emb, colour_pair, metric='cosine'):+.3f}"
         lines.append(line)
-    return Sections([Section(caption=f"{len(pick)} images of {len(classes)} unseen classes", figure=fig,
-                             notes=["\n".join(lines)])])
+    return Section(caption=f"{len(pick)} images of {len(classes)} unseen classes", figure=fig,
+                   notes=["\n".join(lines)])
 
 
 def full_profile_section() -> Section:
