@@ -8,20 +8,28 @@ fine-tuning campaign read from here.
   :func:`ablations`);
 * :func:`real_test_grid`: the test rows at the chosen weights; :func:`floor_config`: the untrained features;
   :func:`chapter_config`: the run the deviations table describes;
-* :func:`quick_grid`: the chapter's grid of losses and variants on the active profile.
+* :func:`quick_grid`: the chapter's grid of losses and variants on the active profile;
+* the experiments page (``book/cml_experiments.ipynb``): :func:`experiments_base`, the validation sweep of the
+  weights :func:`sweep_grid` (:data:`SWEEP_WEIGHTS`) chosen by the same rule (:func:`sweep_choices`,
+  :func:`tested_weight`), the curve runs :func:`curve_grid`, the probes' settings :data:`PROBE`;
+* the ablations page (``book/cml_ablations.ipynb``): :func:`ablation_setting`, :func:`ablation_variant`,
+  :func:`dropout_grid` (:data:`DROPOUT_RATES`), :func:`size_grid` and the t-SNE's subset :data:`TSNE`.
 """
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import NamedTuple
 
 from zslib.engine.choice import OFF, choose
 from zslib.engine.config import Config
 from zslib.engine.profile import PROFILES
-from zslib.methods.cml.method import cml_method, cml_preset
+from zslib.methods.cml.method import cml_method, cml_preset, with_confusion
 
 __all__ = ["REAL_LOSSES", "REAL_WEIGHTS", "VARIANT_TERMS", "VARIANTS", "VALIDATION", "GREEK", "real_cml",
            "validation_seeds", "real_sweep_grid", "real_test_grid", "floor_config", "chapter_config", "rule_choices",
-           "choose_weights", "ablations", "quick_grid"]
+           "choose_weights", "ablations", "quick_grid", "tested_weight", "SWEEP_WEIGHTS", "SWEEP_OFF", "CURVE_EVALS",
+           "PROBE", "DROPOUT_RATES", "TSNE", "experiments_base", "sweep_grid", "sweep_choices", "curve_base",
+           "curve_grid", "AblationSetting", "ablation_setting", "ablation_variant", "dropout_grid", "size_grid"]
 
 #: The paper's three metric losses (Eqs. 12-14) in the order of its tables.
 REAL_LOSSES = ("triplet", "npair", "binomial")
@@ -113,14 +121,17 @@ def choose_weights(sweep: Mapping) -> dict:
     (:func:`rule_choices`): the weight the rule chose when it chose one; where the rule keeps the loss alone
     ("off"), the candidate weight with the best mean validation Recall@1, so that the test rows show what the
     method would have done, as ablations (:func:`ablations`). ``sweep``: the runs of :func:`real_sweep_grid`."""
-    chosen = {}
-    for key, choice in rule_choices(sweep).items():
-        if not choice.off_won:
-            chosen[key] = choice.chosen
-        else:  # "off" kept: the best weight other than 0, tested as an ablation (the first listed wins a tie)
-            weights = [k for k in choice.means if k != choice.off]
-            chosen[key] = max(weights, key=lambda w: choice.means[w].mean)
-    return chosen
+    return {key: tested_weight(choice) for key, choice in rule_choices(sweep).items()}
+
+
+def tested_weight(choice) -> float:
+    """The weight a page trains after the rule's ``choice`` (:class:`zslib.engine.choice.Choice`): the chosen one,
+    or where the rule kept "off", the candidate other than "off" with the best mean validation score (the first
+    listed wins a tie), whose runs are then an ablation."""
+    if not choice.off_won:
+        return choice.chosen
+    weights = [k for k in choice.means if k != choice.off]
+    return max(weights, key=lambda w: choice.means[w].mean)
 
 
 def ablations(sweep: Mapping) -> set:
@@ -143,3 +154,114 @@ def quick_grid(profile) -> dict:
         base = Config.from_profile(profile, **cml_preset(profile.dataset, "binomial"))
         keys = [(l, v) for l in REAL_LOSSES for v in VARIANTS]
     return {(loss, variant): base.replace(**cml_method("cub200", loss, variant)) for loss, variant in keys}
+
+
+# ------------------------------------------------------------------------------- the experiments page (quick, full)
+
+#: The experiments page's validation sweep (Tables VII-VIII analogue, triplet loss): ``{term: weights}`` on the
+#: paper's scale. ``lambda1 = 0`` is "off", the triplet loss alone; 0.02 and 0.01 are the paper's CUB weights for the
+#: triplet loss (Table IV caption), and the grid goes up by 100 for lambda1 and by ten for lambda2.
+SWEEP_WEIGHTS = {"lambda1": (0.0, 0.02, 2.0), "lambda2": (0.01, 0.1, 1.0)}
+
+#: The key of the sweep's switched-off run (no confusion): the candidate "off" of both choices.
+SWEEP_OFF = ("lambda1", 0.0)
+
+#: How many evaluations along training the curve runs make (the paper's Fig. 3 analogue).
+CURVE_EVALS = 4
+
+#: The linear attribute probes of the experiments page: class-disjoint folds, the inverse regularization and the
+#: images per class (10 are plenty for class-level attributes).
+PROBE = {"folds": 5, "C": 0.1, "max_per_group": 10}
+
+
+def experiments_base(profile) -> Config:
+    """The experiments page's triplet run on ``profile``: the profile's own recipe with one evaluation at the end
+    and the raw (not normalized) features the confusion terms see; on the full profile the paper's CUB training
+    settings for the triplet loss (Sec. IV-A)."""
+    if profile.name != "full":
+        return Config.from_profile(profile, eval_every=profile.iterations, normalize=False, loss="triplet")
+    return Config.from_profile(profile, **cml_preset(profile.dataset, "triplet", "baseline"))
+
+
+def sweep_grid(profile) -> dict:
+    """``{(term, weight): Config}``: :func:`experiments_base` with :data:`VALIDATION` of the seen classes held out,
+    at each weight of :data:`SWEEP_WEIGHTS` (the other weight 0); ``SWEEP_OFF`` is the loss alone."""
+    val = experiments_base(profile).replace(validation_fraction=VALIDATION)
+    return {(term, w): with_confusion(val, **{term: w}) for term, weights in SWEEP_WEIGHTS.items() for w in weights}
+
+
+def sweep_choices(sweep: Mapping) -> dict:
+    """``{term: Choice}``: the book's one rule (:func:`zslib.engine.choice.choose`) for each weight of the sweep
+    (the runs of :func:`sweep_grid`), with the loss alone (:data:`SWEEP_OFF`) as "off" and every other weight of
+    that term as a candidate, on the validation classes."""
+    out = {}
+    for term in SWEEP_WEIGHTS:
+        candidates = {OFF: sweep[SWEEP_OFF]}
+        candidates.update({w: rs for (t, w), rs in sweep.items() if t == term and (t, w) != SWEEP_OFF})
+        out[term] = choose(candidates)
+    return out
+
+
+def curve_base(profile) -> Config:
+    """:func:`experiments_base` evaluated :data:`CURVE_EVALS` times along training (the curves of Fig. 3)."""
+    base = experiments_base(profile)
+    return base.replace(eval_every=max(1, base.iterations // CURVE_EVALS))
+
+
+def curve_grid(profile, lambda2: float) -> dict:
+    """``{"baseline": Config, "CML-d": Config}``: the curve runs, the loss alone and CML-d at ``lambda2``."""
+    base = curve_base(profile)
+    return {"baseline": with_confusion(base), "CML-d": with_confusion(base, lambda2=lambda2)}
+
+
+# ------------------------------------------------------------------------------- the ablations page (quick, full)
+
+#: The dropout rates before the embedding layer of Table VI.
+DROPOUT_RATES = (0.1, 0.25, 0.4)
+
+#: The t-SNE maps of Figs. 4-5: the first ``classes`` unseen classes (on SynthParts, the classes of the first
+#: ``colour_pairs`` shortcut colour pairs), ``per_class`` images each, t-SNE with ``perplexity`` and ``seed``.
+TSNE = {"classes": 20, "colour_pairs": 4, "per_class": 20, "perplexity": 20, "seed": 0}
+
+
+class AblationSetting(NamedTuple):
+    """The ablations' setting on a profile: the paper's weights of ``dataset`` and ``loss``, the ``base`` config
+    and the embedding ``sizes`` of Table IX."""
+
+    dataset: str
+    loss: str
+    base: Config
+    sizes: tuple
+
+
+def ablation_setting(profile) -> AblationSetting:
+    """The quick profile keeps its recipe with the triplet loss and the paper's CUB weights, one evaluation at the
+    end, sizes 16, 64 and 128; the full profile is the paper's Table VI / IX setting: CARS, the binomial loss, its
+    training recipe, ten evaluations, sizes 128 to 512."""
+    if profile.name != "full":
+        return AblationSetting("cub200", "triplet", Config.from_profile(profile, eval_every=profile.iterations),
+                               (16, 64, 128))
+    base = Config.from_profile(profile, dataset="cars196", **cml_preset("cars196", "binomial", "baseline"))
+    return AblationSetting("cars196", "binomial", base.replace(eval_every=base.iterations // 10),
+                           (128, 256, 384, 512))
+
+
+def ablation_variant(setting: AblationSetting, name: str, **changes) -> Config:
+    """``baseline`` / ``cml-e`` / ``cml-d`` / ``cml`` of ``setting`` with the paper's weights, and ``changes``
+    (dropout, embedding size) on top."""
+    return setting.base.replace(**cml_method(setting.dataset, setting.loss, name), **changes)
+
+
+def dropout_grid(setting: AblationSetting) -> dict:
+    """Table VI's seven configurations: the baseline, the baseline with each of :data:`DROPOUT_RATES` before the
+    embedding layer, CML-e, CML-d and CML."""
+    grid = {"baseline": ablation_variant(setting, "baseline")}
+    grid.update({f"dropout {p}": ablation_variant(setting, "baseline", dropout=p) for p in DROPOUT_RATES})
+    grid.update({v: ablation_variant(setting, v) for v in ("cml-e", "cml-d", "cml")})
+    return grid
+
+
+def size_grid(setting: AblationSetting) -> dict:
+    """Table IX's grid: ``{(name, size): Config}`` of the baseline and CML at each embedding size."""
+    return {(name, d): ablation_variant(setting, name, embedding_dim=d) for name in ("baseline", "cml")
+            for d in setting.sizes}
