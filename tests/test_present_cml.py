@@ -391,3 +391,26 @@ def test_the_cml_chapters_compute_nothing_longer_than_a_reader_should_read():
             assert len(source.splitlines()) <= 25, (name, source[:80])
             if name != "cml" and "present." in source and "import" not in source:
                 assert len(source.splitlines()) <= 2, (name, source)
+
+
+def test_the_sweep_says_why_it_has_its_seeds_and_what_they_detect():
+    """On the quick profile the book build trains the sweep, so a page's time budget keeps its cheap runs at three
+    seeds: the sweep says so (:data:`zslib.analysis.verdict.PAGE_BUDGET_REASON`) with each weight's detectable
+    difference, the same numbers the rule's paragraphs give."""
+    from zslib.analysis.verdict import PAGE_BUDGET_REASON
+    from zslib.present.cml import sweep
+
+    runs = _sweep(_CASES["noisy leader"])
+    for rs in runs.values():
+        for r in rs:
+            r.provenance, r.config.profile = {"train_seconds": 2.0}, "quick"
+    page = _page(runs)
+    line = sweep.seeds_line(page.sweep(), page.choices())
+    assert line.count(PAGE_BUDGET_REASON) == 2 and "3 validation seeds although a validation run trains in about 2 s" in line
+    for term, text in zip(("λ1", "λ2"), sweep.rule_lines(page.sweep(), page.choices())):
+        said = text.split("differences of about ")[1].split(" points")[0]
+        assert f"{term}: 3 validation seeds" in line and f"it detects differences of about {said} points" in line
+    for rs in runs.values():
+        for r in rs:
+            r.config.profile = "real"
+    assert PAGE_BUDGET_REASON not in sweep.seeds_line(page.sweep(), page.choices())

@@ -427,7 +427,7 @@ def test_the_seeds_sentence_says_why_a_choice_has_its_seeds_and_whether_the_aim_
 
 
 def test_every_recorded_choice_states_its_seeds_and_the_cheap_ones_have_more(comparisons):
-    from zslib.analysis.verdict import CHEAP_RUN_SECONDS
+    from zslib.analysis.verdict import CHEAP_RUN_SECONDS, PAGE_BUDGET_REASON
 
     note = cmp.seeds_note(list(comparisons.values()))
     for regime, comp in comparisons.items():
@@ -437,7 +437,7 @@ def test_every_recorded_choice_states_its_seeds_and_the_cheap_ones_have_more(com
             assert f"**{r.method}, {regime}**: {r.val_seeds} validation seeds" in note
             if regime == "quick" and r.val_seeds == cmp.VAL_SEEDS:  # the quick regime says what kept it at three
                 line = next(x for x in note.splitlines() if f"**{r.method}, {regime}**" in x)
-                assert cmp.QUICK_SEEDS_KEPT_BY in line or "so no more were trained" in line, line
+                assert PAGE_BUDGET_REASON in line or "so no more were trained" in line, line
             seconds = np.median([getattr(x, "run", x).provenance["train_seconds"] for runs in r.val_runs.values()
                                  for x in runs])
             if regime.startswith("real") and seconds < CHEAP_RUN_SECONDS:  # a recorded choice of cheap runs

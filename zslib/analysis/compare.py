@@ -32,7 +32,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from zslib.analysis.verdict import adaptation_sentence, change_words, detectable, power_words, row_sentence, seeds_words
+from zslib.analysis.verdict import (PAGE_BUDGET_REASON, adaptation_sentence, change_words, detectable, power_words,
+                                    row_sentence, seeds_words)
 from zslib.engine.choice import OFF, Choice, choose
 from zslib.engine.choice import Prefixed as _Prefixed
 from zslib.engine.config import Config, config_hash
@@ -64,10 +65,6 @@ VAL_FRACTION = 0.3
 
 #: The seeds of a choice, unless an entry asks for more (:meth:`Entry.choice_seeds`).
 VAL_SEEDS = 3
-
-#: Why the quick regime's choices keep :data:`VAL_SEEDS` even where a run is cheap.
-QUICK_SEEDS_KEPT_BY = ("the quick profile trains its runs while the book is built, and every page keeps to a few "
-                       "minutes of a laptop CPU")
 
 #: The regimes of the chapter: name -> the profile they run on and a one-line description.
 REGIMES = {
@@ -584,7 +581,7 @@ def seeds_note(comparisons: Sequence[Comparison]) -> str:
             median = float(np.median(seconds)) if seconds else float("nan")
             out.append(f"- **{r.method}, {comp.regime}**: "
                        + seeds_words(r.val_seeds, VAL_SEEDS, median, r.val_detectable,
-                                     kept_by=QUICK_SEEDS_KEPT_BY if comp.regime == "quick" else None) + ".")
+                                     kept_by=PAGE_BUDGET_REASON if comp.regime == "quick" else None) + ".")
     return ("**How many validation seeds.**\n\n" + "\n".join(out)) if out else ""
 
 

@@ -28,7 +28,7 @@ import numpy as np
 
 __all__ = ["detectable", "change_words", "power_words", "row_label", "row_status", "row_sentence", "pts",
            "regime_sentences", "adaptation_sentence", "status_note", "headline", "verb_words", "paired_phrase",
-           "seeds_words", "CHEAP_RUN_SECONDS", "POWER_AIM"]
+           "seeds_words", "CHEAP_RUN_SECONDS", "POWER_AIM", "PAGE_BUDGET_REASON"]
 
 #: A validation run that trains in less than this many seconds is cheap: its choice gets more seeds, up to the entry's
 #: cap, so that the rule can detect a difference of about :data:`POWER_AIM`.
@@ -105,6 +105,11 @@ def paired_phrase(diff, verdict: str, chosen: bool, against: str, unstable: str 
         return f"{head} (unstable, {unstable}: not read as an effect)"
     words = change_words(verdict, chosen)
     return f"{head} ({words} it)"
+
+
+#: Why a page on the quick profile keeps its choices at the default seeds even where a run is cheap.
+PAGE_BUDGET_REASON = ("the quick profile trains its runs while the book is built, and every page keeps to a few "
+                      "minutes of a laptop CPU")
 
 
 def seeds_words(seeds: int, default: int, seconds: float, margin: float, scale: float = 100.0, *,

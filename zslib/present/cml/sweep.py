@@ -11,7 +11,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from zslib.analysis.verdict import detectable, paired_phrase, power_words
+from zslib.analysis.verdict import PAGE_BUDGET_REASON, detectable, paired_phrase, power_words, seeds_words
 from zslib.engine.stats import diverged_label, format_interval, paired, summarize
 from zslib.methods.cml.recipes import GREEK, SWEEP_OFF, sweep_choices, tested_weight
 from zslib.present.base import Section
@@ -100,7 +100,24 @@ def lambda_sweep_section(ex: CmlExperiments) -> Section:
     choices = sweep_choices(sweep)
     count = sum(map(len, sweep.values()))
     return Section(caption=f"{count} runs in {ex.seconds['the validation sweep']:.1f} s",
-                   table=lambda_sweep_table(sweep, choices), notes=rule_lines(sweep, choices))
+                   table=lambda_sweep_table(sweep, choices), notes=[*rule_lines(sweep, choices),
+                                                                    seeds_line(sweep, choices)])
+
+
+def seeds_line(sweep: Mapping, choices: Mapping) -> str:
+    """Why the sweep has the seeds it has and what they detect for each weight
+    (:func:`~zslib.analysis.verdict.seeds_words`): on the quick profile the book build trains them, so a page's time
+    budget keeps them at the default even though a run costs seconds."""
+    off_runs = sweep[SWEEP_OFF]
+    seconds = [float(r.provenance["train_seconds"]) for rs in sweep.values() for r in rs
+               if r.provenance.get("train_seconds")]
+    median = float(np.median(seconds)) if seconds else float("nan")
+    quick = off_runs[0].config.profile == "quick"
+    parts = [f"{GREEK[term]}: " + seeds_words(len(off_runs), len(off_runs), median,
+                                               detectable(_differences(off_runs, sweep[term, tested_weight(choice)])),
+                                               kept_by=PAGE_BUDGET_REASON if quick else None)
+             for term, choice in choices.items()]
+    return "**How many seeds.** " + "; ".join(parts) + "."
 
 
 def lambda_sweep_figure(ex: CmlExperiments) -> Section:
