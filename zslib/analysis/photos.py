@@ -148,7 +148,7 @@ def recorded_model(result, device="cpu", tolerance: float | None = None):
     ``FileNotFoundError`` (see :func:`has_kept_weights`). A chapter shows "the method's own model" with it::
 
         if has_kept_weights(run):
-            results["the method"] = run   # retrieval_section then embeds it with recorded_model, no training
+            results["the method"] = run   # retrieval_section then embeds it from its kept weights, no training
     """
     from zslib.engine.weights import kept_model
 
