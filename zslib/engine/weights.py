@@ -181,8 +181,9 @@ def retrieval_gaps(result, model: nn.Module, device="cpu", *, splits=None, data:
     """``{(split, metric): (recorded, now)}`` for every retrieval metric (not the clustering ones, which one k-means
     start moves) that the stored run ``result`` recorded on a split it scores (or on those of ``splits``), ``now``
     measured with ``model`` as the run measured it (:func:`zslib.engine.runner.split_metrics`, the method's pair
-    evaluator included). ``data``: the run's datasets when the caller built them (:func:`zslib.engine.runner.build_data`);
-    ``embedded``: splits the caller has embedded with ``model`` already (split -> ``(embeddings, labels)``)."""
+    evaluator included). ``data``: the run's datasets when the caller built them
+    (:func:`zslib.engine.runner.build_data`); ``embedded``: splits the caller has embedded with ``model`` already
+    (split -> ``(embeddings, labels)``)."""
     import numpy as np
 
     from zslib.engine.runner import build_data, build_method, scored_splits, split_metrics
