@@ -18,8 +18,9 @@ from torch import nn
 
 from zslib.engine.config import Config
 from zslib.engine.store import load_result, manifest_differences, record_runs, write_manifest
-from zslib.engine.weights import (TOLERANCE, KeptWeightsError, check_reproduces, kept_model, kept_names, kept_state,
-                                  model_from_weights, read_weights, retrieval_gaps, save_weights, weights_path)
+from zslib.engine.weights import (TOLERANCE, KeptWeightsError, check_reproduces, kept_embeddings, kept_model,
+                                  kept_names, kept_state, model_from_weights, read_weights, retrieval_gaps,
+                                  save_weights, weights_path)
 
 REPO = Path(__file__).resolve().parents[1]
 TINY = dict(iterations=4, eval_every=4, batch_classes=4, batch_per_class=2, synth_images_per_class=8,
@@ -143,7 +144,8 @@ def test_weights_that_do_not_reproduce_the_record_are_refused(recorded, tmp_path
         for p in model.parameters():
             p.add_(torch.randn_like(p) * (p.detach().abs().mean() + 0.05))  # another network
     gaps = retrieval_gaps(copy, model)
-    assert max(abs(now - rec) for rec, now in gaps.values()) > TOLERANCE  # the perturbation is visible
+    # the perturbation is visible, also on the unseen split alone (what a figure's check compares)
+    assert max(abs(now - rec) for (split, _), (rec, now) in gaps.items() if split == "unseen") > TOLERANCE
     save_weights(model, copy.config, path)
     write_manifest(tmp_path / "results")  # listed: only the metrics can refuse it
     with pytest.raises(KeptWeightsError, match="do not reproduce the record"):
@@ -157,6 +159,50 @@ def test_weights_that_do_not_reproduce_the_record_are_refused(recorded, tmp_path
     assert kept_model(copy) is not None  # ... is held to it
     with pytest.raises(KeptWeightsError, match="do not reproduce the record"):
         kept_model(copy, tolerance=TOLERANCE)  # unless the caller names another
+
+
+def _count_embeddings(monkeypatch):
+    """Count the embedding passes (every caller's :func:`zslib.engine.train.embed`): ``[number of images]`` each."""
+    import zslib.engine.runner
+    import zslib.engine.train
+
+    passes, real = [], zslib.engine.train.embed
+
+    def counted(model, dataset, *args, **kwargs):
+        passes.append(len(dataset))
+        return real(model, dataset, *args, **kwargs)
+    monkeypatch.setattr(zslib.engine.train, "embed", counted)
+    monkeypatch.setattr(zslib.engine.runner, "embed", counted)
+    return passes
+
+
+def test_a_figure_embeds_the_unseen_split_once_and_draws_what_it_checked(recorded, monkeypatch):
+    from zslib.analysis import photos
+    from zslib.engine.runner import build_data, split_metrics
+
+    unseen = len(build_data(recorded.config)["unseen"])
+    passes = _count_embeddings(monkeypatch)
+    emb, labels, model = photos.unseen_embeddings(recorded, with_model=True)
+    assert passes == [unseen]  # checked and drawn from one pass over the unseen split, nothing else embedded
+    assert np.array_equal(np.asarray(labels), build_data(recorded.config)["unseen"].labels)
+    # the embeddings drawn are those the check scored: scored again from a fresh pass, the same unseen metrics
+    fresh = split_metrics(recorded.config, model, build_data(recorded.config), "cpu", splits=("unseen",))
+    again = split_metrics(recorded.config, model, build_data(recorded.config), "cpu", splits=("unseen",),
+                          embedded={"unseen": (torch.as_tensor(np.asarray(emb)), torch.as_tensor(labels))})
+    assert fresh == again
+
+
+def test_a_figure_is_refused_when_the_unseen_record_is_not_reproduced(recorded, tmp_path):
+    copy = _copy(recorded, tmp_path)
+    model, emb, labels = kept_embeddings(copy)  # the copy reproduces its record
+    assert emb.shape[0] == len(labels) > 0
+    metric = next(m for m in copy.metrics["unseen"] if m.startswith("R@"))
+    copy.metrics["unseen"][metric] += 2 * TOLERANCE  # a record these weights did not give
+    with pytest.raises(KeptWeightsError, match=f"unseen {metric}.*do not reproduce the record"):
+        kept_embeddings(copy)
+    del copy.metrics["unseen"]  # a run that never scored the unseen classes has nothing to check a figure by
+    with pytest.raises(KeptWeightsError, match="records no retrieval metric on unseen"):
+        kept_embeddings(copy)
 
 
 def test_weights_of_another_run_are_refused(recorded, tmp_path):

@@ -1,4 +1,4 @@
-"""The method chapters draw the method's own model on the photographs: DeML(1,4), Adapt-Adv and ZSML join the
+"""The method chapters draw the method's own model on the photographs: DeML(1,4), Adapt-Adv, ZSML and JRD join the
 untrained features and the baseline in the retrieval figure (and get a t-SNE of their own), loaded from the kept
 weights of their recorded seed-0 run. Here the figure function is replaced by one that records what it was asked
 to draw, so no photograph or model is needed; that the kept weights load and reproduce their runs is
@@ -39,6 +39,24 @@ def test_deml_draws_deml_itself(monkeypatch):
     assert real.photo_figures(study) == "drawn"
     _check(asked, "DeML(1,4)", "baseline head", runs[recipes.DEML4][0])
     assert "kept weights" in asked["note"] and "not in the picture" not in asked["note"]
+
+
+def test_adapt_adv_draws_the_full_method(monkeypatch):
+    from zslib.methods.adapt_adv.recipes import METHOD
+    from zslib.present.adapt_adv import photos
+    from zslib.present.adapt_adv.study import AdaptAdvStudy
+
+    study = AdaptAdvStudy(train=False)
+    if not study.runs or METHOD not in study.runs:
+        pytest.skip("the Adapt-Adv real-profile runs are not recorded in this copy")
+    asked = _asked(monkeypatch, photos)
+    assert photos.photo_sections(study) == "drawn"
+    run = study.runs[METHOD][0]
+    assert run.config.method_params["use_adversary"] and run.config.method_params["use_gdfl"]  # the full method
+    _check(asked, "Adapt-Adv", "triplet base", run)
+    assert list(asked["results"]) == ["untrained features", "triplet base", "Adapt-Adv"]
+    assert "kept weights" in asked["note"] and "not in the picture" not in asked["note"]
+    assert "not drawn" not in asked["note"]
 
 
 def test_zsml_draws_zsml_from_its_kept_weights(monkeypatch):

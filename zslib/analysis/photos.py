@@ -5,9 +5,10 @@
   they are missing, and fails instead when the build declared the data present (``ZS_REQUIRE_DATA=1``).
 * :func:`unseen_embeddings` -- the embeddings of the unseen photographs under a recorded run. A recorded
   run keeps metrics; the runs a chapter draws also keep their trained weights (``results/recorded/weights/``,
-  :mod:`zslib.engine.weights`), which :func:`recorded_model` loads once they reproduce the run's recorded
-  retrieval metrics. A run without them is trained again in a scratch folder (a head-only run of the real
-  profile takes 5 to 10 s on one core) and must reproduce its recorded metrics before its embedding is shown.
+  :mod:`zslib.engine.weights`), which are used once they reproduce the run's recorded unseen retrieval metrics,
+  scored from the embeddings then drawn (one pass over the unseen split). A run without them is trained again in
+  a scratch folder (a head-only run of the real profile takes 5 to 10 s on one core) and must reproduce its
+  recorded metrics before its embedding is shown.
 * :func:`has_kept_weights`, :func:`recorded_model` -- whether a recorded run kept its weights, and its model
   from them (checked), so that a chapter can draw the method's own model beside the baseline.
 * :func:`retrieval_grid` -- six unseen queries and their five nearest neighbours under each model, framed
@@ -147,7 +148,7 @@ def recorded_model(result, device="cpu", tolerance: float | None = None):
     ``FileNotFoundError`` (see :func:`has_kept_weights`). A chapter shows "the method's own model" with it::
 
         if has_kept_weights(run):
-            results["the method"] = run   # retrieval_section then embeds it with recorded_model, no training
+            results["the method"] = run   # retrieval_section then embeds it from its kept weights, no training
     """
     from zslib.engine.weights import kept_model
 
@@ -159,8 +160,10 @@ def unseen_embeddings(result, device="cpu", tolerance: float | None = None, *, w
     :class:`~zslib.engine.store.Result`); with ``with_model`` also the model, ``(embeddings, labels, model)``.
 
     A method that trains nothing is rebuilt as the run built it; a run with a checkpoint is loaded; a recorded
-    run with kept weights is loaded from them by :func:`recorded_model` and must reproduce its recorded retrieval
-    metrics within ``tolerance`` (default: the file's, :data:`zslib.engine.weights.TOLERANCE`, 0.5 points, or wider);
+    run with kept weights is loaded from them (:func:`zslib.engine.weights.kept_embeddings`: the checks of
+    :func:`recorded_model`, with the record compared on the unseen split, the one drawn, scored from the very
+    embeddings returned, so the split is embedded once) and must reproduce its recorded unseen retrieval metrics
+    within ``tolerance`` (default: the file's, :data:`zslib.engine.weights.TOLERANCE`, 0.5 points, or wider);
     otherwise the run is trained again in a scratch folder with the thread count of its provenance and must
     reproduce them within ``tolerance`` (default :data:`zslib.engine.weights.RETRAIN_TOLERANCE`, 1 point). A run
     whose metrics score a small sample (e.g. ZSML's 4 images per class) needs a wider ``tolerance``. The
@@ -176,7 +179,11 @@ def unseen_embeddings(result, device="cpu", tolerance: float | None = None, *, w
     if not get_method(config.method).trains or (result.checkpoint is not None and result.checkpoint.is_file()):
         model = load_model(result, device)
     elif has_kept_weights(result):
-        model = recorded_model(result, device, tolerance)
+        from zslib.engine.weights import kept_embeddings
+
+        model, emb, labels = kept_embeddings(result, "unseen", device, tolerance)
+        labels = np.asarray(labels)
+        return (emb, labels, model) if with_model else (emb, labels)
     else:
         from zslib.engine.weights import RETRAIN_TOLERANCE
 

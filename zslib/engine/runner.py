@@ -137,7 +137,7 @@ def scored_splits(config: Config) -> tuple[str, ...]:
 
 
 def split_metrics(config: Config, model: nn.Module, data: dict, device, method=None, cluster_seed: int | None = None,
-                  splits=None) -> dict[str, dict[str, float]]:
+                  splits=None, embedded=None) -> dict[str, dict[str, float]]:
     """The final evaluation of a trained model: the full :func:`zslib.engine.evaluate.evaluate` row on the unseen (and
     validation) classes with :data:`HELD_OUT_EXTRA`, Recall@K on the seen classes, as ``{split: {metric: value}}``.
 
@@ -146,11 +146,18 @@ def split_metrics(config: Config, model: nn.Module, data: dict, device, method=N
     (k-means; for a pair evaluator also its sample of pairs); ``None`` is the run's own choice (k-means seed 0,
     a pair evaluator the run's seed), the one a stored result was measured with. ``splits`` limits the evaluation
     to those of ``data``'s splits (each one is embedded and scored in full); by default :func:`scored_splits`, so a
-    validation run stores no unseen-class metrics."""
+    validation run stores no unseen-class metrics. ``embedded`` (split -> ``(embeddings, labels)`` of
+    :func:`zslib.engine.train.embed` with this ``model``; In-Shop: ``((q, ql), (g, gl))``) gives splits already
+    embedded, which are scored without embedding them again."""
     from zslib.engine.evaluate import evaluate
 
     def emb(ds):
         return embed(model, ds, batch_size=config.eval_batch_size, device=device, num_workers=config.num_workers)
+
+    def emb_split(split):
+        if embedded is not None and split in embedded:
+            return embedded[split]
+        return (emb(data[split][0]), emb(data[split][1])) if isinstance(data[split], tuple) else emb(data[split])
 
     pairwise = method.pair_evaluator(model) if method is not None else None
     kmeans_seed = 0 if cluster_seed is None else int(cluster_seed)
@@ -165,13 +172,13 @@ def split_metrics(config: Config, model: nn.Module, data: dict, device, method=N
                 raise NotImplementedError(f"method {config.method!r} evaluates pairs of one set; separate query "
                                           "and gallery sets (In-Shop) are not supported")
             with torch.no_grad():
-                row = pairwise(*emb(data[split]), seed=config.seed if cluster_seed is None else int(cluster_seed),
+                row = pairwise(*emb_split(split), seed=config.seed if cluster_seed is None else int(cluster_seed),
                                split=split)
         elif isinstance(data[split], tuple):  # In-Shop: queries against the gallery
-            (q, ql), (g, gl) = emb(data[split][0]), emb(data[split][1])
+            (q, ql), (g, gl) = emb_split(split)
             row = score(g, gl, query_embeddings=q, query_labels=ql)
         else:
-            row = score(*emb(data[split]))
+            row = score(*emb_split(split))
         metrics[split] = {str(k): float(v) for k, v in row.items()}
     return metrics
 

@@ -15,8 +15,10 @@ A kept-weights file is used only after three checks (:func:`kept_model`): its SH
 runs' manifest lists for it (:func:`zslib.engine.store.check_listed`), it belongs to the run (config hash), and the
 model rebuilt from the run's config with these weights (cast back to float32) gives the run's recorded retrieval
 metrics again on every split the run recorded, within :data:`TOLERANCE` or the wider tolerance the file states
-(set when it was recorded, ``record --weights --tolerance``, for a run scored on a small sample). Otherwise
-:class:`KeptWeightsError` says which check failed and what to do. :func:`record_weights` makes the file: it
+(set when it was recorded, ``record --weights --tolerance``, for a run scored on a small sample). A figure that
+draws one split uses :func:`kept_embeddings`: the same checks, with the record compared on that split alone, from
+the embeddings it then draws (one pass over the split). Otherwise :class:`KeptWeightsError` says which check failed
+and what to do. :func:`record_weights` makes the file: it
 trains the run again in a scratch folder with its provenance's thread count, requires the retrained run to reproduce
 the record, and saves it.
 """
@@ -33,7 +35,7 @@ from zslib.engine.config import Config, config_hash
 
 __all__ = ["WEIGHTS_FOLDER", "FORMAT", "TOLERANCE", "RETRAIN_TOLERANCE", "KeptWeightsError", "weights_path",
            "has_kept_weights", "kept_names", "kept_state", "save_weights", "read_weights", "model_from_weights",
-           "retrieval_gaps", "check_reproduces", "kept_model", "record_weights"]
+           "retrieval_gaps", "check_reproduces", "kept_model", "kept_embeddings", "record_weights"]
 
 #: The sub-folder of the recorded runs that holds their kept weights.
 WEIGHTS_FOLDER = "weights"
@@ -174,32 +176,41 @@ def model_from_weights(config: Config, tensors: dict[str, torch.Tensor], device=
     return model.to(device).eval()
 
 
-def retrieval_gaps(result, model: nn.Module, device="cpu") -> dict[tuple[str, str], tuple[float, float]]:
+def retrieval_gaps(result, model: nn.Module, device="cpu", *, splits=None, data: dict | None = None,
+                   embedded=None) -> dict[tuple[str, str], tuple[float, float]]:
     """``{(split, metric): (recorded, now)}`` for every retrieval metric (not the clustering ones, which one k-means
-    start moves) that the stored run ``result`` recorded on a split it scores, ``now`` measured with ``model`` as the
-    run measured it (:func:`zslib.engine.runner.split_metrics`, the method's pair evaluator included)."""
+    start moves) that the stored run ``result`` recorded on a split it scores (or on those of ``splits``), ``now``
+    measured with ``model`` as the run measured it (:func:`zslib.engine.runner.split_metrics`, the method's pair
+    evaluator included). ``data``: the run's datasets when the caller built them
+    (:func:`zslib.engine.runner.build_data`); ``embedded``: splits the caller has embedded with ``model`` already
+    (split -> ``(embeddings, labels)``)."""
     import numpy as np
 
     from zslib.engine.runner import build_data, build_method, scored_splits, split_metrics
 
     config = result.config
-    splits = tuple(s for s in scored_splits(config) if s in result.metrics)
-    data = build_data(config)
+    splits = tuple(s for s in (scored_splits(config) if splits is None else splits) if s in result.metrics)
+    data = build_data(config) if data is None else data
     method = build_method(config, model, np.unique(np.asarray(data["train"].labels)))
     with torch.no_grad():
-        now = split_metrics(config, model.eval(), data, torch.device(device), method, splits=splits)
+        now = split_metrics(config, model.eval(), data, torch.device(device), method, splits=splits,
+                            embedded=embedded)
     return {(s, m): (float(v), float(now.get(s, {}).get(m, float("nan"))))
             for s in splits for m, v in result.metrics[s].items() if m.split()[-1] not in _CLUSTERING}
 
 
 def check_reproduces(result, model: nn.Module, device="cpu", tolerance: float = TOLERANCE, *,
-                     what: str = "its kept weights") -> dict[tuple[str, str], float]:
-    """Require ``model`` to give the recorded retrieval metrics of ``result`` within ``tolerance`` (a fraction);
-    returns ``{(split, metric): now - recorded}``, else :class:`KeptWeightsError` naming the worst metric."""
-    gaps = retrieval_gaps(result, model, device)
+                     what: str = "its kept weights", splits=None, data: dict | None = None,
+                     embedded=None) -> dict[tuple[str, str], float]:
+    """Require ``model`` to give the recorded retrieval metrics of ``result`` (on every split it scores, or on
+    those of ``splits``) within ``tolerance`` (a fraction); returns ``{(split, metric): now - recorded}``, else
+    :class:`KeptWeightsError` naming the worst metric. ``data``, ``embedded``: as :func:`retrieval_gaps`."""
+    gaps = retrieval_gaps(result, model, device, splits=splits, data=data, embedded=embedded)
     diffs = {key: now - rec for key, (rec, now) in gaps.items()}
     if not diffs:
-        raise KeptWeightsError(f"run {result.config.name!r} records no retrieval metric to check {what} against")
+        where = "" if splits is None else f" on {', '.join(splits)}"
+        raise KeptWeightsError(f"run {result.config.name!r} records no retrieval metric{where} to check {what} "
+                               "against")
     (split, metric), worst = max(diffs.items(), key=lambda kv: abs(kv[1]) if kv[1] == kv[1] else float("inf"))
     if not abs(worst) <= tolerance:
         rec, now = gaps[split, metric]
@@ -215,15 +226,45 @@ def kept_model(result, device="cpu", tolerance: float | None = None) -> nn.Modul
     eval mode. ``tolerance`` defaults to the one the file states: :data:`TOLERANCE`, unless it was recorded with a
     wider one (``record --weights --tolerance``: a run scored on a small sample, whose retraining moves a few of its
     queries). :class:`KeptWeightsError` when a check fails; ``FileNotFoundError`` when it has none."""
+    model, path, tolerance = _listed_model(result, device, tolerance)
+    check_reproduces(result, model, device, tolerance, what=f"the kept weights {path.name}")
+    return model
+
+
+def kept_embeddings(result, split: str = "unseen", device="cpu", tolerance: float | None = None
+                    ) -> tuple[nn.Module, torch.Tensor, torch.Tensor]:
+    """``(model, embeddings, labels)``: the trained network of the stored run ``result`` from its kept weights, and
+    the embeddings of its ``split`` (:func:`zslib.engine.train.embed`), for a figure that draws that split. The same
+    checks as :func:`kept_model` (listed in the manifest, the run's own, reproducing the record within
+    ``tolerance``), except that the recorded metrics compared are those of ``split`` alone, scored from these very
+    embeddings: the split is embedded once, and what is drawn is what was checked. A run that recorded no retrieval
+    metric on ``split`` is refused (:class:`KeptWeightsError`)."""
+    from zslib.engine.runner import build_data
+    from zslib.engine.train import embed
+
+    model, path, tolerance = _listed_model(result, device, tolerance)
+    config = result.config
+    data = build_data(config)
+    if split not in data or isinstance(data[split], tuple):
+        raise ValueError(f"run {config.name!r} has no single {split!r} set to embed (its splits: {sorted(data)})")
+    with torch.no_grad():
+        emb, labels = embed(model, data[split], batch_size=config.eval_batch_size, device=device,
+                            num_workers=config.num_workers)
+    check_reproduces(result, model, device, tolerance, what=f"the kept weights {path.name}", splits=(split,),
+                     data=data, embedded={split: (emb, labels)})
+    return model, emb, labels
+
+
+def _listed_model(result, device, tolerance: float | None) -> tuple[nn.Module, Path, float]:
+    """The model of the kept weights of ``result`` once the file is listed and the run's own (not yet compared with
+    the record), its path, and the tolerance to compare with (``tolerance``, else the file's)."""
     path = weights_path(result)
     if path is None or not path.is_file():
         raise FileNotFoundError(f"run {result.config.name!r} has no kept weights (looked for {path}); record them "
                                 "with python -m zslib record --weights <run>.json")
     body = _read(path, result.config, Path(result.path).parent)
     model = model_from_weights(result.config, body["tensors"], device, where=f"the kept weights {path}")
-    check_reproduces(result, model, device, float(body["tolerance"] if tolerance is None else tolerance),
-                     what=f"the kept weights {path.name}")
-    return model
+    return model, path, float(body["tolerance"] if tolerance is None else tolerance)
 
 
 def record_weights(result, *, scratch: str | os.PathLike | None = None, device="cpu",
