@@ -19,12 +19,22 @@ where it stopped):
 It writes ``campaign/flowers102-cpu.json`` (which file is which run, the choice) beside the runs; record it with
 ``python -m zslib record --profile full`` (the runs and that manifest go to ``results/recorded/``).
 
+``--methods`` then runs the five methods at the same size on the recipe the tuning stage led with (the campaign's
+:func:`zslib.campaign.run.campaign_configs` at :data:`CPU_SIZE`): per method, its same-loss baseline ("off") and
+its candidate settings on the validation classes, the rule's choice, then the chosen setting (or the leading one,
+an ablation) and "off" on the unseen classes with the test seeds, paired by seed with the untrained network of the
+proof. One method after another, each written to ``campaign/flowers102-cpu-methods.json`` as soon as it is done
+(so a recording in batches can follow it); also a short run per method that a test trains again
+(:func:`tiny_method_configs`) and both builds' untrained floors at the real profile's 224-px crops.
+
     OMP_NUM_THREADS=1 nice -n 10 python scripts/cpu_finetune.py                    # the whole proof
     OMP_NUM_THREADS=1 python scripts/cpu_finetune.py --time 20                     # time one 20-step run, store nothing
+    OMP_NUM_THREADS=1 nice -n 10 python scripts/cpu_finetune.py --methods all      # the five methods after the proof
 """
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from pathlib import Path
@@ -84,6 +94,81 @@ def build_floor(backbone: str, size: dict = CPU_SIZE):
     return test_config(untrained.replace(backbone=backbone), 0, f"untrained {backbone}")
 
 
+#: The methods stage's manifest (``campaign/<METHODS_MANIFEST>.json``).
+METHODS_MANIFEST = "flowers102-cpu-methods"
+#: The real profile's crop, at which both builds' untrained floors are measured for the datasets chapter.
+FLOOR_224 = {**CPU_SIZE, "image_size": 224, "resize_size": 256, "eval_batch_size": 64}
+#: The setting each method's short recorded run trains (all its parts on, the paper's values).
+TINY_SETTINGS = {"cml": "EC+DC (0.02, 0.01)", "deml": "J=4", "adapt_adv": "GDFL + adversary", "zsml": "alpha=0.3",
+                 "jrd": "alpha=1"}
+
+
+def method_configs(method: str, setting: str, size: dict = CPU_SIZE, validation_seeds=(0, 1, 2),
+                   test_seeds=(0, 1, 2, 3, 4)) -> tuple[dict, dict]:
+    """``(validation, test)``, each ``{candidate: [Config per seed]}`` with "off" first: ``method``'s campaign
+    runs (:func:`zslib.campaign.run.campaign_configs`) at ``size`` on the tuning key ``setting``."""
+    from zslib.campaign.run import campaign_configs
+
+    c = campaign_configs("flowers102", methods=(method,), overrides=dict(size), tuning=setting,
+                         validation_seeds=tuple(validation_seeds), test_seeds=tuple(test_seeds))
+    return c["validation"][method], c["test"][method]
+
+
+def tiny_method_configs(setting: str = "lr=1e-05", size: dict = TINY) -> dict:
+    """``{method: Config}``: each method's short run (:data:`TINY` size, test stage, seed 0) at
+    :data:`TINY_SETTINGS`, the path of the methods stage that a test trains again."""
+    from zslib.campaign.plan import METHODS
+
+    out = {}
+    for m in METHODS:
+        _, test = method_configs(m, setting, size, validation_seeds=(0,), test_seeds=(0,))
+        out[m] = test[TINY_SETTINGS[m]][0].replace(name=f"ft-cpu-tiny-{m}-s0")
+    return out
+
+
+def run_methods(go, directory: Path, methods, setting: str, ablation: bool, untrained: list, size: dict,
+                vseeds, tseeds, tiny_size: dict, floors: dict, out=print) -> dict:
+    """The methods stage (see the module docstring): every method's validation, choice and test runs through
+    ``go(config, stage)``; the manifest rewritten after each method, so that what finished can be recorded."""
+    from zslib.campaign.run import setting_to_test
+    from zslib.engine.choice import choose
+    from zslib.engine.store import write_json
+
+    def files(runs):
+        return [r.path.name for r in runs]
+
+    path = directory / "campaign" / f"{METHODS_MANIFEST}.json"
+    manifest = json.loads(path.read_text()) if path.is_file() else {}
+    manifest.update({"format": "zslib-campaign", "dataset": "flowers102", "smoke": False, "kind": "cpu-methods",
+                     "size": size, "recipe": setting, "recipe_ablation": ablation,
+                     "untrained": files(untrained), "images": IMAGES})
+    manifest.setdefault("methods", {})
+    manifest.setdefault("tiny", {})
+    for m, config in tiny_method_configs(setting, tiny_size).items():
+        if m in methods:
+            manifest["tiny"][m] = go(config, "tiny").path.name
+    write_json(path, manifest)
+    for m in methods:
+        val_configs, test_configs = method_configs(m, setting, size, vseeds, tseeds)
+        val = {k: [go(c, f"{m} validation") for c in runs] for k, runs in val_configs.items()}
+        choice = choose(val, off="off", metric="R@1", split="val")
+        out(f"{m}: {choice.sentence()}")
+        chosen = setting_to_test(choice)
+        test = {"off": [go(c, f"{m} test") for c in test_configs["off"]],
+                "method": [go(c, f"{m} test") for c in test_configs[chosen]]}
+        manifest["methods"][m] = {"validation": {k: files(v) for k, v in val.items()},
+                                  "choice": {"chosen": choice.chosen, "leader": choice.leader,
+                                             "sentence": choice.sentence()},
+                                  "setting": chosen, "ablation": choice.off_won,
+                                  "test": {k: files(v) for k, v in test.items()}}
+        write_json(path, manifest)
+        out(f"wrote {path} ({m} done)")
+    for backbone in floors:
+        manifest.setdefault("floors_224", {})[backbone] = go(build_floor(backbone, floors[backbone]), "floor 224").path.name
+        write_json(path, manifest)
+    return manifest
+
+
 def _main(argv) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--results-dir", default="results", help="where the runs go (default results/)")
@@ -91,6 +176,8 @@ def _main(argv) -> int:
     p.add_argument("--validation-seeds", default="0,1,2")
     p.add_argument("--test-seeds", default="0,1,2,3,4")
     p.add_argument("--time", type=int, metavar="STEPS", help="time one validation run of STEPS steps; store nothing")
+    p.add_argument("--methods", default="", help="after the proof, the methods stage for these methods (comma-"
+                   "separated, or 'all'): validation, choice and test of each at the proof's size")
     p.add_argument("--smoke", action="store_true", help="every stage in seconds on a fabricated Flowers-102 "
                    "(random weights, 32 px), results in <results-dir>/smoke-cpu/ with the data")
     args = p.parse_args(argv)
@@ -160,6 +247,16 @@ def _main(argv) -> int:
                 "ablation": setting != choice.chosen}
     path = write_json(directory / "campaign" / f"{MANIFEST}.json", manifest)
     print(f"wrote {path}", flush=True)
+    if args.methods:
+        from zslib.campaign.plan import METHODS
+
+        methods = METHODS if args.methods == "all" else tuple(m for m in args.methods.split(",") if m)
+        unknown = sorted(set(methods) - set(METHODS))
+        if unknown:
+            raise SystemExit(f"unknown method(s) {unknown}; choose from {list(METHODS)}")
+        floors = {} if args.smoke else {b: FLOOR_224 for b in BUILD_FLOORS}
+        run_methods(go, directory, methods, setting, setting != choice.chosen, test["untrained"], size, vseeds, tseeds,
+                    tiny_size, floors, out=lambda line: print(line, flush=True))
     return 0
 
 

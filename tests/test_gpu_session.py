@@ -67,7 +67,7 @@ def test_the_estimate_grows_with_the_images_a_run_trains(session):
     from zslib.campaign.run import campaign_configs
 
     c = campaign_configs("flowers102", methods=("cml",))
-    run = c["validation"]["cml"]["lambda x1"][0]
+    run = c["validation"]["cml"]["EC+DC (0.02, 0.01)"][0]
     assert session.estimated_seconds(run.replace(iterations=2 * run.iterations)) == pytest.approx(
         2 * session.estimated_seconds(run))
     assert session.estimated_seconds(c["validation"]["cml"]["off"][0]) < session.estimated_seconds(run)

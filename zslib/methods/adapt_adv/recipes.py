@@ -72,7 +72,7 @@ COMPARED = {"+GDFL (no adversary)": (0.5, False), **{f"lambda0 {v:g}": (v, True)
 #: The fine-tuning campaign's Adapt-Adv (:mod:`zslib.campaign.plan`): :func:`campaign_base` searched along
 #: :data:`CAMPAIGN_AXIS` over :func:`campaign_candidates`; its smoke run shrinks the classifier's hidden layer to
 #: :data:`CAMPAIGN_SMOKE`.
-CAMPAIGN_AXIS = "lambda0 (Eq. 22)"
+CAMPAIGN_AXIS = "the parts (GDFL attention, Sec. 3.1; the class adversary at lambda0 0.5, Eq. 22)"
 CAMPAIGN_SMOKE = {"hidden": 16}
 
 
@@ -254,5 +254,8 @@ def campaign_base() -> dict:
 
 
 def campaign_candidates() -> dict[str, dict]:
-    """The fine-tuning campaign's candidates: every lambda0 of :data:`LAMBDA0S` as method parameters."""
-    return {f"lambda0={v:g}": {"lambda0": v} for v in LAMBDA0S}
+    """The fine-tuning campaign's candidates: the attention alone (GDFL), the class adversary alone, and both
+    (the method), the adversary at the method's default lambda0 0.5, the middle of the paper's {0.1, 0.5, 1}."""
+    return {"+GDFL (no adversary)": {"use_gdfl": True, "use_adversary": False},
+            "+adversary (no GDFL)": {"use_gdfl": False, "use_adversary": True},
+            "GDFL + adversary": {"use_gdfl": True, "use_adversary": True}}
