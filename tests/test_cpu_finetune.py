@@ -46,29 +46,77 @@ def test_the_tiny_run_is_the_scripts_and_the_proof_uses_the_tensorflow_build_wit
     assert configs["lr=1e-05"][0].replace(freeze_bn=False).hash == configs["batch BN lr=1e-05"][0].hash
 
 
-@pytest.mark.shared_data
-def test_the_recorded_tiny_run_trains_again_to_its_recorded_numbers(tmp_path, monkeypatch):
+#: How far a short recorded run (2 steps at 64 px) may come back on another processor than the one that recorded it:
+#: 0.002 of a retrieval metric, about 9 of the 4,696 unseen queries and 7 of the 3,493 seen ones. Another processor
+#: sums the network's convolutions in another order; the weights differ in their last bits after two Adam steps,
+#: and a query whose two nearest neighbours were that close changes its answer (measured: the triplet tiny run,
+#: recorded on an AMD EPYC, gave unseen Recall@1 0.66503 on an Intel Xeon against 0.66482, one query). On the
+#: recording processor, with the same threads and torch, the numbers must come back bitwise.
+TINY_ELSEWHERE = 0.002
+
+
+def _retrain(recorded, tmp_path, monkeypatch):
+    """Train ``recorded``'s config again on the shared Flowers-102 with the record's thread count; compare it by
+    :func:`zslib.analysis.reproduce.check_reproduced_here` (exact on the recording processor, else
+    :data:`TINY_ELSEWHERE`) and return the rule it applied."""
     import torch
 
+    from zslib.analysis.reproduce import check_reproduced_here
     from zslib.engine.runner import run
-    from zslib.engine.store import load_result, recorded_dir
 
-    manifest = _manifest()
     if not (shared_data_dir() / "flowers102" / "imagelabels.mat").is_file():
         pytest.skip("Flowers-102 is not in the shared data folder")
     monkeypatch.setenv("ZS_DATA", str(shared_data_dir()))
-    recorded = load_result(recorded_dir() / manifest["tiny"])
-    assert recorded.config.hash == _script().tiny_config().hash  # the script's tiny run is the recorded one
     assert recorded.provenance["device"].startswith("cpu")
     threads = torch.get_num_threads()
     torch.set_num_threads(int(recorded.provenance.get("torch_threads", 1)))  # the same summation order
     try:
         again = run(recorded.config, tmp_path, device="cpu", progress=False)
+        worst, rule = check_reproduced_here(recorded, again, TINY_ELSEWHERE)
     finally:
         torch.set_num_threads(threads)
-    for split, row in recorded.metrics.items():
-        for name, value in row.items():
-            assert again.metrics[split][name] == pytest.approx(value, abs=1e-6), (split, name)
+    print(f"{recorded.config.name}: largest gap {worst:.2e} ({rule})")
+    return rule
+
+
+@pytest.mark.shared_data
+def test_the_recorded_tiny_run_trains_again_to_its_recorded_numbers(tmp_path, monkeypatch):
+    from zslib.engine.store import load_result, recorded_dir
+
+    manifest = _manifest()
+    recorded = load_result(recorded_dir() / manifest["tiny"])
+    assert recorded.config.hash == _script().tiny_config().hash  # the script's tiny run is the recorded one
+    _retrain(recorded, tmp_path, monkeypatch)
+
+
+def _methods_manifest():
+    from zslib.engine.store import recorded_dir
+
+    path = recorded_dir() / "campaign" / f"{_script().METHODS_MANIFEST}.json"
+    if not path.is_file():
+        pytest.skip("the CPU methods stage is not recorded (scripts/cpu_finetune.py --methods all, then record)")
+    return json.loads(path.read_text())
+
+
+def _campaign_methods():
+    from zslib.campaign.plan import METHODS
+
+    return METHODS
+
+
+@pytest.mark.shared_data
+@pytest.mark.parametrize("method", _campaign_methods())
+def test_each_method_s_recorded_short_run_trains_again_to_its_recorded_numbers(method, tmp_path, monkeypatch):
+    """Each method's short run on the methods stage's path (its full setting, 2 steps of 4 x 2 at 64 px, the
+    proof's recipe) is recorded, is the script's, and trains again to its numbers."""
+    from zslib.engine.store import load_result, recorded_dir
+
+    tiny = _methods_manifest()["tiny"]
+    assert method in tiny, f"no short run of {method} is recorded in the methods stage"
+    recorded = load_result(recorded_dir() / tiny[method])
+    expected = _script().tiny_method_configs()[method]
+    assert recorded.config.hash == expected.hash and recorded.config.method == method
+    _retrain(recorded, tmp_path, monkeypatch)
 
 
 def _check_proof(directory=None):

@@ -10,6 +10,11 @@ machine, retrained on an AMD EPYC, every Recall@K and kNN accuracy within 0.0002
 the unseen NMI 0.7734 against a recorded 0.7470; k-means with seeds 0 to 5 on that one retrained embedding
 gives NMI from 0.7345 to 0.7734.
 
+Where a stored run was recorded decides how closely it must come back (:func:`reproduction_rule`): on the same
+processor model, with the same thread count and torch version, a retrained run must give the stored numbers to the
+last bit; elsewhere, within a tolerance the caller states and justifies (a few queries of the split for a short run,
+the run's own seed spread for a long one).
+
 So :func:`reproduction_gaps` asks two things. A retrieval metric must be close to the stored value. A
 clustering metric must be close to the range the retrained embedding gives over several k-means seeds (its
 gap is the distance from the stored value to that range, zero inside it). A run that trained differently
@@ -19,9 +24,37 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-__all__ = ["CLUSTER_METRICS", "reproduction_gaps", "check_reproduced"]
+__all__ = ["CLUSTER_METRICS", "EXACT", "reproduction_gaps", "check_reproduced", "same_machine", "reproduction_rule",
+           "check_reproduced_here"]
 
 CLUSTER_METRICS = frozenset({"NMI", "F1", "ACC", "Purity"})  # metrics of one k-means (or spectral) clustering
+
+#: The gap allowed where a run is retrained on the machine kind that recorded it: none (float noise of the
+#: metric's own arithmetic only).
+EXACT = 1e-9
+
+
+def same_machine(stored) -> bool:
+    """Whether this process sums as the one that recorded ``stored`` did: the same processor model (provenance
+    ``cpu``), the same torch version, and as many threads (:func:`torch.get_num_threads`)."""
+    import torch
+
+    from zslib.engine.store import cpu_model
+
+    p = stored.provenance
+    return (bool(p.get("cpu")) and p.get("cpu") == cpu_model() and p.get("torch_version") == torch.__version__
+            and int(p.get("torch_threads", -1)) == torch.get_num_threads())
+
+
+def reproduction_rule(stored, elsewhere: float) -> tuple[float, str]:
+    """``(tolerance, why)`` for retraining ``stored`` here: :data:`EXACT` on the machine kind that recorded it
+    (:func:`same_machine`), else ``elsewhere``, the caller's stated tolerance for another processor."""
+    p = stored.provenance
+    if same_machine(stored):
+        return EXACT, f"exact: recorded on this processor ({p.get('cpu')}) with the same threads and torch"
+    return float(elsewhere), (f"within {elsewhere:g}: recorded on {p.get('cpu') or 'an unnamed processor'} "
+                              f"(torch {p.get('torch_version')}, {p.get('torch_threads')} thread(s)), which sums "
+                              "in another order than this one")
 
 
 def reproduction_gaps(stored, again, device="cpu", cluster_seeds: Iterable[int] = range(5)
@@ -79,3 +112,30 @@ def check_reproduced(stored, again, tolerance: float = 0.01, device="cpu") -> fl
                            f"{kind} {worst:.4f} (tolerance {tolerance}). Was the run recorded with other code? "
                            f"Compare its provenance (git_commit, code_fingerprint) with this checkout.")
     return worst
+
+
+def check_reproduced_here(stored, again, elsewhere: float, device="cpu") -> tuple[float, str]:
+    """:func:`check_reproduced` at the tolerance of :func:`reproduction_rule`: ``(largest gap, the rule applied)``.
+    On the recording machine every metric of every scored split must match to :data:`EXACT` (clustering metrics
+    too: the same bits give the same k-means); elsewhere clustering metrics are judged by the k-means range."""
+    tolerance, why = reproduction_rule(stored, elsewhere)
+    if tolerance > EXACT:
+        return check_reproduced(stored, again, tolerance, device), why
+    from zslib.engine.runner import scored_splits
+
+    worst = 0.0
+    scored = set(scored_splits(stored.config))  # a validation run recorded before it stopped scoring unseen classes
+    for split, row in stored.metrics.items():
+        for name, value in row.items():
+            if split not in scored:
+                continue
+            if name not in again.metrics.get(split, {}):
+                raise ValueError(f"the retrained run has no {split} {name}; was it trained with other code?")
+            gap = abs(again.metrics[split][name] - value)
+            if gap > tolerance:
+                raise RuntimeError(f"{stored.config.name} does not reproduce on the processor that recorded it: "
+                                   f"{split} {name} recorded {value!r}, retrained {again.metrics[split][name]!r}. "
+                                   "Was it recorded with other code? Compare its provenance (git_commit, "
+                                   "code_fingerprint) with this checkout.")
+            worst = max(worst, gap)
+    return worst, why
