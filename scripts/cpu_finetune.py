@@ -41,6 +41,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from zslib.campaign.report import CPU_MANIFEST as MANIFEST, CPU_METHODS_MANIFEST as METHODS_MANIFEST  # noqa: E402
+
 #: The CPU size of the recipe (Config fields over the campaign's Flowers-102 recipe). Measured in CPU time of one
 #: thread on the 2-core AMD EPYC (2026-11-27): a training step of 8 x 4 images takes 0.63 s at 96 px (1.15 s at
 #: 128 px), embedding one image 8.4 ms (19.6 ms), and every run embeds all 8,189 images once at its end; so a
@@ -55,7 +57,6 @@ SMOKE_SIZE = {**CPU_SIZE, "image_size": 32, "resize_size": 36, "batch_classes": 
               "iterations": 2, "pretrained": False, "embedding_dim": 16}
 #: The tuning candidates the CPU affords (keys of tuning_changes), "off" and the untrained network always.
 CPU_CANDIDATES = ("lr=1e-05", "batch BN lr=1e-05")
-MANIFEST = "flowers102-cpu"
 #: The images the proof reads (the config hashes do not cover the image files).
 IMAGES = "Flowers-102 resized to 160 px on the short side, JPEG quality 88"
 
@@ -94,8 +95,6 @@ def build_floor(backbone: str, size: dict = CPU_SIZE):
     return test_config(untrained.replace(backbone=backbone), 0, f"untrained {backbone}")
 
 
-#: The methods stage's manifest (``campaign/<METHODS_MANIFEST>.json``).
-METHODS_MANIFEST = "flowers102-cpu-methods"
 #: The real profile's crop, at which both builds' untrained floors are measured for the datasets chapter.
 FLOOR_224 = {**CPU_SIZE, "image_size": 224, "resize_size": 256, "eval_batch_size": 64}
 #: The setting each method's short recorded run trains (all its parts on, the paper's values).

@@ -180,3 +180,63 @@ def test_the_script_s_smoke_run_records_a_proof_whose_choice_and_rows_follow_fro
 def test_the_recorded_proof_s_choice_and_rows_follow_from_its_run_files():
     _manifest()
     _check_proof()
+
+
+def test_the_methods_stage_s_smoke_run_records_choices_the_rule_makes_and_validation_runs_never_embed_unseen_classes(
+        tmp_path, monkeypatch):
+    """``--methods`` at the smoke size for two methods: each method's choice is the rule's (recomputed with numpy by
+    tests/rule_oracle.py from the validation files), the tested setting is the chosen one or the leader, the test
+    runs pair with "off" by seed, and no validation run embeds an image of the unseen classes or stores a metric of
+    them (every embedding pass is watched)."""
+    import zslib.engine.runner as runner
+    import zslib.engine.train.loop as loop
+    from rule_oracle import expected_choice
+    from zslib.campaign.report import recorded_cpu_methods
+    from zslib.campaign.run import record_campaigns
+    from zslib.engine.store import record_runs
+
+    passes = []  # (run's validation fraction, number of images, their classes) of every embedding pass
+
+    def watched(original):
+        def embed(model, dataset, *args, **kwargs):
+            out = original(model, dataset, *args, **kwargs)
+            passes.append((current[0], len(dataset), set(np.asarray(out[1]).tolist())))
+            return out
+        return embed
+
+    current = [None]
+    real_run = runner.run
+
+    def run(config, *args, **kwargs):
+        current[0] = config.validation_fraction
+        return real_run(config, *args, **kwargs)
+
+    monkeypatch.setattr(runner, "embed", watched(runner.embed))
+    monkeypatch.setattr(loop, "embed", watched(loop.embed))
+    monkeypatch.setenv("ZS_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("ZS_DATA", str(tmp_path / "nowhere"))
+    cf = _script()
+    monkeypatch.setattr(runner, "run", run)
+    args = ["--smoke", "--results-dir", str(tmp_path), "--validation-seeds", "0,1", "--test-seeds", "0,1",
+            "--methods", "jrd,cml"]
+    assert cf.main(args) == 0
+    folder = tmp_path / "smoke-cpu"
+    record_runs("full", folder)
+    record_campaigns(folder)
+    stage = recorded_cpu_methods(folder)
+    assert set(stage["methods"]) == {"jrd", "cml"} and set(stage["tiny"]) == {"jrd", "cml"}
+    monkeypatch.setenv("ZS_DATA", str(folder / "data"))  # the smoke run's fabricated Flowers-102
+    unseen = {int(c) for c in np.unique(runner.build_data(stage["untrained"][0].config)["unseen"].labels)}
+    for m, entry in stage["methods"].items():
+        val = {k: [r.metric("R@1", "val") for r in runs] for k, runs in entry["validation"].items()}
+        assert entry["choice"].chosen == expected_choice(val, "off")
+        leader = max((k for k in val if k != "off"), key=lambda k: np.mean(val[k]))
+        assert entry["setting"] == (entry["choice"].chosen if entry["choice"].chosen != "off" else leader)
+        assert [r.config.seed for r in entry["off"]] == [r.config.seed for r in entry["method"]] == [0, 1]
+        for runs in entry["validation"].values():
+            for r in runs:
+                assert r.config.validation_fraction > 0 and "unseen" not in r.metrics
+                assert all("unseen" not in row for row in r.history.evals)
+    validation_passes = [classes for fraction, _, classes in passes if fraction]
+    assert validation_passes and not any(classes & unseen for classes in validation_passes)
+    assert any(classes & unseen for fraction, _, classes in passes if not fraction)  # the test runs do embed them

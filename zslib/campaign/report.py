@@ -19,7 +19,8 @@ from zslib.analysis.compare import ENTRIES, regime_config
 from zslib.analysis.verdict import paired_phrase
 from zslib.campaign.plan import METHODS, RECIPES, TUNING_LOSS, length_candidates, tuning_configs
 from zslib.campaign.records import hardware
-from zslib.campaign.run import Campaign, campaign_configs, comparison_rows, load_manifest, tuning_to_use
+from zslib.campaign.run import (Campaign, campaign_configs, comparison_rows, load_manifest, setting_to_test,
+                                tuning_to_use)
 from zslib.engine.choice import choose
 from zslib.engine.models import build_label
 from zslib.engine.models.adapted import entry_stage
@@ -29,7 +30,8 @@ from zslib.engine.store import load_result, recorded_dir
 
 __all__ = ["recorded_campaign", "campaign_frame", "campaign_sentences", "campaign_recipe_note", "regime_differences",
            "session_data_line", "recorded_cpu_proof", "cpu_proof_frame", "cpu_proof_sentences", "ASPECTS",
-           "CPU_MANIFEST", "build_floors", "build_floor_sentence"]
+           "CPU_MANIFEST", "CPU_METHODS_MANIFEST", "BUILD_SWITCH_POINTS", "recorded_cpu_methods", "build_floors",
+           "build_floor_sentence"]
 
 _NAMES = {"cml": "CML", "deml": "DeML", "adapt_adv": "Adapt-Adv", "zsml": "ZSML", "jrd": "JRD"}
 
@@ -276,6 +278,13 @@ def _hardware(result) -> str:
 # ---- the fine-tuned baseline recipe proven on the CPU (scripts/cpu_finetune.py) -------------------------------------
 
 CPU_MANIFEST = "flowers102-cpu"
+#: The CPU proof's methods stage (``scripts/cpu_finetune.py --methods``): each method's validation, choice and test
+#: runs at the proof's size, each method's short run, and both builds' untrained floors at 224 px.
+CPU_METHODS_MANIFEST = "flowers102-cpu-methods"
+#: The frozen and adapted regimes stand on the symmetric build (``efficientnet_lite0``); they would move to the
+#: TensorFlow build, and be recorded again, only if its untrained floor at the real profile's 224-px crop were higher
+#: by more than this many points of unseen Recall@1.
+BUILD_SWITCH_POINTS = 1.0
 
 
 def recorded_cpu_proof(directory=None) -> dict | None:
@@ -304,6 +313,41 @@ def recorded_cpu_proof(directory=None) -> dict | None:
             "hardware": sorted({hardware(r) for r in every}), "build": build_label(every[0]),
             "size": manifest["size"], "images": manifest.get("images", ""), "path": path,
             "builds": {b: load_result(folder / n) for b, n in manifest.get("builds", {}).items()}}
+
+
+def recorded_cpu_methods(directory=None) -> dict | None:
+    """The recorded methods stage of the CPU proof (:data:`CPU_METHODS_MANIFEST` beside the recorded runs), every run
+    loaded and checked and every choice recomputed by the rule from the validation runs, or ``None``.
+
+    Returns ``{"methods": {method: {"validation": {label: [Result]}, "choice": Choice, "setting": label,
+    "ablation": bool, "off": [Result], "method": [Result]}}, "untrained": [Result], "tiny": {method: Result},
+    "floors_224": {backbone: Result}, "size": dict, "recipe": str, "recipe_ablation": bool, "images": str}``;
+    a method still training when the manifest was written is absent from ``"methods"``."""
+    folder = recorded_dir(directory)
+    path = folder / "campaign" / f"{CPU_METHODS_MANIFEST}.json"
+    if not path.is_file():
+        return None
+    manifest = json.loads(path.read_text())
+
+    def runs(names):
+        return [load_result(folder / n) for n in names]
+
+    methods = {}
+    for m, entry in manifest.get("methods", {}).items():
+        val = {k: runs(v) for k, v in entry["validation"].items()}
+        choice = choose(val, off="off", metric="R@1", split="val")
+        setting = setting_to_test(choice)
+        if setting != entry["setting"]:
+            raise ValueError(f"{path}: {m}'s test runs are of {entry['setting']!r}, but its validation runs make the "
+                             f"rule test {setting!r}; the manifest does not match its run files")
+        methods[m] = {"validation": val, "choice": choice, "setting": setting, "ablation": choice.off_won,
+                      "off": runs(entry["test"]["off"]), "method": runs(entry["test"]["method"])}
+    return {"methods": methods, "untrained": runs(manifest.get("untrained", [])),
+            "tiny": {m: load_result(folder / n) for m, n in manifest.get("tiny", {}).items()},
+            "floors_224": {b: load_result(folder / n) for b, n in manifest.get("floors_224", {}).items()},
+            "size": manifest.get("size", {}), "recipe": manifest.get("recipe", ""),
+            "recipe_ablation": bool(manifest.get("recipe_ablation")), "images": manifest.get("images", ""),
+            "path": path}
 
 
 def cpu_proof_frame(proof):
@@ -387,32 +431,55 @@ def campaign_recipe_note(camp) -> str:
     return text
 
 
-def build_floors(proof):
-    """The untrained network of each build on the unseen classes, from the recorded CPU proof (same images, size
-    and evaluation; one run each): one row per build."""
+def _floor_runs(proof, methods=None) -> list:
+    """The recorded untrained-floor runs of both builds: the proof's size, then 224 px (the real profile's crop)."""
+    runs = list((proof or {}).get("builds", {}).values())
+    return runs + list((methods or {}).get("floors_224", {}).values())
+
+
+def build_floors(proof, methods=None):
+    """The untrained network of each build on the unseen classes, from the recorded CPU proof (its crop) and its
+    methods stage (the real profile's 224-px crop): same images and evaluation, one run each, one row per build
+    and crop."""
     import pandas as pd
 
-
-    if proof is None or not proof.get("builds"):
+    runs = _floor_runs(proof, methods)
+    if not runs:
         return pd.DataFrame()
     rows = []
-    for backbone, r in proof["builds"].items():
+    for r in runs:
         c = r.config
-        rows.append({"network": build_label(backbone), "crop": f"{c.image_size} px of {c.resize_size}",
+        rows.append({"network": build_label(c.backbone), "crop": f"{c.image_size} px of {c.resize_size}",
                      **{f"unseen {k}": f"{100 * v:.2f}" for k, v in r.metrics["unseen"].items() if k in ("R@1", "MAP@R")},
                      "hardware": _hardware(r)})
-    return pd.DataFrame(rows).set_index("network")
+    return pd.DataFrame(rows).set_index(["crop", "network"])
 
 
-def build_floor_sentence(proof) -> str:
-    """The two builds' untrained floors compared in one sentence, from the recorded CPU proof."""
-
-    if proof is None or len(proof.get("builds", {})) < 2:
-        return ("The two builds' untrained floors are not recorded yet: `python scripts/cpu_finetune.py` evaluates "
-                "both and `python -m zslib record --profile full` records them.")
-    (a, ra), (b, rb) = list(proof["builds"].items())[:2]
-    va, vb = ra.metric("R@1", "unseen"), rb.metric("R@1", "unseen")
-    c = ra.config
-    return (f"With the same weights file, images and {c.image_size}-px crops, the untrained network's unseen Recall@1 "
-            f"is {100 * va:.2f} in {build_label(a)} and {100 * vb:.2f} in {build_label(b)}: "
-            f"{100 * (va - vb):+.2f} points from the padding and epsilon alone (one evaluation each, nothing trained).")
+def build_floor_sentence(proof, methods=None) -> str:
+    """The two builds' untrained floors compared, one sentence per crop, from the recorded CPU proof and its methods
+    stage, and what the 224-px difference decides for the frozen and adapted regimes (:data:`BUILD_SWITCH_POINTS`)."""
+    by_size: dict[int, dict] = {}
+    for r in _floor_runs(proof, methods):
+        by_size.setdefault(r.config.image_size, {})[r.config.backbone] = r
+    pairs = {size: b for size, b in sorted(by_size.items()) if len(b) == 2}
+    if not pairs:
+        return ("The two builds' untrained floors are not recorded yet: `python scripts/cpu_finetune.py --methods all` "
+                "evaluates both and `python -m zslib record --profile full` records them.")
+    out = []
+    tf, sym = "tf_efficientnet_lite0", "efficientnet_lite0"
+    for size, b in pairs.items():
+        va, vb = b[tf].metric("R@1", "unseen"), b[sym].metric("R@1", "unseen")
+        out.append(f"At {size}-px crops the untrained network's unseen Recall@1 is {100 * va:.2f} in "
+                   f"{build_label(tf)} and {100 * vb:.2f} in {build_label(sym)}: {100 * (va - vb):+.2f} points from the "
+                   "padding and epsilon alone (one evaluation each, nothing trained).")
+    if 224 in pairs:
+        gap = 100 * (pairs[224][tf].metric("R@1", "unseen") - pairs[224][sym].metric("R@1", "unseen"))
+        if gap > BUILD_SWITCH_POINTS:
+            out.append(f"At the real profile's crop the TensorFlow build's floor is higher by more than "
+                       f"{BUILD_SWITCH_POINTS:g} point, so the frozen and adapted regimes, which stand on the "
+                       "symmetric build, start lower than the weights allow.")
+        else:
+            out.append(f"At the real profile's crop the two floors are within {BUILD_SWITCH_POINTS:g} point "
+                       f"({gap:+.2f}), so the frozen and adapted regimes lose at most that by standing on the symmetric "
+                       "build, and they stay on it; the fine-tuned regime uses the TensorFlow build.")
+    return " ".join(out)
