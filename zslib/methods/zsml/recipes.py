@@ -6,13 +6,17 @@ campaign read from here.
 * :func:`real_zsml`: ZSML at the real profile's settings (:data:`REAL_ZSML`) on any base config;
 * :func:`quick_grid`: the chapter's quick-profile rows (ZSML and the linear relation on a frozen triplet embedding);
 * the seeds and grids of the choices on validation classes, of the ablations, of the Table 9 and 6 analogues and of
-  the transfer (``*_grid``), each ``{label: Config}`` as :meth:`zslib.present.base.Study.grid` reads it.
+  the transfer (``*_grid``), each ``{label: Config}`` as :meth:`zslib.present.base.Study.grid` reads it;
+* :data:`COMPARISON` and :func:`campaign_plan`: ZSML in the comparison across methods and in the fine-tuning
+  campaign.
 """
 from __future__ import annotations
 
+from zslib.analysis.entry import Entry
+from zslib.campaign.plan import MethodPlan, Recipe
 from zslib.engine.config import Config
-from zslib.methods.cml.method import cml_method
 from zslib.engine.profile import Profile
+from zslib.methods.cml.method import cml_method
 from zslib.methods.zsml.method import EVERY_UNSEEN_IMAGE
 from zslib.methods.zsml.relation import ZSML_ARCHITECTURE
 
@@ -21,7 +25,8 @@ __all__ = ["FLOOR", "ZSML", "EVERY", "HEAD", "REAL_ZSML", "REAL_SEEDS", "VAL_SEE
            "LR_1000", "S_PAPER", "LIFTED", "real_zsml", "real_configs", "every_image_config", "quick_grid",
            "comparison_grid", "floor_grid", "validation_config", "alpha_choice_grid", "chosen_alpha_grid",
            "share_choice_grid", "share_test_grid", "alpha_ablation_grid", "k_ablation_grid", "nca_grid", "arm_grid",
-           "synthparts_grid", "settings_config", "transfer_configs"]
+           "synthparts_grid", "settings_config", "transfer_configs", "COMPARISON",
+           "campaign_plan"]
 
 #: The names of the real-profile rows (:func:`real_configs`) and of the headline runs (:func:`every_image_config`).
 FLOOR, ZSML, EVERY, HEAD = "pretrained", "ZSML", "ZSML every image", "trained head (binomial deviance)"
@@ -184,3 +189,52 @@ def transfer_configs(alpha: float, positive_fraction: float | None) -> tuple[Con
     """The runs whose transfer records Tables 4-5's analogue reads: ZSML on Flowers-102 and on SynthParts."""
     return (settings_config(alpha, positive_fraction),
             synthparts_grid(alpha, positive_fraction)["SynthParts"])
+
+
+# ---- beyond the chapters: the comparison across methods and the fine-tuning campaign -----------------------------
+
+def _compared(base: Config, alpha: float | None = None) -> Config:
+    """ZSML at ``alpha``; its "off" is the same run's own input features on the same images (the ``input`` metrics
+    every ZSML result carries), so ``alpha=None`` returns the ZSML run whose input metrics stand for "off". The
+    choice (a config with a validation split) reads its recorded validation runs, each scoring a 4-per-class sample
+    of the validation classes; a test run ranks every unseen image (:data:`EVERY_UNSEEN_IMAGE`), its "off" being
+    the cosine of the input features."""
+    scoring = {} if base.validation_fraction else EVERY_UNSEEN_IMAGE
+    return real_zsml(base, alpha=0.5 if alpha is None else alpha, **scoring)
+
+
+#: ZSML in the one-protocol comparison (:mod:`zslib.analysis.compare`): the label range alpha over :data:`ALPHAS`,
+#: "off" read from the same runs' input features.
+COMPARISON = Entry(
+    "triplet", "continuous-label weight alpha", _compared, {f"alpha {a:g}": a for a in ALPHAS},
+    claims=lambda label: ("no like-for-like row (the paper's one seen-to-unseen retrieval row puts ZSML on a "
+                          "Lifted embedding, Table 6; here it learns a relation on the frozen features)"),
+    parts=lambda label: f"learned relation, {label.replace(' ', ' = ')}", off_metrics_prefix="input ",
+    quick=("alpha 0.5",), adapted=("alpha 0.5",), val_seeds={"real frozen": 10, "real adapted": 10})
+
+
+def _half_metric_steps(values: dict) -> dict:
+    """The metric steps of a campaign run: the first half of whatever length the run is given."""
+    return {"metric_steps": int(values["iterations"]) // 2}
+
+
+def campaign_plan(recipe: Recipe) -> MethodPlan:
+    """ZSML in the fine-tuning campaign: its pair network on top of an embedding fine-tuned with the triplet loss for
+    the first half of the steps (the paper's Table 6, "metric loss + ZSML"; ``follow`` keeps it the first half of
+    whatever length the run is given). The pair network and the scoring are the other regimes': the book's smaller
+    S (:data:`REAL_ZSML`'s hidden layers; the paper's 1,000 x 1,000 scores the test pairs fast on a GPU, slowly on
+    one CPU core), 10 query images per unseen class ranked against every unseen image (:data:`EVERY_UNSEEN_IMAGE`).
+    """
+    steps = int(recipe.settings["iterations"]) // 2
+    base = {"loss": "triplet", "method": "zsml",
+            "method_params": {"features": "embedding", "metric_steps": steps, "hidden": list(REAL_ZSML["hidden"]),
+                              **EVERY_UNSEEN_IMAGE}}
+    return MethodPlan("zsml", base, "alpha (label range, Eq. 3)",
+                      {f"alpha={v:g}": {"alpha": v} for v in CAMPAIGN_ALPHAS},
+                      smoke_params={"k": 4, "hidden": [16, 16], "pairs": 64, "batch_pairs": 16, "metric_steps": 1,
+                                    "stride": 2, "height": 4},
+                      datasets=("flowers102", "cub200", "cars196"),
+                      why_not="ZSML scores pairs through its network: 10 queries of each of SOP's 11,316 unseen "
+                              "classes against its 60,502 unseen images are 6.8e9 pairs; and it has no query/gallery "
+                              "evaluation (In-Shop)",
+                      follow=_half_metric_steps)
