@@ -298,7 +298,7 @@ def test_cml_weights_go_through_the_one_rule_and_its_headline_names_an_ablation(
     from zslib.present.cml import key_findings
 
     val = Config.from_profile("real").replace(validation_fraction=0.3)
-    seeds = recipes.validation_seeds()
+    seeds = VALIDATION_SEEDS
     sweep = run_grid(recipes.real_sweep_grid(), seeds=seeds, stored_only=True)
     chosen, kept = recipes.choose_weights(sweep), recipes.ablations(sweep)
 

@@ -321,17 +321,10 @@ def check_protocol(configs: Sequence[Config]) -> None:
                 raise ValueError(f"{c.name}: {f} = {getattr(c, f)!r}, but {first.name} has {getattr(first, f)!r}")
 
 
-def _pts(i: Interval | None) -> str:
-    if i is None:
-        return ""
-    if math.isnan(i.low):
-        return f"{100 * i.mean:+.1f}"
-    return f"{100 * i.mean:+.1f} [{100 * i.low:+.1f}, {100 * i.high:+.1f}]"
-
 
 def _marked(d: Interval | None, runs: Sequence, baseline: Sequence) -> str:
     """A paired difference in points, with the diverged seeds of either side named (never a silent row)."""
-    text = _pts(d)
+    text = "" if d is None else format_interval(d, signed=True)
     k = len([r for r in [*runs, *baseline] if getattr(r, "diverged", None)])
     if text and k:
         text += f" (diverged: {k} run{'s' if k != 1 else ''})"
@@ -651,7 +644,7 @@ def _said(d: Interval, chosen: bool = True) -> str:
     """A paired difference in words and points: "clearly above (+1.2 [+0.4, +2.0])" for a chosen setting, "above
     (...)" for an ablation (:func:`zslib.analysis.verdict.change_words`)."""
 
-    return f"{change_words(verdict(d), chosen).removesuffix(' from')} ({_pts(d)})"
+    return f"{change_words(verdict(d), chosen).removesuffix(' from')} ({format_interval(d, signed=True)})"
 
 
 def context_sentence() -> str:

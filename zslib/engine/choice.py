@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from zslib.engine.stats import Interval, diverged_runs, interval, paired
+from zslib.engine.stats import Interval, diverged_runs, format_interval, interval, paired
 
 __all__ = ["Choice", "choose", "OFF", "Prefixed", "VALIDATION_FRACTION", "VALIDATION_SEEDS", "TEST_SEEDS",
            "CONFIDENCE"]
@@ -75,7 +75,7 @@ class Choice:
         if self.leader == self.off:
             return f"{lead}, so the method stays off: no setting beat switching it off."
         d = self.leader_vs_off
-        diff = f"{d.mean * scale:+.2f} [{d.low * scale:+.2f}, {d.high * scale:+.2f}] points over {label(self.off)}"
+        diff = f"{format_interval(d, scale, 2, signed=True)} points over {label(self.off)}"
         if self.off_won:
             margin = d.high - d.mean  # the smallest mean difference these seeds' spread could call clear
             power = ("" if margin != margin else f" (with these {d.n} seeds a difference under about "

@@ -4,8 +4,8 @@ methods, the deviations table and the fine-tuning campaign all read from here.
 
 * :func:`real_configs`: the recorded real-profile rows of the paper's Table 6 analogue, by name;
 * :func:`adapt_adv`: Adapt-Adv on any base config at the real profile's settings (:data:`REAL_ADAPT`);
-* :data:`LAMBDA0S`: the adversary weights the paper searches (Sec. 5.4.2, Fig. 14); :data:`VAL_SEEDS` and
-  :data:`VALIDATION`: every choice on validation classes; :data:`EC_CHOICES`, :data:`PROXY_LRS`: the Table 5 grids;
+* :data:`LAMBDA0S`: the adversary weights the paper searches (Sec. 5.4.2, Fig. 14); :data:`VALIDATION_SEEDS` and
+  :data:`VALIDATION_FRACTION`: every choice on validation classes; :data:`EC_CHOICES`, :data:`PROXY_LRS`: the Table 5 grids;
 * :func:`quick_adapt`, :func:`quick_ablation`, :func:`quick_lambda0`: the quick profile's Table 6 rows and its
   one more lambda0;
 * :func:`stopping_grid`, :func:`lambda0_grid`, :func:`table5_bases`, :func:`proxy_rate_grid`, :func:`energy_grid`,
@@ -22,13 +22,13 @@ from types import SimpleNamespace
 
 from zslib.analysis.entry import Claim, Entry
 from zslib.campaign.plan import MethodPlan, Recipe
-from zslib.engine.choice import OFF, Choice, choose
+from zslib.engine.choice import OFF, VALIDATION_FRACTION, Choice, choose
 from zslib.engine.config import Config
 from zslib.engine.profile import PROFILES
 from zslib.methods.adapt_adv.method import PAPER_TRIPLET
 from zslib.methods.cml.method import cml_method
 
-__all__ = ["FLOOR", "BASE", "GDFL", "METHOD", "REAL_ADAPT", "VAL_SEEDS", "VALIDATION", "LAMBDA0S", "EC_CHOICES",
+__all__ = ["FLOOR", "BASE", "GDFL", "METHOD", "REAL_ADAPT", "LAMBDA0S", "EC_CHOICES",
            "PROXY_LRS", "FLOOR_SEEDS", "TABLE5_LOSSES", "GRADCAM_LOSSES", "COMPARED", "COMPARISON",
            "adapt_adv", "triplet_base", "real_configs", "quick_adapt", "quick_ablation",
            "quick_lambda0", "stopping_grid", "stopped", "lambda0_grid", "at_lambda0", "table5_bases",
@@ -41,12 +41,6 @@ FLOOR, BASE, GDFL, METHOD = ("pretrained features, no training", "triplet base",
 
 #: Adapt-Adv's two settings on the real profile that the paper does not give (not chosen on validation classes).
 REAL_ADAPT = {"classifier_lr": 1e-3, "epoch_steps": 20}
-
-#: Every validation choice of the real profile: seeds 0-2 ...
-VAL_SEEDS = (0, 1, 2)
-
-#: ... with 30% of the seen classes held out (class-disjoint).
-VALIDATION = 0.3
 
 #: The adversary's weights lambda0 of Eq. 22 that the paper searches (Sec. 5.4.2, Fig. 14).
 LAMBDA0S = (0.1, 0.5, 1.0)
@@ -132,12 +126,12 @@ def full_config() -> Config:
 
 
 def on_validation(config: Config) -> Config:
-    """``config`` with :data:`VALIDATION` of the seen classes held out: the runs every choice reads."""
-    return config.replace(validation_fraction=VALIDATION)
+    """``config`` with :data:`VALIDATION_FRACTION` of the seen classes held out: the runs every choice reads."""
+    return config.replace(validation_fraction=VALIDATION_FRACTION)
 
 
 def stopping_grid() -> dict[str, Config]:
-    """The training length's choice on validation classes: the triplet base and Adapt-Adv, over :data:`VAL_SEEDS`."""
+    """The training length's choice on validation classes: the triplet base and Adapt-Adv, over :data:`VALIDATION_SEEDS`."""
     configs = real_configs()
     return {name: on_validation(configs[name]) for name in (BASE, METHOD)}
 

@@ -24,13 +24,12 @@ from typing import NamedTuple
 
 from zslib.analysis.entry import Claim, Entry
 from zslib.campaign.plan import MethodPlan, Recipe
-from zslib.engine.choice import OFF, choose
+from zslib.engine.choice import OFF, VALIDATION_FRACTION, choose
 from zslib.engine.config import Config
-from zslib.engine.profile import PROFILES
 from zslib.methods.cml.method import CML_PRESETS, cml_method, cml_preset, with_confusion
 
-__all__ = ["REAL_LOSSES", "REAL_WEIGHTS", "VARIANT_TERMS", "VARIANTS", "VALIDATION", "GREEK", "real_cml",
-           "validation_seeds", "real_sweep_grid", "real_test_grid", "floor_config", "chapter_config", "rule_choices",
+__all__ = ["REAL_LOSSES", "REAL_WEIGHTS", "VARIANT_TERMS", "VARIANTS", "GREEK", "real_cml",
+           "real_sweep_grid", "real_test_grid", "floor_config", "chapter_config", "rule_choices",
            "choose_weights", "ablations", "quick_grid", "tested_weight", "SWEEP_WEIGHTS", "SWEEP_OFF", "CURVE_EVALS",
            "PROBE", "DROPOUT_RATES", "TSNE", "experiments_base", "sweep_grid", "sweep_choices", "curve_base",
            "curve_grid", "AblationSetting", "ablation_setting", "ablation_variant", "dropout_grid", "size_grid",
@@ -45,9 +44,6 @@ REAL_WEIGHTS = {"lambda1": (0.2, 2.0, 20.0), "lambda2": (0.1, 1.0, 10.0)}
 
 #: Which weights each CML variant uses (Eq. 11): CML-e only lambda1, CML-d only lambda2, CML both.
 VARIANT_TERMS = {"cml-e": ("lambda1",), "cml-d": ("lambda2",), "cml": ("lambda1", "lambda2")}
-
-#: The share of the seen classes held out as validation classes (class-disjoint) when the weights are chosen.
-VALIDATION = 0.3
 
 #: The four rows of each loss (Tables II-V): the loss alone, CML-e (Eq. 3), CML-d (Eq. 10) and CML (Eq. 11).
 VARIANTS = ("baseline", "cml-e", "cml-d", "cml")
@@ -65,16 +61,11 @@ def real_cml(base: Config, loss: str, lambda1: float = 0.0, lambda2: float = 0.0
     return config.replace(method="cml", method_params={"lambda1": lambda1, "lambda2": lambda2})
 
 
-def validation_seeds() -> tuple[int, ...]:
-    """The seeds the weights are chosen with: the first three of the real profile's."""
-    return tuple(PROFILES["real"].seeds[:3])
-
-
 def real_sweep_grid(base: Config | None = None) -> dict:
     """``{(loss, term, weight): config}``: for every loss the loss alone (``term`` ``"none"``, weight 0) and CML-e
     and CML-d at each weight of :data:`REAL_WEIGHTS`, on ``base`` (default: the real profile) with
-    :data:`VALIDATION` of the seen classes held out as validation classes."""
-    val = (base or Config.from_profile("real")).replace(validation_fraction=VALIDATION)
+    :data:`~zslib.engine.choice.VALIDATION_FRACTION` of the seen classes held out as validation classes."""
+    val = (base or Config.from_profile("real")).replace(validation_fraction=VALIDATION_FRACTION)
     grid = {}
     for loss in REAL_LOSSES:
         grid[loss, "none", 0.0] = real_cml(val, loss)
@@ -189,9 +180,9 @@ def experiments_base(profile) -> Config:
 
 
 def sweep_grid(profile) -> dict:
-    """``{(term, weight): Config}``: :func:`experiments_base` with :data:`VALIDATION` of the seen classes held out,
+    """``{(term, weight): Config}``: :func:`experiments_base` with :data:`VALIDATION_FRACTION` of the seen classes held out,
     at each weight of :data:`SWEEP_WEIGHTS` (the other weight 0); ``SWEEP_OFF`` is the loss alone."""
-    val = experiments_base(profile).replace(validation_fraction=VALIDATION)
+    val = experiments_base(profile).replace(validation_fraction=VALIDATION_FRACTION)
     return {(term, w): with_confusion(val, **{term: w}) for term, weights in SWEEP_WEIGHTS.items() for w in weights}
 
 

@@ -3,7 +3,7 @@ that the chapters, the comparison across methods, the deviations table and the f
 
 * :func:`real_configs`: the recorded real-profile rows, by name; :func:`real_arm_configs`: the two extra arms;
 * :func:`deml` and :func:`binomial_base`: DeML(1, J) and its baseline head on any base config;
-* :data:`LAMBDA0S` and :data:`VAL_SEEDS`: the adversary weights compared on validation classes;
+* :data:`LAMBDA0S` and :data:`~zslib.engine.choice.VALIDATION_SEEDS`: the adversary weights compared on validation classes;
 * :data:`QUICK_ARMS` and :func:`quick_grid`: the quick experiment (Tables 1, 2 and 4 in miniature);
 * :func:`full_config`: the paper's headline DeML(3, 3) on CUB for the full profile;
 * :data:`COMPARISON` and :func:`campaign_plan`: DeML in the comparison across methods and in the fine-tuning
@@ -16,7 +16,7 @@ from zslib.campaign.plan import MethodPlan, Recipe
 from zslib.engine.config import Config
 from zslib.methods.deml.method import DEML_TRAINING
 
-__all__ = ["FLOOR", "BASE", "DEML4", "DEML8", "HINGE", "LAMBDA0S", "VAL_SEEDS", "VALIDATION", "QUICK_ARMS",
+__all__ = ["FLOOR", "BASE", "DEML4", "DEML8", "HINGE", "LAMBDA0S", "QUICK_ARMS",
            "binomial_base", "deml", "real_configs", "real_arm_configs", "quick_grid", "full_config",
            "COMPARISON", "campaign_plan"]
 
@@ -25,12 +25,6 @@ FLOOR, BASE, DEML4, DEML8, HINGE = "pretrained", "baseline", "DeML(1,4)", "DeML(
 
 #: The adversary's weights lambda0 of Eq. 4 compared on validation classes: the paper's 1 and a tenth of it.
 LAMBDA0S = (0.1, 1.0)
-
-#: The seeds of every choice on validation classes ...
-VAL_SEEDS = (0, 1, 2)
-
-#: ... with 30% of the seen classes held out (class-disjoint).
-VALIDATION = 0.3
 
 #: The quick experiment's arms: ``method_params`` of ``method="deml"`` (Tables 1, 2 and 4 in miniature).
 QUICK_ARMS = {

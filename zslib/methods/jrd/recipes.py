@@ -18,14 +18,14 @@ from collections.abc import Mapping, Sequence
 
 from zslib.analysis.entry import Entry
 from zslib.campaign.plan import MethodPlan, Recipe
-from zslib.engine.choice import OFF, choose
+from zslib.engine.choice import OFF, VALIDATION_FRACTION, VALIDATION_SEEDS, choose
 from zslib.engine.config import Config
 from zslib.engine.stats import summarize
 from zslib.methods.jrd.diversification import KERNELS
 from zslib.methods.jrd.method import JRD_PRESETS, jrd_method, jrd_preset
 
-__all__ = ["AM_SOFTMAX", "JRD", "VALIDATION", "SWEEP_SEEDS", "SWEEP_ALPHAS", "KERNEL_SEEDS", "KERNEL_ALPHAS",
-           "MIXTURE_SEEDS", "MIXTURES", "GRID_SIZES", "GRID_SEEDS", "BOUND_SEEDS", "VALIDATION_ALPHAS", "RULE_SEEDS",
+__all__ = ["AM_SOFTMAX", "JRD", "SWEEP_SEEDS", "SWEEP_ALPHAS", "KERNEL_SEEDS", "KERNEL_ALPHAS",
+           "MIXTURE_SEEDS", "MIXTURES", "GRID_SIZES", "GRID_SEEDS", "BOUND_SEEDS", "VALIDATION_ALPHAS",
            "COMPARISON_ALPHAS", "CAMPAIGN_ALPHAS",
            "QUICK_THEORY", "REGULARIZER_NAMES", "BOUND_OTHERS", "jrd", "quick_grid", "real_base", "validation_base",
            "real_configs", "floor_grid", "validation_grid", "validation_off_grid", "variant_grid", "sweep_grid",
@@ -35,9 +35,6 @@ __all__ = ["AM_SOFTMAX", "JRD", "VALIDATION", "SWEEP_SEEDS", "SWEEP_ALPHAS", "KE
 
 #: The names of the headline rows (:func:`real_configs`).
 AM_SOFTMAX, JRD = "AM-Softmax", "JRD"
-
-#: The share of the seen classes held out as validation classes (class-disjoint).
-VALIDATION = 0.3
 
 SWEEP_SEEDS = (0, 1, 2, 3, 4)
 #: Every weight that labels a tick of Figs. 4 and 5.
@@ -54,8 +51,6 @@ GRID_SEEDS = (0, 1, 2, 3, 4)
 BOUND_SEEDS = (0, 1, 2, 3, 4)
 #: The paper's alpha and one larger candidate, compared on validation classes.
 VALIDATION_ALPHAS = (1.0, 4.0)
-#: The seeds of the choice rule over alpha (the first three of the real profile's, as everywhere in the book).
-RULE_SEEDS = (0, 1, 2)
 #: The weights the comparison across methods offers its choice rule (``zslib.analysis.compare``): the kernels'
 #: search (:data:`KERNEL_ALPHAS`) and the larger validation candidate.
 COMPARISON_ALPHAS = (1e-3, 1e-2, 1e-1, 1.0, 4.0)
@@ -100,8 +95,8 @@ def real_base() -> Config:
 
 
 def validation_base() -> Config:
-    """:func:`real_base` with :data:`VALIDATION` of the seen classes held out as validation classes."""
-    return real_base().replace(validation_fraction=VALIDATION)
+    """:func:`real_base` with :data:`VALIDATION_FRACTION` of the seen classes held out as validation classes."""
+    return real_base().replace(validation_fraction=VALIDATION_FRACTION)
 
 
 def real_configs() -> dict[str, Config]:
@@ -186,9 +181,9 @@ def bound_grid() -> dict[str, Config]:
 
 def alpha_rule(off: Sequence, validation: Mapping[float, Sequence]):
     """The book's one choice rule (:func:`zslib.engine.choice.choose`) over the validation alphas with alpha = 0
-    (AM-Softmax alone, JRD switched off; the runs ``off``) as "off", on the seeds :data:`RULE_SEEDS` (the
+    (AM-Softmax alone, JRD switched off; the runs ``off``) as "off", on the seeds :data:`VALIDATION_SEEDS` (the
     comparison chapter's choice seeds, on which "off" is recorded)."""
-    return choose({OFF: off, **{a: [r for r in rs if r.config.seed in RULE_SEEDS] for a, rs in validation.items()}})
+    return choose({OFF: off, **{a: [r for r in rs if r.config.seed in VALIDATION_SEEDS] for a, rs in validation.items()}})
 
 
 def kernel_rules(off: Sequence, kernel_validation: Mapping) -> dict:

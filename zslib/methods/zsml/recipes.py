@@ -19,9 +19,10 @@ from zslib.engine.profile import Profile
 from zslib.methods.cml.method import cml_method
 from zslib.methods.zsml.method import EVERY_UNSEEN_IMAGE
 from zslib.methods.zsml.relation import ZSML_ARCHITECTURE
+from zslib.engine.choice import VALIDATION_FRACTION
 
-__all__ = ["FLOOR", "ZSML", "EVERY", "HEAD", "REAL_ZSML", "REAL_SEEDS", "VAL_SEEDS", "ABL_SEEDS", "ALPHAS",
-           "POS_FRACTIONS", "KS", "VALIDATION_FRACTION", "CAMPAIGN_ALPHAS", "MR", "LR", "QUICK_ZSML", "LR_200",
+__all__ = ["FLOOR", "ZSML", "EVERY", "HEAD", "REAL_ZSML", "ABL_SEEDS", "ALPHAS",
+           "POS_FRACTIONS", "KS", "CAMPAIGN_ALPHAS", "MR", "LR", "QUICK_ZSML", "LR_200",
            "LR_1000", "S_PAPER", "LIFTED", "real_zsml", "real_configs", "every_image_config", "quick_grid",
            "comparison_grid", "floor_grid", "validation_config", "alpha_choice_grid", "chosen_alpha_grid",
            "share_choice_grid", "share_test_grid", "alpha_ablation_grid", "k_ablation_grid", "nca_grid", "arm_grid",
@@ -34,12 +35,6 @@ FLOOR, ZSML, EVERY, HEAD = "pretrained", "ZSML", "ZSML every image", "trained he
 #: The real profile's ZSML: the paper's relation kernels, a smaller S, 4 sampled images per class in evaluation.
 REAL_ZSML = {"hidden": [256, 256], "eval_per_class": 4}
 
-#: The seeds of the test rows.
-REAL_SEEDS = (0, 1, 2, 3, 4)
-
-#: The seeds of the validation grids (alpha, the share of positive pairs).
-VAL_SEEDS = (0, 1, 2)
-
 #: The seeds of the descriptive Table 7 and 8 analogues.
 ABL_SEEDS = (0, 1, 2)
 
@@ -51,9 +46,6 @@ POS_FRACTIONS = (None, 0.1, 0.25, 0.5)
 
 #: The kernel counts k of the Table 7 analogue.
 KS = (16, 64, 96, 128)
-
-#: The share of the seen classes held out as validation classes (class-disjoint).
-VALIDATION_FRACTION = 0.3
 
 #: The label ranges alpha the fine-tuning campaign (:mod:`zslib.campaign.plan`) compares; 0.3 is the paper's.
 CAMPAIGN_ALPHAS = (0.1, 0.3)
@@ -104,7 +96,7 @@ def quick_grid(profile: Profile) -> dict[str, Config]:
 
 
 def comparison_grid() -> dict[str, Config]:
-    """The chapter's real-profile comparison (seeds :data:`REAL_SEEDS`): ZSML on the 4-per-class sample, ZSML
+    """The chapter's real-profile comparison (seeds :data:`~zslib.engine.choice.TEST_SEEDS`): ZSML on the 4-per-class sample, ZSML
     ranking every unseen image and the trained head."""
     c = real_configs()
     return {ZSML: c[ZSML], EVERY: every_image_config(), HEAD: c[HEAD]}
@@ -121,25 +113,25 @@ def validation_config() -> Config:
 
 
 def alpha_choice_grid() -> dict[float, Config]:
-    """alpha in :data:`ALPHAS` on validation classes (seeds :data:`VAL_SEEDS`)."""
+    """alpha in :data:`ALPHAS` on validation classes (seeds :data:`~zslib.engine.choice.VALIDATION_SEEDS`)."""
     val = validation_config()
     return {a: real_zsml(val, alpha=a) for a in ALPHAS}
 
 
 def chosen_alpha_grid(alpha: float) -> dict[float, Config]:
-    """ZSML at ``alpha`` on the test classes (seeds :data:`REAL_SEEDS`)."""
+    """ZSML at ``alpha`` on the test classes (seeds :data:`~zslib.engine.choice.TEST_SEEDS`)."""
     return {alpha: real_zsml(alpha=alpha)}
 
 
 def share_choice_grid(alpha: float) -> dict:
     """The shares of positive pairs :data:`POS_FRACTIONS` at ``alpha`` on validation classes (seeds
-    :data:`VAL_SEEDS`)."""
+    :data:`~zslib.engine.choice.VALIDATION_SEEDS`)."""
     val = validation_config()
     return {f: real_zsml(val, alpha=alpha, positive_fraction=f) for f in POS_FRACTIONS}
 
 
 def share_test_grid(alpha: float, fraction: float) -> dict:
-    """ZSML at ``alpha`` and the share ``fraction`` on the test classes (seeds :data:`REAL_SEEDS`)."""
+    """ZSML at ``alpha`` and the share ``fraction`` on the test classes (seeds :data:`~zslib.engine.choice.TEST_SEEDS`)."""
     return {fraction: real_zsml(alpha=alpha, positive_fraction=fraction)}
 
 
@@ -154,7 +146,7 @@ def k_ablation_grid() -> dict[int, Config]:
 
 
 def nca_grid() -> dict[str, Config]:
-    """NCA on the same features, scored on the same sample as ZSML (seeds :data:`REAL_SEEDS`)."""
+    """NCA on the same features, scored on the same sample as ZSML (seeds :data:`~zslib.engine.choice.TEST_SEEDS`)."""
     nca = Config.from_profile("real").replace(method="nca",
                                               method_params={"eval_per_class": REAL_ZSML["eval_per_class"]})
     return {"NCA": nca}
@@ -167,7 +159,7 @@ def settings_config(alpha: float, positive_fraction: float | None, config: Confi
 
 
 def arm_grid(alpha: float, positive_fraction: float | None) -> dict[str, Config]:
-    """Tables 9 and 6 analogues at ``alpha`` and ``positive_fraction`` (seeds :data:`REAL_SEEDS`): the linear
+    """Tables 9 and 6 analogues at ``alpha`` and ``positive_fraction`` (seeds :data:`~zslib.engine.choice.TEST_SEEDS`): the linear
     relation for 200 and 1,000 steps, the paper's S (1,000, 1,000), and ZSML after a frozen lifted-structure
     embedding."""
     real, base = Config.from_profile("real"), dict(alpha=alpha, positive_fraction=positive_fraction)
@@ -179,7 +171,7 @@ def arm_grid(alpha: float, positive_fraction: float | None) -> dict[str, Config]
 
 
 def synthparts_grid(alpha: float, positive_fraction: float | None) -> dict[str, Config]:
-    """ZSML on SynthParts through the same frozen pretrained features (seeds :data:`REAL_SEEDS`), the other side
+    """ZSML on SynthParts through the same frozen pretrained features (seeds :data:`TEST_SEEDS`), the other side
     of the transfer."""
     on_synth = Config.from_profile("real").replace(dataset="synthparts")
     return {"SynthParts": settings_config(alpha, positive_fraction, on_synth)}
