@@ -7,9 +7,9 @@ first. The chapter's config is the real-profile CML run with the triplet loss of
 from __future__ import annotations
 
 from zslib.analysis.deviations import Deviation, Switch, common_rows, for_config
+from zslib.engine.choice import VALIDATION_SEEDS
 from zslib.engine.data.datasets import Flowers102
 from zslib.methods.cml import recipes
-from zslib.engine.choice import VALIDATION_SEEDS
 
 __all__ = ["DEVIATIONS", "chapter_config"]
 
