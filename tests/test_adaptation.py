@@ -9,7 +9,7 @@ from rule_oracle import expected_choice
 
 from zslib.analysis import adaptation as A
 from zslib.analysis.compare import ENTRIES, regime_config, validation_grid
-from zslib.engine.choice import OFF
+from zslib.engine.choice import OFF, VALIDATION_SEEDS
 from zslib.engine.store import recorded_dir
 
 
@@ -27,7 +27,7 @@ def test_the_grid_holds_the_head_rate_and_reuses_the_recorded_configs():
 
 def _recorded_val_r1(config) -> list[float]:
     out = []
-    for seed in A.SEEDS:
+    for seed in VALIDATION_SEEDS:
         c = config.replace(seed=seed)
         found = sorted(recorded_dir().glob(f"*-s{seed}-{c.hash}.json"))
         assert len(found) == 1, f"the run {c.hash} (seed {seed}) is not recorded"

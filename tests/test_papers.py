@@ -124,13 +124,17 @@ def test_the_comparison_builds_adapt_adv_and_deml_as_their_recipes_do():
             deml.deml(base, 4, v).hash for v in deml.LAMBDA0S}
 
 
-def test_the_campaign_searches_the_papers_lambda0_set():
+def test_the_campaign_runs_adapt_advs_parts_apart_and_together_at_a_lambda0_of_the_papers_set():
     from zslib.campaign.plan import RECIPES, method_plan
+    from zslib.engine.registry import METHODS as REGISTERED
     from zslib.methods.adapt_adv import recipes as adapt
 
     for recipe in RECIPES.values():
         plan = method_plan("adapt_adv", recipe)
-        assert sorted(c["lambda0"] for c in plan.candidates.values()) == sorted(adapt.LAMBDA0S)
+        parts = {(c["use_gdfl"], c["use_adversary"]) for c in plan.candidates.values()}
+        assert parts == {(True, False), (False, True), (True, True)}
+        assert all("lambda0" not in c for c in plan.candidates.values())  # the method's own lambda0 ...
+    assert REGISTERED["adapt_adv"].params["lambda0"].default in adapt.LAMBDA0S  # ... one of the paper's
 
 
 def test_the_chapters_rows_are_found_by_name():

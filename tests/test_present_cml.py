@@ -22,6 +22,7 @@ from zslib.present import cml as present
 from zslib.present.cml import sentences
 from zslib.present.cml.study import CmlStudy
 from zslib.methods.cml.method import cml_method
+from zslib.engine.choice import VALIDATION_FRACTION, VALIDATION_SEEDS
 
 REPO = Path(__file__).resolve().parents[1]
 RECORDED = REPO / "results" / "recorded"
@@ -133,7 +134,7 @@ def test_the_rule_keeps_the_loss_alone_unless_a_weight_is_clearly_above_it_on_va
     from zslib.engine.grid import run_grid
 
     val = Config.from_profile("real").replace(validation_fraction=0.3)
-    seeds = recipes.validation_seeds()
+    seeds = VALIDATION_SEEDS
     sweep = run_grid(recipes.real_sweep_grid(), seeds=seeds, stored_only=True)
     choices = recipes.rule_choices(sweep)
     for loss in recipes.REAL_LOSSES:
@@ -331,7 +332,7 @@ def test_the_experiments_pages_grids_are_the_recipes():
     quick = PROFILES["quick"]
     grid = recipes.sweep_grid(quick)
     off = grid[recipes.SWEEP_OFF]
-    assert off.method == "baseline" and off.validation_fraction == recipes.VALIDATION and off.loss == "triplet"
+    assert off.method == "baseline" and off.validation_fraction == VALIDATION_FRACTION and off.loss == "triplet"
     assert all(c.method == "cml" and c.method_params[t] == w
                for (t, w), c in grid.items() if (t, w) != recipes.SWEEP_OFF)
     curves = recipes.curve_grid(quick, 0.1)

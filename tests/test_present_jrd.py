@@ -23,6 +23,7 @@ from zslib.methods.jrd.method import jrd_method
 from zslib.present import Section, Sections
 from zslib.present import jrd as R
 from zslib.present.jrd.cells import PAPER
+from zslib.engine.choice import VALIDATION_SEEDS
 
 
 def _file(config, seed: int, analysis: str | None = None) -> dict:
@@ -139,7 +140,7 @@ def test_the_alpha_choice_offers_jrd_switched_off_and_applies_the_one_rule():
     above zero."""
     real = R.JRDStudy()
     rule = real.alpha_rule
-    values = {a: np.array([_r1(recipes.jrd(recipes.validation_base(), alpha=a), s, "val") for s in recipes.RULE_SEEDS])
+    values = {a: np.array([_r1(recipes.jrd(recipes.validation_base(), alpha=a), s, "val") for s in VALIDATION_SEEDS])
               for a in (0.0, *recipes.VALIDATION_ALPHAS)}
     expected = expected_choice(values, 0.0)
     expected = "off" if expected == 0.0 else expected

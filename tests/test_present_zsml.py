@@ -25,6 +25,7 @@ from zslib.present.zsml.experiments import real_experiments
 from zslib.present.zsml.quick import paper_section, quick_comparison
 from zslib.present.zsml.real import not_recorded, real_comparison
 from zslib.present.zsml.study import ZSMLStudy
+from zslib.engine.choice import TEST_SEEDS, VALIDATION_FRACTION, VALIDATION_SEEDS
 
 REPO = Path(__file__).resolve().parents[1]
 RECORDED = REPO / "results" / "recorded"
@@ -98,7 +99,7 @@ def test_real_table_lists_every_recorded_seed_and_the_finding_is_the_paired_diff
     real = real_comparison(ZSMLStudy(train=False))
     assert real is not None
     seeds = sorted(r.config.seed for r in real.every)
-    assert seeds == list(R.REAL_SEEDS) == sorted(r.config.seed for r in real.runs[R.HEAD])
+    assert seeds == list(TEST_SEEDS) == sorted(r.config.seed for r in real.runs[R.HEAD])
     assert seeds == sorted(r.config.seed for r in real.zsml)
     for r in real.every:  # every seed with its training time from its own file
         seconds = json.loads(Path(r.path).read_text())["provenance"]["train_seconds"]
@@ -145,20 +146,20 @@ def test_experiments_choose_and_report_what_the_recorded_runs_say(recorded):
     # alpha: the highest mean validation Recall@1, read from the files
     val = {a: [json.loads(Path(r.path).read_text())["metrics"]["val"]["R@1"] for r in rs] for a, rs in ex.val_runs.items()}
     assert ex.chosen_alpha == max(val, key=lambda a: np.mean(val[a]))
-    assert sorted(r.config.seed for r in ex.val_runs[0.3]) == list(R.VAL_SEEDS)
+    assert sorted(r.config.seed for r in ex.val_runs[0.3]) == list(VALIDATION_SEEDS)
     found = S.experiment_findings(ex)
     by_seed = {a: {r.config.seed: json.loads(Path(r.path).read_text())["metrics"]["val"]["R@1"] for r in rs}
                for a, rs in ex.val_runs.items()}
     for a in R.ALPHAS:
         if a != 0.3:
-            d = _t_interval([by_seed[a][s] - by_seed[0.3][s] for s in R.VAL_SEEDS])
+            d = _t_interval([by_seed[a][s] - by_seed[0.3][s] for s in VALIDATION_SEEDS])
             assert f"alpha {a:g} {_pct(*d, signed=True)} R@1 pts ({_verdict(d[1], d[2])})" in found[0]
     # the best-mean alpha's rows are an ablation exactly when the rule (recomputed here) keeps ZSML off
     from rule_oracle import expected_choice
 
     off = [json.loads(Path(r.path).read_text())["metrics"]["val"]["input R@1"]
            for r in sorted(ex.val_runs[ex.chosen_alpha], key=lambda r: r.config.seed)]
-    cands = {"off": off, **{a: [by_seed[a][s] for s in R.VAL_SEEDS] for a in R.ALPHAS}}
+    cands = {"off": off, **{a: [by_seed[a][s] for s in VALIDATION_SEEDS] for a in R.ALPHAS}}
     kept_off = expected_choice(cands, "off") == "off"
     assert ("an ablation: with ZSML off a candidate, the rule keeps it off" in found[0]) == kept_off
     if ex.chosen_alpha_test is not None and ex.chosen_alpha != 0.3:
@@ -170,7 +171,7 @@ def test_experiments_choose_and_report_what_the_recorded_runs_say(recorded):
         d = _t_interval([_unseen(r)["R@1"] - _unseen(r)["input R@1"] for r in sorted(lifted, key=lambda r: r.config.seed)])
         sentence = next(s for s in found if s.startswith("Table 6 analogue"))
         assert f"({_pct(*d, signed=True)} pts)" in sentence
-        assert sorted(r.config.seed for r in lifted) == list(R.REAL_SEEDS)
+        assert sorted(r.config.seed for r in lifted) == list(TEST_SEEDS)
     # every pair: the sentence's numbers are the analysis record's
     if ex.every is not None:
         sentence = next(s for s in found if s.startswith("Scoring every ordered pair"))
@@ -200,7 +201,7 @@ def _stored_val(config, seeds) -> dict:
     for seed in seeds:
         (path,) = RECORDED.glob(f"*-{config_hash(config.replace(seed=seed))}.json")
         stored = json.loads(path.read_text())
-        assert stored["config"]["seed"] == seed and stored["config"]["validation_fraction"] == R.VALIDATION_FRACTION
+        assert stored["config"]["seed"] == seed and stored["config"]["validation_fraction"] == VALIDATION_FRACTION
         out[seed] = stored["metrics"]["val"]
     return out
 
@@ -216,13 +217,13 @@ def test_the_share_choice_offers_zsml_switched_off_and_says_what_the_rule_chose(
     if ex.share_runs is None:
         pytest.skip("the share choice's runs are not recorded in this copy")
     val = R.validation_config()
-    stored = {f: _stored_val(R.real_zsml(val, alpha=ex.pos_alpha, positive_fraction=f), R.VAL_SEEDS)
+    stored = {f: _stored_val(R.real_zsml(val, alpha=ex.pos_alpha, positive_fraction=f), VALIDATION_SEEDS)
               for f in R.POS_FRACTIONS}
-    values = {f: [stored[f][s]["R@1"] for s in R.VAL_SEEDS] for f in R.POS_FRACTIONS}
+    values = {f: [stored[f][s]["R@1"] for s in VALIDATION_SEEDS] for f in R.POS_FRACTIONS}
     best = max(values, key=lambda f: np.mean(values[f]))  # the first maximum: the unset share wins ties
-    off = [stored[best][s]["input R@1"] for s in R.VAL_SEEDS]
+    off = [stored[best][s]["input R@1"] for s in VALIDATION_SEEDS]
     for f in R.POS_FRACTIONS:  # the same input features on the same images in every share's runs of a seed
-        assert [stored[f][s]["input R@1"] for s in R.VAL_SEEDS] == off
+        assert [stored[f][s]["input R@1"] for s in VALIDATION_SEEDS] == off
     candidates = {"off": off, **values}
     expected = expected_choice(candidates, "off")
     leader = max(candidates, key=lambda k: np.mean(candidates[k]))

@@ -19,7 +19,7 @@ from scipy import stats
 
 from rule_oracle import expected_choice
 from zslib.analysis import compare as cmp
-from zslib.engine.choice import OFF
+from zslib.engine.choice import OFF, VALIDATION_SEEDS
 from zslib.engine.config import Config, config_hash
 
 REPO = Path(__file__).resolve().parents[1]
@@ -298,7 +298,7 @@ def test_cml_weights_go_through_the_one_rule_and_its_headline_names_an_ablation(
     from zslib.present.cml import key_findings
 
     val = Config.from_profile("real").replace(validation_fraction=0.3)
-    seeds = recipes.validation_seeds()
+    seeds = VALIDATION_SEEDS
     sweep = run_grid(recipes.real_sweep_grid(), seeds=seeds, stored_only=True)
     chosen, kept = recipes.choose_weights(sweep), recipes.ablations(sweep)
 
@@ -435,10 +435,10 @@ def test_every_recorded_choice_states_its_seeds_and_the_cheap_ones_have_more(com
             if r.choice is None or not r.val_runs:
                 continue
             assert f"**{r.method}, {regime}**: {r.val_seeds} validation seeds" in note
-            if regime == "quick" and r.val_seeds == cmp.VAL_SEEDS:  # the quick regime says what kept it at three
+            if regime == "quick" and r.val_seeds == len(VALIDATION_SEEDS):  # the quick regime says what kept it at three
                 line = next(x for x in note.splitlines() if f"**{r.method}, {regime}**" in x)
                 assert PAGE_BUDGET_REASON in line or "so no more were trained" in line, line
             seconds = np.median([getattr(x, "run", x).provenance["train_seconds"] for runs in r.val_runs.values()
                                  for x in runs])
             if regime.startswith("real") and seconds < CHEAP_RUN_SECONDS:  # a recorded choice of cheap runs
-                assert r.val_seeds > cmp.VAL_SEEDS, (r.method, regime, seconds)
+                assert r.val_seeds > len(VALIDATION_SEEDS), (r.method, regime, seconds)

@@ -30,6 +30,7 @@ import sys
 import time
 import typing
 
+from zslib.engine.catalog import load as _catalog
 from zslib.engine.profile import PROFILES
 
 
@@ -210,16 +211,16 @@ def _parser(config_cls=None) -> argparse.ArgumentParser:
                                "equations it implements, its parameters with their defaults, and its folder.")
 
     f = sub.add_parser("finetune", help="fine-tune the whole network for every method and its baseline, compare",
-                       formatter_class=argparse.RawDescriptionHelpFormatter, description=_FINETUNE_HELP)
+                       formatter_class=_FinetuneHelp, description=_FINETUNE_HELP)
     f.add_argument("--dataset", default="flowers102", choices=_FINETUNE_DATASETS,
                    help="the dataset, with the papers' zero-shot split and backbones (default flowers102)")
     f.add_argument("--smoke", action="store_true",
                    help="every configuration for two steps on tiny images on the CPU (fabricated Flowers-102 "
                         "unless --data-root is given); results go to <results>/smoke-campaign/")
-    f.add_argument("--methods", help="comma-separated subset of cml,deml,adapt_adv,zsml,jrd (default: all five); "
-                   "one method runs with its same-loss baseline, 'off' and the tuning stage. Estimated time of one "
-                   "method on a free Colab T4 (103 images/s, the measured two-core loader rate; not measured on a "
-                   "T4): " + ", ".join(f"{m} about {t} min" for m, t in _FINETUNE_T4_METHOD.items()))
+    f.add_argument("--methods", help=f"comma-separated subset of {','.join(_FINETUNE_METHODS)} (default: all "
+                   f"{len(_FINETUNE_METHODS)}); one method runs with its same-loss baseline, 'off' and the tuning "
+                   "stage. Estimated time of one method on a free Colab T4 (103 images/s, the measured two-core "
+                   "loader rate; not measured on a T4): {t4_minutes}")
     f.add_argument("--validation-seeds", help="comma-separated seeds of the validation stage (default: the recipe's)")
     f.add_argument("--test-seeds", help="comma-separated seeds of the test stage (default: the recipe's)")
     f.add_argument("--data-root", help="folder holding the dataset's folder (default: $ZS_DATA or data/)")
@@ -320,17 +321,38 @@ def _parser(config_cls=None) -> argparse.ArgumentParser:
 
 
 _FINETUNE_DATASETS = ["flowers102", "cub200", "cars196", "sop", "inshop"]
-_FINETUNE_METHODS = ("cml", "deml", "adapt_adv", "zsml", "jrd")
+#: Every paper's method in the campaign, in the book's order (read from the registries' catalog, which lists
+#: :data:`zslib.engine.registry.PAPERS` without importing them).
+_FINETUNE_METHODS = tuple(p["method"] for p in _catalog()["papers"] if p["finetune"])
 #: Minutes of the Flowers-102 campaign at the throughputs of zslib.campaign.run.ASSUMED_RATES (2,500 and
 #: 103 training images per second, evaluations included); tests/test_campaign.py checks them against estimate_minutes().
 _FINETUNE_ESTIMATE = {"gpu": 29, "t4": 695}
-#: Minutes on a free Colab T4 of ``--methods M`` (M, its baseline, "off" and the tuning stage), estimated at the
-#: T4 rate of zslib.campaign.run.ASSUMED_RATES; tests/test_campaign.py checks them against estimate_minutes().
-_FINETUNE_T4_METHOD = {"cml": 296, "deml": 279, "adapt_adv": 296, "zsml": 279, "jrd": 279}
+
+
+def _finetune_t4_minutes() -> dict[str, int]:
+    """Minutes on a free Colab T4 of ``--methods M`` (M, its baseline, "off" and the tuning stage), estimated at the
+    T4 rate of zslib.campaign.run.ASSUMED_RATES (computed when ``finetune --help`` is shown)."""
+    from zslib.campaign.run import ASSUMED_RATES, estimate_minutes
+
+    t4 = list(ASSUMED_RATES.values())[1]
+    return {m: round(estimate_minutes("flowers102", t4, (m,))) for m in _FINETUNE_METHODS}
+
+
+class _FinetuneHelp(argparse.RawDescriptionHelpFormatter):
+    """``finetune``'s help: the per-method T4 estimates are computed only when the help is printed."""
+
+    def _get_help_string(self, action):
+        text = super()._get_help_string(action)
+        if "{t4_minutes}" in text:
+            text = text.replace("{t4_minutes}", ", ".join(f"{m} about {t} min"
+                                                          for m, t in _finetune_t4_minutes().items()))
+        return text
+
+
 _FINETUNE_HELP = f"""\
-Fine-tune the whole ImageNet-pretrained network end to end (images through the pre-resized image cache) for the
-five methods (cml, deml, adapt_adv, zsml, jrd), the baseline of each method's loss and the untrained floor, over
-several seeds, and print the comparison table. BatchNorm keeps its ImageNet statistics unless the tuning stage
+Fine-tune the whole ImageNet-pretrained network end to end (images through the pre-resized image cache) for
+every paper's method ({", ".join(_FINETUNE_METHODS)}), the baseline of each method's loss and the untrained floor,
+over several seeds, and print the comparison table. BatchNorm keeps its ImageNet statistics unless the tuning stage
 chooses batch statistics. Stages:
 
   1 floor       evaluate the untrained network's pooled feature on the unseen classes (per backbone)

@@ -13,14 +13,12 @@ config of the recorded adapted runs (same hash).
 """
 from __future__ import annotations
 
-from zslib.engine.choice import OFF, Choice, choose
+from zslib.engine.choice import OFF, VALIDATION_SEEDS, Choice, choose
 
-__all__ = ["STAGE_RATES", "SEEDS", "rate_grid", "rate_choice", "rate_sentence"]
+__all__ = ["STAGE_RATES", "rate_grid", "rate_choice", "rate_sentence"]
 
 #: The candidate rates of the trained stages (the recorded adapted runs use the middle one).
 STAGE_RATES = (1e-5, 1e-4, 1e-3)
-#: The validation seeds, those of the comparison's own choices.
-SEEDS = (0, 1, 2)
 
 
 def _label(rate: float) -> str:
@@ -48,7 +46,7 @@ def rate_choice(train: bool = False) -> Choice | None:
     from zslib.engine.grid import MissingRunsError, run_grid
 
     try:
-        runs = run_grid(rate_grid(), seeds=SEEDS, stored_only=not train)
+        runs = run_grid(rate_grid(), seeds=VALIDATION_SEEDS, stored_only=not train)
     except MissingRunsError:
         return None
     return choose(runs, off=OFF, metric="R@1", split="val")

@@ -1,22 +1,23 @@
-"""Five methods under one protocol: the comparison that no single paper makes.
+"""Every paper's method under one protocol: the comparison that no single paper makes.
 
 Each paper reports its method against its own baseline, on its own protocol. Here every method is trained and
 scored the same way within a *regime* (a size of the book: ``quick`` on SynthParts, ``real`` on Flowers-102 with
 the frozen EfficientNet-Lite0, and the adapted real regime when its runs exist), with the fields of
 :data:`PROTOCOL_FIELDS` equal for every row:
 
-* the split: the dataset's seen classes for training, a class-disjoint 30% of them (:data:`VAL_FRACTION`) held out
-  to choose settings, the unseen classes for the test;
+* the split: the dataset's seen classes for training, a class-disjoint 30% of them
+  (:data:`~zslib.engine.choice.VALIDATION_FRACTION`) held out to choose settings, the unseen classes for the test;
 * the backbone, the embedding size, the batch (P classes x K images), the step budget and the learning rate of the
   regime's profile;
 * the seeds: the profile's seeds for the test (five on the real profile), the first three for the choice.
 
-For every method (an :class:`Entry`) the candidates of its main setting are trained on the validation split beside
-**"off"**, the same recipe with the method switched off (the same loss alone, or for ZSML the input features
-compared without a learned relation), and :func:`zslib.engine.choice.choose` picks one: the best validation mean,
-only if clearly above "off". The chosen setting, and its baseline, are then scored on the unseen classes. When
-"off" wins, the row still shows the test numbers of the method's best candidate, labelled as an ablation, so that
-the reader sees what the method would have done. The words of every outcome sentence come from
+For every method (an :class:`~zslib.analysis.entry.Entry`, declared by its paper's recipes and read from
+:data:`~zslib.engine.registry.PAPERS` by :func:`all_entries`) the candidates of its main setting are trained on the
+validation split beside **"off"**, the same recipe with the method switched off (the same loss alone, or the input
+features compared without a learned relation for a method that learns one), and :func:`zslib.engine.choice.choose`
+picks one: the best validation mean, only if clearly above "off". The chosen setting, and its baseline, are then
+scored on the unseen classes. When "off" wins, the row still shows the test numbers of the method's best candidate,
+labelled as an ablation, so that the reader sees what the method would have done. The words of every outcome sentence come from
 :mod:`zslib.analysis.verdict`; broken seeds are marked from :mod:`zslib.engine.stability`.
 
 :func:`compare` returns a :class:`Comparison` (one :class:`Row` per method) from stored or recorded runs (or trains
@@ -27,14 +28,15 @@ comparison was produced by the same protocol.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from zslib.analysis.verdict import (PAGE_BUDGET_REASON, adaptation_sentence, change_words, detectable, power_words,
                                     row_sentence, seeds_words)
-from zslib.engine.choice import OFF, Choice, choose
+from zslib.analysis.entry import Claim, Entry
+from zslib.engine.choice import OFF, VALIDATION_FRACTION, VALIDATION_SEEDS, Choice, choose
 from zslib.engine.choice import Prefixed as _Prefixed
 from zslib.engine.config import Config, config_hash
 from zslib.engine.grid import MissingRunsError, choose_on_validation, run_grid
@@ -42,15 +44,10 @@ from zslib.engine.profile import ADAPTED_REAL, PROFILES
 from zslib.engine.runner import build_method, build_model
 from zslib.engine.stability import stability_label
 from zslib.engine.stats import Interval, format_interval, interval, paired, summarize, verdict
-from zslib.methods.adapt_adv import recipes as adapt_recipes
-from zslib.methods.cml.method import cml_method
-from zslib.methods.deml import recipes as deml_recipes
-from zslib.methods.jrd import recipes as jrd_recipes
-from zslib.methods.zsml.method import EVERY_UNSEEN_IMAGE
-from zslib.methods.zsml import recipes as zsml_recipes
-from zslib.reported import context_frame, reported_value
+from zslib.engine.registry import PAPERS
+from zslib.reported import context_frame
 
-__all__ = ["PROTOCOL_FIELDS", "VAL_FRACTION", "Entry", "ENTRIES", "Row", "Comparison", "regime_config",
+__all__ = ["PROTOCOL_FIELDS", "Entry", "all_entries", "Row", "Comparison", "regime_config",
            "validation_grid", "compare", "check_protocol", "comparison_table", "forest_plot", "findings",
            "REGIMES", "METRICS", "protocol_frame", "metric_agreement", "choice_sentences", "context_sentence",
            "mean_r1", "mean_metric", "adaptation_sentences", "method_table", "Claim", "adapted_order_sentence",
@@ -59,12 +56,6 @@ __all__ = ["PROTOCOL_FIELDS", "VAL_FRACTION", "Entry", "ENTRIES", "Row", "Compar
 #: The config fields that must be equal for every row of one regime.
 PROTOCOL_FIELDS = ("profile", "dataset", "backbone", "pretrained", "embedding_dim", "image_size", "batch_classes",
                    "batch_per_class", "iterations", "lr", "feature_stages", "train_stages", "train_bn")
-
-#: The share of the seen classes held out to choose each method's setting.
-VAL_FRACTION = 0.3
-
-#: The seeds of a choice, unless an entry asks for more (:meth:`Entry.choice_seeds`).
-VAL_SEEDS = 3
 
 #: The regimes of the chapter: name -> the profile they run on and a one-line description.
 REGIMES = {
@@ -84,144 +75,23 @@ def regime_config(regime: str) -> Config:
     return Config.from_profile(REGIMES[regime][0], **_REGIME_OVERRIDES.get(regime, {}))
 
 
-def _cml(base: Config, lambda1: float = 0.0, lambda2: float = 0.0) -> Config:
-
-    config = base.replace(**cml_method("cub200", "triplet", "baseline"))
-    if lambda1 == 0 and lambda2 == 0:
-        return config
-    return config.replace(method="cml", method_params={"lambda1": lambda1, "lambda2": lambda2})
-
-
-def _deml(base: Config, lambda0: float | None = None) -> Config:
-    return deml_recipes.binomial_base(base) if lambda0 is None else deml_recipes.deml(base, 4, lambda0)
+def all_entries() -> tuple[Entry, ...]:
+    """Every paper's :class:`Entry` (:attr:`zslib.engine.paper.Paper.comparison`, built by its recipes), in the
+    book's order, named as the book writes the method and by the paper's bibkey."""
+    return tuple(replace(paper.comparison, name=paper.name, paper=paper.bibkey) for paper in PAPERS.values()
+                 if paper.comparison is not None)
 
 
-def _zsml(base: Config, alpha: float | None = None) -> Config:
-    """ZSML at ``alpha``; its "off" is the same run's own input features on the same images (the ``input`` metrics
-    every ZSML result carries), so ``alpha=None`` returns the ZSML run whose input metrics stand for "off". The
-    choice (a config with a validation split) reads its recorded validation runs, each scoring a 4-per-class sample
-    of the validation classes; a test run ranks every unseen image
-    (:data:`zslib.methods.zsml.method.EVERY_UNSEEN_IMAGE`), its "off" being the cosine of the input features."""
-    scoring = {} if base.validation_fraction else EVERY_UNSEEN_IMAGE
-    return zsml_recipes.real_zsml(base, alpha=0.5 if alpha is None else alpha, **scoring)
-
-
-def _jrd(base: Config, alpha: float = 0.0) -> Config:
-    return jrd_recipes.jrd(base, alpha=alpha)
-
-
-@dataclass(frozen=True)
-class Claim:
-    """A paper's reported gain of the *same variant* the book tests: ``method`` and ``base`` are ``(table, row,
-    column)`` cells of :mod:`zslib.reported` for ``paper`` (the two may come from different tables of it)."""
-
-    paper: str
-    method: tuple
-    base: tuple
-    dataset: str
-
-    def gain(self) -> float:
-
-        (tm, rm, cm), (tb, rb, cb) = self.method, self.base
-        return float(reported_value(tm, rm, cm, self.paper)) - float(reported_value(tb, rb, cb, self.paper))
-
-    def where(self) -> str:
-        (tm, rm, _), (tb, rb, _) = self.method, self.base
-        tables = f"Table {tm}" if tm == tb else f"Tables {tb} and {tm}"
-        return f"{rm} vs {rb}, {tables}, {self.dataset}, {self.paper}"
-
-
-@dataclass(frozen=True)
-class Entry:
-    """One method of the comparison: how to make its configs, its candidates, and the paper's own claim.
-
-    ``build(base, value)`` makes the config of candidate ``value`` (``None``: "off"); ``candidates`` maps a label
-    to a value; ``claims(label)`` is the paper's gain for the variant that candidate trains (a :class:`Claim`), or a
-    sentence saying why the paper has no like-for-like row; ``parts(label)`` names the parts of the method that
-    candidate runs ("GDFL attention, adversary off"); ``off_metrics_prefix`` reads "off" from a prefix of the same
-    runs' metrics (ZSML's ``input``). ``quick`` and ``adapted`` name the candidates trained in those regimes (empty:
-    all of them)."""
-
-    name: str
-    paper: str
-    loss: str
-    knob: str
-    build: Callable[..., Config]
-    candidates: Mapping[str, object]
-    claims: Callable[[str], Claim | str] = lambda label: "no like-for-like row"
-    parts: Callable[[str], str] = str
-    off_metrics_prefix: str | None = None
-    quick: tuple = ()
-    adapted: tuple = ()
-    val_seeds: Mapping[str, int] = field(default_factory=dict)  # regime -> seeds of the choice (default 3)
-
-    def choice_seeds(self, regime: str) -> tuple[int, ...]:
-        """The seeds ``regime``'s choice for this method is made with: :data:`VAL_SEEDS`, or more where its runs
-        are cheap enough to give the rule the power to choose (``val_seeds``)."""
-        return tuple(range(self.val_seeds.get(regime, VAL_SEEDS)))
-
-    def candidates_for(self, regime: str) -> dict:
-        """The candidates trained in ``regime``: all of them in the real frozen regime; on the quick profile only
-        those named in ``quick`` (the paper's own setting), so that the chapter's quick grid fits its time budget;
-        in the adapted regime, where a run costs several times more, only those named in ``adapted``: the candidate
-        that led the frozen regime's *validation* grid at its first three seeds (and for Adapt-Adv also its best setting with
-        the adversary on, since the paper's method is attention plus adversary; for JRD, whose small weights tied
-        with "off" there, also the quick profile's alpha 1). When the adapted runs were trained relative to each
-        other is read from
-        their records (:func:`adapted_order_sentence`), not stated here."""
-        keep = {"quick": self.quick, "real adapted": self.adapted}.get(regime, ())
-        if keep:
-            return {k: v for k, v in self.candidates.items() if k in keep}
-        return dict(self.candidates)
-
-
-#: CML's tested candidates use one confusion term at a time: lambda1 alone is the paper's CML-e, lambda2 alone its
-#: CML-d (Eq. 11; Table IV, the triplet loss on CUB-200).
-_CML_CLAIMS = {"lambda1": Claim("chen2022cml", ("IV", "CML-e (Tri)", "R@1"), ("IV", "Triplet", "R@1"), "CUB-200"),
-               "lambda2": Claim("chen2022cml", ("IV", "CML-d (Tri)", "R@1"), ("IV", "Triplet", "R@1"), "CUB-200")}
-_CML_PARTS = {"lambda1": "CML-e, energy confusion alone", "lambda2": "CML-d, diversity confusion alone"}
-
-ENTRIES: tuple[Entry, ...] = (
-    Entry("CML", "chen2022cml", "triplet", "confusion weights (lambda1, lambda2)",
-          lambda b, v: _cml(b) if v is None else _cml(b, *v),
-          {"lambda1 0.2": (0.2, 0.0), "lambda1 2": (2.0, 0.0), "lambda1 20": (20.0, 0.0),
-           "lambda2 0.1": (0.0, 0.1), "lambda2 1": (0.0, 1.0), "lambda2 10": (0.0, 10.0)},
-          claims=lambda label: _CML_CLAIMS[label.split()[0]], parts=lambda label: _CML_PARTS[label.split()[0]]
-          + f", {label.replace(' ', ' = ')}", quick=("lambda1 0.2",), adapted=("lambda1 0.2",),
-          val_seeds={"real frozen": 10}),
-    Entry("DeML", "chen2019deml", "binomial_deml", "adversary weight lambda0 of DeML(1,4)",
-          lambda b, v: _deml(b, v), {f"lambda0 {v:g}": v for v in deml_recipes.LAMBDA0S},
-          claims=lambda label: Claim("chen2019deml", ("2-CUB200", "DeML(1,4)", "H"), ("1", "U512", "CUB R@1"),
-                                     "CUB-200"),
-          parts=lambda label: f"DeML(1,4), attention and adversarial diversification, {label.replace(' ', ' = ')}",
-          quick=("lambda0 1",), adapted=("lambda0 1",)),
-    Entry("Adapt-Adv", "alkaabi2022adaptadv", "triplet", "attention alone, or with the adversary at lambda0",
-          adapt_recipes.compared, dict(adapt_recipes.COMPARED),
-          claims=lambda label: Claim("alkaabi2022adaptadv", ("6", "Triplet / +GDFL" if label.startswith("+GDFL")
-                                                             else "Triplet / Adapt-Adv", "R@1"),
-                                     ("6", "Triplet / Base", "R@1"), "Flowers-102"),
-          parts=lambda label: ("GDFL attention, adversary off" if label.startswith("+GDFL") else
-                               f"GDFL attention and class adversary, {label.replace(' ', ' = ')}"),
-          quick=("lambda0 0.5",), adapted=("+GDFL (no adversary)", "lambda0 0.1")),
-    Entry("ZSML", "xu2019zsml", "triplet", "continuous-label weight alpha",
-          lambda b, v: _zsml(b, v), {f"alpha {a:g}": a for a in zsml_recipes.ALPHAS},
-          claims=lambda label: ("no like-for-like row (the paper's one seen-to-unseen retrieval row puts ZSML on a "
-                                "Lifted embedding, Table 6; here it learns a relation on the frozen features)"),
-          parts=lambda label: f"learned relation, {label.replace(' ', ' = ')}", off_metrics_prefix="input ",
-          quick=("alpha 0.5",), adapted=("alpha 0.5",), val_seeds={"real frozen": 10, "real adapted": 10}),
-    Entry("JRD", "chu2020jrd", "am_softmax", "JRS weight alpha (Gaussian mixture kernel)",
-          lambda b, v: _jrd(b, 0.0 if v is None else v),
-          {f"alpha {v:g}": v for v in jrd_recipes.COMPARISON_ALPHAS},
-          claims=lambda label: "no like-for-like row (the paper's tables give no row of the same loss without JRD)",
-          parts=lambda label: f"joint representation diversification, {label.replace(' ', ' = ')}",
-          quick=("alpha 1",), adapted=("alpha 0.001", "alpha 1"), val_seeds={"real frozen": 10, "real adapted": 10}),
-)
+def __getattr__(name: str):  # PEP 562: ENTRIES is read from the registry when asked for
+    if name == "ENTRIES":
+        return all_entries()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def validation_grid(entry: Entry, base: Config, regime: str = "real frozen") -> dict:
     """``{label: config}`` of ``entry``'s candidates in ``regime`` on the validation split, "off" first (for ZSML,
     whose "off" is read from its own runs, no "off" config)."""
-    val = base.replace(validation_fraction=VAL_FRACTION)
+    val = base.replace(validation_fraction=VALIDATION_FRACTION)
     grid = {} if entry.off_metrics_prefix else {OFF: entry.build(val, None)}
     grid.update({label: entry.build(val, value) for label, value in entry.candidates_for(regime).items()})
     return grid
@@ -273,7 +143,7 @@ def _choose(entry: Entry, base: Config, regime: str, seeds, train: bool) -> tupl
     if not entry.off_metrics_prefix:
         candidates = {label: entry.build(base, value) for label, value in entry.candidates_for(regime).items()}
         return choose_on_validation(candidates, off=entry.build(base, None), seeds=seeds,
-                                    validation_fraction=VAL_FRACTION, train=train)
+                                    validation_fraction=VALIDATION_FRACTION, train=train)
     val = run_grid(validation_grid(entry, base, regime), seeds=seeds, stored_only=not train)
     leader = max(val, key=lambda k: np.mean([r.metric("R@1", "val") for r in val[k]]))
     val = {OFF: [_Prefixed(r, entry.off_metrics_prefix) for r in val[leader]], **val}
@@ -366,8 +236,9 @@ def _vs_floor(runs: Sequence, floor, metrics=METRICS) -> dict:
     return out
 
 
-def compare(regime: str, *, train: bool = False, entries: Sequence[Entry] = ENTRIES) -> Comparison:
+def compare(regime: str, *, train: bool = False, entries: Sequence[Entry] | None = None) -> Comparison:
     """The comparison of ``entries`` in ``regime`` from stored runs (``train``: train the missing ones)."""
+    entries = all_entries() if entries is None else entries
     base = regime_config(regime)
     seeds = PROFILES[base.profile].seeds
     floor = _floor(base, train)
@@ -450,17 +321,10 @@ def check_protocol(configs: Sequence[Config]) -> None:
                 raise ValueError(f"{c.name}: {f} = {getattr(c, f)!r}, but {first.name} has {getattr(first, f)!r}")
 
 
-def _pts(i: Interval | None) -> str:
-    if i is None:
-        return ""
-    if math.isnan(i.low):
-        return f"{100 * i.mean:+.1f}"
-    return f"{100 * i.mean:+.1f} [{100 * i.low:+.1f}, {100 * i.high:+.1f}]"
-
 
 def _marked(d: Interval | None, runs: Sequence, baseline: Sequence) -> str:
     """A paired difference in points, with the diverged seeds of either side named (never a silent row)."""
-    text = _pts(d)
+    text = "" if d is None else format_interval(d, signed=True)
     k = len([r for r in [*runs, *baseline] if getattr(r, "diverged", None)])
     if text and k:
         text += f" (diverged: {k} run{'s' if k != 1 else ''})"
@@ -568,7 +432,8 @@ def power_note(comparisons: Sequence[Comparison]) -> str:
 
 def seeds_note(comparisons: Sequence[Comparison]) -> str:
     """Markdown: how many validation seeds each choice had and why (:func:`zslib.analysis.verdict.seeds_words`):
-    raised where its runs train in under a minute, kept at :data:`VAL_SEEDS` where they cost more."""
+    raised where its runs train in under a minute, kept at :data:`~zslib.engine.choice.VALIDATION_SEEDS` where they
+    cost more."""
 
     out = []
     for comp in comparisons:
@@ -580,7 +445,7 @@ def seeds_note(comparisons: Sequence[Comparison]) -> str:
             seconds = [float(x) for x in seconds if x]
             median = float(np.median(seconds)) if seconds else float("nan")
             out.append(f"- **{r.method}, {comp.regime}**: "
-                       + seeds_words(r.val_seeds, VAL_SEEDS, median, r.val_detectable,
+                       + seeds_words(r.val_seeds, len(VALIDATION_SEEDS), median, r.val_detectable,
                                      kept_by=PAGE_BUDGET_REASON if comp.regime == "quick" else None) + ".")
     return ("**How many validation seeds.**\n\n" + "\n".join(out)) if out else ""
 
@@ -589,10 +454,10 @@ def method_table(method: str, regimes: Sequence[str] = ("real frozen", "real ada
     """One method's lines of :func:`comparison_table` in ``regimes`` (by default the frozen and the adapted real
     regime side by side): what a method chapter shows of the one-protocol comparison, each row against the
     method's same-loss baseline and against the untrained network."""
-    entries = [e for e in ENTRIES if e.name == method]
-    if not entries:
-        raise ValueError(f"unknown method {method!r}; choose one of {[e.name for e in ENTRIES]}")
-    table = comparison_table([compare(r, train=train, entries=entries) for r in regimes])
+    mine = [e for e in all_entries() if e.name == method]
+    if not mine:
+        raise ValueError(f"unknown method {method!r}; choose one of {[e.name for e in all_entries()]}")
+    table = comparison_table([compare(r, train=train, entries=mine) for r in regimes])
     return table.drop(columns=["method"]).set_index("regime")
 
 
@@ -686,9 +551,9 @@ def protocol_frame(regimes: Sequence[str] = tuple(REGIMES)):
         col.update({f: ", ".join(map(str, getattr(c, f))) if isinstance(getattr(c, f), (list, tuple))
                     else str(getattr(c, f)) for f in PROTOCOL_FIELDS})
         col["test seeds"] = ", ".join(map(str, seeds))
-        more = [f"{e.name}: 0-{e.val_seeds[regime] - 1}" for e in ENTRIES if regime in e.val_seeds]
-        col["choice seeds"] = ", ".join(map(str, range(VAL_SEEDS))) + (f" ({'; '.join(more)})" if more else "")
-        col["validation classes"] = f"{int(100 * VAL_FRACTION)}% of the seen classes"
+        more = [f"{e.name}: 0-{e.val_seeds[regime] - 1}" for e in all_entries() if regime in e.val_seeds]
+        col["choice seeds"] = ", ".join(map(str, VALIDATION_SEEDS)) + (f" ({'; '.join(more)})" if more else "")
+        col["validation classes"] = f"{int(100 * VALIDATION_FRACTION)}% of the seen classes"
         cols[regime] = col
     return pd.DataFrame(cols)
 
@@ -779,7 +644,7 @@ def _said(d: Interval, chosen: bool = True) -> str:
     """A paired difference in words and points: "clearly above (+1.2 [+0.4, +2.0])" for a chosen setting, "above
     (...)" for an ablation (:func:`zslib.analysis.verdict.change_words`)."""
 
-    return f"{change_words(verdict(d), chosen).removesuffix(' from')} ({_pts(d)})"
+    return f"{change_words(verdict(d), chosen).removesuffix(' from')} ({format_interval(d, signed=True)})"
 
 
 def context_sentence() -> str:
@@ -814,10 +679,10 @@ def rule_status(method: str, config, regime: str = "real frozen") -> str:
     chose, ``"ablation"`` when the rule kept the method off (any setting of it trained anyway is an ablation),
     ``"not chosen"`` when the rule chose another setting (or its runs are not recorded)."""
 
-    entries = [e for e in ENTRIES if e.name == method]
-    if not entries:
-        raise ValueError(f"unknown method {method!r}; choose one of {[e.name for e in ENTRIES]}")
-    row = compare(regime, entries=entries).rows[0]
+    mine = [e for e in all_entries() if e.name == method]
+    if not mine:
+        raise ValueError(f"unknown method {method!r}; choose one of {[e.name for e in all_entries()]}")
+    row = compare(regime, entries=mine).rows[0]
     if row.choice is None or not row.runs:
         return "not chosen"
     if row.ablation:  # the rule kept the method off: every setting of it trained anyway is an ablation

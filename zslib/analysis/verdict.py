@@ -26,7 +26,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["detectable", "change_words", "power_words", "row_label", "row_status", "row_sentence", "pts",
+from zslib.engine.choice import CONFIDENCE
+from zslib.engine.stats import format_interval
+
+__all__ = ["detectable", "change_words", "power_words", "row_label", "row_status", "row_sentence",
            "regime_sentences", "adaptation_sentence", "status_note", "headline", "verb_words", "paired_phrase",
            "seeds_words", "CHEAP_RUN_SECONDS", "POWER_AIM", "PAGE_BUDGET_REASON"]
 
@@ -37,7 +40,7 @@ CHEAP_RUN_SECONDS = 60.0
 POWER_AIM = 0.005
 
 
-def detectable(differences: Sequence[float], confidence: float = 0.95) -> float:
+def detectable(differences: Sequence[float], confidence: float = CONFIDENCE) -> float:
     """The smallest mean of paired ``differences`` whose ``confidence`` interval would exclude 0, given their
     spread: ``t_{(1+confidence)/2, n-1} * sd / sqrt(n)`` (the interval's half-width). NaN for fewer than two."""
     from scipy import stats
@@ -47,14 +50,6 @@ def detectable(differences: Sequence[float], confidence: float = 0.95) -> float:
         return math.nan
     return float(stats.t.ppf(0.5 + confidence / 2, d.size - 1) * d.std(ddof=1) / math.sqrt(d.size))
 
-
-def pts(i) -> str:
-    """An interval of a difference (fractions) in signed points: ``"+0.5 [+0.0, +0.9]"``."""
-    if i is None:
-        return ""
-    if math.isnan(i.low):
-        return f"{100 * i.mean:+.1f}"
-    return f"{100 * i.mean:+.1f} [{100 * i.low:+.1f}, {100 * i.high:+.1f}]"
 
 
 def change_words(verdict: str, chosen: bool) -> str:
@@ -98,8 +93,6 @@ def paired_phrase(diff, verdict: str, chosen: bool, against: str, unstable: str 
     words: ``"+2.1 [+0.3, +3.9] points against the untrained network (clearly above it)"``, "clearly" only when
     ``chosen``; with ``unstable`` (a :func:`zslib.engine.stability.stability_label` other than ``"stable"``) the
     label replaces the verdict, since the interval then measures broken seeds."""
-    from zslib.engine.stats import format_interval
-
     head = f"{format_interval(diff, signed=True)} points against {against}"
     if unstable and unstable != "stable":
         return f"{head} (unstable, {unstable}: not read as an effect)"
@@ -183,13 +176,14 @@ def row_sentence(row, with_choice: bool = True) -> str:
     elif _identical(row):
         body = "identical to its baseline on every seed (the weight did not change training)"
     elif unstable:
-        body = (f"unstable ({unstable}), so its interval against the baseline ({pts(d)} points of unseen "
-                "Recall@1) measures broken seeds, not an effect")
+        body = (f"unstable ({unstable}), so its interval against the baseline ({format_interval(d, signed=True)} "
+                "points of unseen Recall@1) measures broken seeds, not an effect")
     else:
-        body = f"{change_words(verdict(d), status == 'chosen')} its baseline, {pts(d)} points of unseen Recall@1"
+        body = (f"{change_words(verdict(d), status == 'chosen')} its baseline, {format_interval(d, signed=True)} "
+                "points of unseen Recall@1")
         m = row.vs_baseline.get("MAP@R")
         if m is not None and verdict(m) != verdict(d):
-            body += f" (MAP@R {change_words(verdict(m), status == 'chosen')} it, {pts(m)})"
+            body += f" (MAP@R {change_words(verdict(m), status == 'chosen')} it, {format_interval(m, signed=True)})"
     margin = getattr(row, "test_detectable", math.nan)
     if d is not None and not _identical(row) and margin == margin:
         body += f"; its test seeds detect about {100 * margin:.1f} points"
@@ -226,10 +220,10 @@ def adaptation_sentence(frozen_row, adapted_row, mean_r1) -> str:
         if _identical(row):
             said.append(f"identical when {name} (on every seed{tag})")
         elif _instability(row):
-            said.append(f"unstable when {name} ({_instability(row)}; {pts(d)}{tag})")
+            said.append(f"unstable when {name} ({_instability(row)}; {format_interval(d, signed=True)}{tag})")
         else:
             words = change_words(verdict(d), status == "chosen").removesuffix(" from")
-            said.append(f"{words} when {name} ({pts(d)}{tag})")
+            said.append(f"{words} when {name} ({format_interval(d, signed=True)}{tag})")
     if said:
         parts.append("against its baseline: " + " and ".join(said))
     carried = getattr(adapted_row, "carried_over", "")
@@ -249,8 +243,6 @@ def headline(p, method_name: str, baseline_name: str, status: str, seeds: int, u
     method's ``status`` under the rule (:func:`zslib.analysis.compare.rule_status`; "clearly" only when
     ``"chosen"``) and, when some seeds broke, ``unstable`` (a :func:`zslib.engine.stability.stability_label`)
     instead of a verdict."""
-    from zslib.engine.stats import format_interval
-
     diff = f"{format_interval(p.diff, signed=True)} points over {seeds} seeds paired"
     who = f"{method_name}{status_note(status)}"
     if unstable and unstable != "stable":

@@ -9,37 +9,31 @@ Per dataset (:data:`RECIPES`): the papers' zero-shot split (:mod:`zslib.engine.d
 Flowers-102 (classes 1-51 seen, 52-102 unseen, the Adapt-Adv protocol) runs the book's EfficientNet-Lite0, in the
 TensorFlow build its ImageNet weights were trained in, for every method, after a tuning stage that chooses the
 fine-tuning recipe itself on validation classes (:func:`tuning_changes`; "no fine-tuning" is a candidate).
-CUB-200-2011, Cars196, Stanford Online Products and In-Shop run the papers' backbones: GoogLeNet (CML, DeML,
-Adapt-Adv, ZSML) at the full profile's settings, with CML at its paper's settings
-(:func:`zslib.methods.cml.method.cml_preset`: Adam 1e-5, 64 x 2 batches, the table's iterations) and JRD at its
-paper's (:func:`zslib.methods.jrd.method.jrd_preset`: BN-Inception with frozen BatchNorm, AM-Softmax).
+CUB-200-2011, Cars196, Stanford Online Products and In-Shop run the papers' backbones (GoogLeNet, BN-Inception
+for JRD) at the full profile's settings, and a paper with settings of its own for those datasets runs them
+(``papers_presets``).
 
-Per method (:data:`METHOD_PLANS`): the base loss, fixed parameters and the candidate settings of its main knob.
-The method switched off -- the same config with ``method="baseline"`` -- is always the candidate ``"off"`` of
-the validation choice (:func:`zslib.engine.choice.choose`) and the same-loss baseline of the comparison.
-The candidate values are the papers' own where they give a set (Adapt-Adv's lambda0 in {0.1, 0.5, 1}; JRD's
-alpha 1 on CUB/Cars and 0.4 on SOP), else the paper's value with half and twice it (CML's weights) or the
-paper's variants (DeML's J learners; ZSML's label range alpha, 0.3 in the paper).
+Per method (:func:`method_plans`): each paper's own plan (:attr:`zslib.engine.paper.Paper.campaign`, built by
+its ``recipes.campaign_plan`` for a dataset's :class:`Recipe`): the base loss, fixed parameters and the candidate
+settings of its main knob. This module names no paper: :data:`METHODS` and :data:`METHOD_PLANS` are read from
+:data:`zslib.engine.registry.PAPERS`. The method switched off -- the same config with ``method="baseline"`` -- is
+always the candidate ``"off"`` of the validation choice (:func:`zslib.engine.choice.choose`) and the same-loss
+baseline of the comparison. The candidate values are the papers' own where they give a set, else the paper's
+value and its parts (each paper's recipes say which).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Callable
 
+from zslib.engine.choice import TEST_SEEDS, VALIDATION_FRACTION, VALIDATION_SEEDS
 from zslib.engine.config import Config
-from zslib.methods.adapt_adv import recipes as adapt_recipes
-from zslib.methods.jrd.recipes import CAMPAIGN_ALPHAS as JRD_ALPHAS
-from zslib.methods.zsml.method import EVERY_UNSEEN_IMAGE
-from zslib.methods.zsml.recipes import CAMPAIGN_ALPHAS as ZSML_ALPHAS, REAL_ZSML
+from zslib.engine.registry import PAPERS
 
-__all__ = ["Recipe", "RECIPES", "MethodPlan", "METHOD_PLANS", "METHODS", "SMOKE", "SMOKE_SEEDS", "estimated_images",
-           "method_plan", "base_config", "off_config", "named", "candidate_configs", "floor_config", "skipped_methods",
+__all__ = ["Recipe", "RECIPES", "MethodPlan", "SMOKE", "SMOKE_SEEDS", "estimated_images", "method_plan",
+           "method_plans", "base_config", "off_config", "named", "candidate_configs", "floor_config", "skipped_methods",
            "campaign_name", "TUNING_LOSS", "UNTRAINED", "head_only", "tuning_changes", "tuning_configs", "AtStep",
            "length_candidates", "tuning_overrides"]
-
-#: The methods of the campaign, in table order.
-METHODS = ("cml", "deml", "adapt_adv", "zsml", "jrd")
-
 
 @dataclass(frozen=True)
 class Recipe:
@@ -49,9 +43,9 @@ class Recipe:
     dataset: str
     backbone: str
     settings: dict  # Config fields shared by every run on this dataset
-    validation_fraction: float = 0.3  # share of the seen classes held out as validation classes
-    validation_seeds: tuple[int, ...] = (0, 1, 2)
-    test_seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
+    validation_fraction: float = VALIDATION_FRACTION  # share of the seen classes held out as validation classes
+    validation_seeds: tuple[int, ...] = VALIDATION_SEEDS
+    test_seeds: tuple[int, ...] = TEST_SEEDS
     papers_presets: bool = False  # CML and JRD run their papers' own settings (the papers' datasets)
     note: str = ""
     tune: bool = False  # choose the fine-tuning recipe itself on validation classes first (the tuning stage)
@@ -114,81 +108,31 @@ class MethodPlan:
     follow: Callable[[dict], dict] | None = None
 
 
-def _cml(recipe: Recipe) -> MethodPlan:
-    from zslib.methods.cml.method import CML_PRESETS, cml_method, cml_preset
-
-    d = recipe.dataset if recipe.dataset in CML_PRESETS else "cub200"
-    base = cml_preset(d, "triplet") if recipe.papers_presets else cml_method(d, "triplet")
-    l1, l2 = base["method_params"]["lambda1"], base["method_params"]["lambda2"]
-    # the two weights of Eq. 11 one at a time (CML-E, CML-D) and together (CML), at the paper's values
-    cands = {f"EC lambda1={l1:g}": {"lambda1": l1, "lambda2": 0.0},
-             f"DC lambda2={l2:g}": {"lambda1": 0.0, "lambda2": l2},
-             f"EC+DC ({l1:g}, {l2:g})": {"lambda1": l1, "lambda2": l2}}
-    return MethodPlan("cml", base, f"the confusion terms (lambda1, lambda2 of Eq. 11; the paper's {l1:g}, {l2:g})",
-                      cands)
+def method_plans() -> dict[str, Callable[[Recipe], MethodPlan]]:
+    """``{method: plan builder}``: the campaign plan each paper of :data:`~zslib.engine.registry.PAPERS` declares
+    (:attr:`zslib.engine.paper.Paper.campaign`, built by its ``recipes.campaign_plan``), in the book's order."""
+    return {paper.method: paper.campaign for paper in PAPERS.values() if paper.campaign is not None}
 
 
-def _deml(recipe: Recipe) -> MethodPlan:
-    # DeML Eq. 5's own binomial deviance (alpha 2, beta 0.5, negative cost 35), as in the frozen and adapted regimes
-    base = {"loss": "binomial_deml", "method": "deml", "method_params": {"scales": 1}}
-    return MethodPlan("deml", base, "J (channel-attention learners)",
-                      {"J=4": {"learners": 4}, "J=8": {"learners": 8}})
-
-
-def _adapt_adv(recipe: Recipe) -> MethodPlan:
-    return MethodPlan("adapt_adv", adapt_recipes.campaign_base(), adapt_recipes.CAMPAIGN_AXIS,
-                      adapt_recipes.campaign_candidates(), smoke_params=dict(adapt_recipes.CAMPAIGN_SMOKE))
-
-
-def _zsml(recipe: Recipe) -> MethodPlan:
-    # ZSML's pair network on top of an embedding fine-tuned with the triplet loss for the first half of the
-    # steps (the paper's Table 6, "metric loss + ZSML")
-    steps = int(recipe.settings["iterations"]) // 2
-    # (the first half of whatever length the run is given: ``follow`` below). The pair network and the scoring are
-    # the other regimes': the book's smaller S (REAL_ZSML's hidden layers; the paper's 1,000 x 1,000 scores the
-    # 2.4 million test pairs fast on a GPU but had not finished after 4 minutes of one CPU core), 10 query images per unseen class
-    # ranked against every unseen image (EVERY_UNSEEN_IMAGE).
-    base = {"loss": "triplet", "method": "zsml",
-            "method_params": {"features": "embedding", "metric_steps": steps, "hidden": list(REAL_ZSML["hidden"]),
-                              **EVERY_UNSEEN_IMAGE}}
-    return MethodPlan("zsml", base, "alpha (label range, Eq. 3)",
-                      {f"alpha={v:g}": {"alpha": v} for v in ZSML_ALPHAS},
-                      smoke_params={"k": 4, "hidden": [16, 16], "pairs": 64, "batch_pairs": 16, "metric_steps": 1,
-                                    "stride": 2, "height": 4},
-                      datasets=("flowers102", "cub200", "cars196"),
-                      why_not="ZSML scores pairs through its network: 10 queries of each of SOP's 11,316 unseen "
-                              "classes against its 60,502 unseen images are 6.8e9 pairs; and it has no query/gallery "
-                              "evaluation (In-Shop)",
-                      follow=_half_metric_steps)
-
-
-def _half_metric_steps(values: dict) -> dict:
-    return {"metric_steps": int(values["iterations"]) // 2}
-
-
-def _jrd(recipe: Recipe) -> MethodPlan:
-    from zslib.methods.jrd.method import JRD_PRESETS, jrd_method, jrd_preset
-
-    d = recipe.dataset if recipe.dataset in JRD_PRESETS else "cub200"
-    if recipe.papers_presets:
-        base = jrd_preset(d)
-    else:  # the recipe's network and rates, JRD's loss and the paper's rate for the class proxies
-        base = {**jrd_method(d), "objective_lr": JRD_PRESETS[d]["proxy_lr"]}
-    return MethodPlan("jrd", base, "alpha (Eq. 11)", {f"alpha={v:g}": {"alpha": v} for v in JRD_ALPHAS},
-                      smoke_params={"mixture": [1, 1]})
-
-
-METHOD_PLANS = {"cml": _cml, "deml": _deml, "adapt_adv": _adapt_adv, "zsml": _zsml, "jrd": _jrd}
+def __getattr__(name: str):  # PEP 562: the lists of papers are read from the registry when asked for
+    if name == "METHODS":
+        return tuple(method_plans())
+    if name == "METHOD_PLANS":
+        return method_plans()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def method_plan(method: str, recipe: Recipe) -> MethodPlan:
-    if method not in METHOD_PLANS:
-        raise ValueError(f"the campaign has no plan for method {method!r}; it runs {list(METHOD_PLANS)}")
-    return METHOD_PLANS[method](recipe)
+    """The plan of ``method`` (a paper's own method) on ``recipe``'s dataset."""
+    plans = method_plans()
+    if method not in plans:
+        raise ValueError(f"the campaign has no plan for method {method!r}; it runs {list(plans)}")
+    return plans[method](recipe)
 
 
-def skipped_methods(recipe: Recipe, methods=METHODS) -> dict[str, str]:
-    """``{method: why}`` for the methods that do not run on this dataset."""
+def skipped_methods(recipe: Recipe, methods=None) -> dict[str, str]:
+    """``{method: why}`` for the methods (default: every paper's) that do not run on this dataset."""
+    methods = tuple(method_plans()) if methods is None else methods
     out = {}
     for m in methods:
         plan = method_plan(m, recipe)
@@ -241,7 +185,7 @@ def candidate_configs(plan: MethodPlan, recipe: Recipe, *, smoke: bool = False, 
 def floor_config(recipe: Recipe, backbone: str, *, smoke: bool = False, overrides: dict | None = None,
                  base: Config | None = None) -> Config:
     """The untrained floor on the unseen classes: the network's pooled ImageNet feature, nothing trained."""
-    template = base if base is not None else base_config(_deml(recipe), recipe, smoke=smoke, overrides=overrides)
+    template = base if base is not None else base_config(_baseline_plan(), recipe, smoke=smoke, overrides=overrides)
     c = template.replace(backbone=backbone, method="pretrained", method_params={}, loss="triplet", loss_params={},
                          validation_fraction=0.0, freeze_bn=False, schedule=None, objective_lr=None)
     return named(c, "test")

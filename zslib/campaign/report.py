@@ -15,7 +15,7 @@ import re
 from collections import Counter
 from pathlib import Path
 
-from zslib.analysis.compare import ENTRIES, regime_config
+from zslib.analysis.compare import regime_config
 from zslib.analysis.verdict import paired_phrase
 from zslib.campaign.plan import METHODS, RECIPES, TUNING_LOSS, length_candidates, tuning_configs
 from zslib.campaign.records import hardware
@@ -24,6 +24,7 @@ from zslib.campaign.run import (Campaign, campaign_configs, comparison_rows, loa
 from zslib.engine.choice import choose
 from zslib.engine.models import build_label
 from zslib.engine.models.adapted import entry_stage
+from zslib.engine.registry import PAPERS
 from zslib.engine.stability import stability_label
 from zslib.engine.stats import format_interval, interval, paired
 from zslib.engine.store import load_result, recorded_dir
@@ -33,7 +34,11 @@ __all__ = ["recorded_campaign", "campaign_frame", "campaign_sentences", "campaig
            "CPU_MANIFEST", "CPU_METHODS_MANIFEST", "BUILD_SWITCH_POINTS", "recorded_cpu_methods", "build_floors",
            "build_floor_sentence"]
 
-_NAMES = {"cml": "CML", "deml": "DeML", "adapt_adv": "Adapt-Adv", "zsml": "ZSML", "jrd": "JRD"}
+
+
+def _names() -> dict[str, str]:
+    """``{method: name}``: how the book writes each paper's method (:data:`zslib.engine.registry.PAPERS`)."""
+    return {paper.method: paper.name for paper in PAPERS.values()}
 
 
 def recorded_campaign(dataset: str = "flowers102", directory=None):
@@ -141,14 +146,14 @@ def campaign_sentences(camp) -> str:
         chosen = fine_tuned_chosen and not method_choice.off_won
         change = against(r, "vs baseline", "its same-loss baseline", chosen)
         if method_choice.off_won:
-            out.append(f"{_NAMES[m]}: {method_choice.sentence()} Trained anyway at {r['setting']} as a labelled "
+            out.append(f"{_names()[m]}: {method_choice.sentence()} Trained anyway at {r['setting']} as a labelled "
                        f"ablation, it reaches {_points(r['R@1'], signed=False)}, {change}.")
         else:
-            out.append(f"{_NAMES[m]}: {method_choice.sentence()} On the unseen classes it reaches "
+            out.append(f"{_names()[m]}: {method_choice.sentence()} On the unseen classes it reaches "
                        f"{_points(r['R@1'], signed=False)}, {change}.")
     missing = [m for m in METHODS if m not in rows]
     if missing:
-        out.append(f"No fine-tuned runs of {', '.join(_NAMES[m] for m in missing)} are recorded yet: `python -m zslib "
+        out.append(f"No fine-tuned runs of {', '.join(_names()[m] for m in missing)} are recorded yet: `python -m zslib "
                    f"finetune --methods {','.join(missing)}` on a GPU trains them.")
     if camp.paths.get("session") is not None:
         out.append(f"How these runs were made (hardware, the copy of the images, the seeds) is recorded in "
@@ -195,7 +200,7 @@ def _describe(configs, losses: dict[str, str]) -> dict:
                         for c in trained])
     by_loss: dict[str, list[str]] = {}
     for m, loss in losses.items():
-        by_loss.setdefault(loss, []).append(_NAMES.get(m, m))
+        by_loss.setdefault(loss, []).append(_names().get(m, m))
     return {"network": f"{build_label(c0)} ({what})", "images": _variants([f"{c.image_size}-px crop of "
                                                                           f"{c.resize_size} px" for c in cs]),
             "augmentation": aug, "BatchNorm": bn,
@@ -241,8 +246,7 @@ def regime_differences(camp=None, cpu=None):
     import pandas as pd
 
 
-    keys = {v: k for k, v in _NAMES.items()}
-    book = {keys.get(e.name, e.name): e.loss for e in ENTRIES}
+    book = {paper.method: paper.comparison.loss for paper in PAPERS.values() if paper.comparison is not None}
     cols = {"frozen": _describe([regime_config("real frozen")], book),
             "adapted": _describe([regime_config("real adapted")], book)}
     plan = campaign_configs("flowers102")
@@ -420,7 +424,7 @@ def campaign_recipe_note(camp) -> str:
                  for c in configs})
     losses = {}
     for m, t in camp.test.items():
-        losses.setdefault(t["method"][0].config.loss, []).append(_NAMES.get(m, m))
+        losses.setdefault(t["method"][0].config.loss, []).append(_names().get(m, m))
     images = session_data_line(camp)
     rates = sorted({f"{c.lr:g}" for c in configs})
     steps = sorted({c.iterations for c in configs})

@@ -4,8 +4,10 @@
 second. Importing the registries themselves imports PyTorch, which alone takes seconds; so their names,
 parameters and parameter checks are kept in ``catalog.json`` beside this file, generated from the live
 registries by :func:`build` (``python -m zslib.engine.catalog`` rewrites it), and a test fails as soon as the two
-differ. :func:`check_train_arguments` validates a ``train`` command's settings against it in plain Python;
-the configuration is validated again, in full, when it is built.
+differ. The papers (:data:`~zslib.engine.registry.PAPERS`, in the book's order) are listed too, so that the command
+line offers every paper's method (``finetune --methods``) without importing one. :func:`check_train_arguments`
+validates a ``train`` command's settings against it in plain Python; the configuration is validated again, in full,
+when it is built.
 """
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ def build() -> dict:
     """The catalog of the live registries (imports them, hence PyTorch)."""
     from zslib.engine.data.datasets import DATASETS
     from zslib.engine.losses import LOSSES
-    from zslib.engine.registry import METHODS
+    from zslib.engine.registry import METHODS, PAPERS
     from zslib.engine.models.embedding import BACKBONES
     from zslib.engine.profile import PROFILES
 
@@ -34,7 +36,9 @@ def build() -> dict:
                          for key, spec in cls.params.items()}
     return {"profiles": sorted(PROFILES), "datasets": sorted(["synthparts", *DATASETS]),
             "backbones": sorted(BACKBONES), "losses": {k: sorted(v.defaults) for k, v in sorted(LOSSES.items())},
-            "methods": methods}
+            "methods": methods,
+            "papers": [{"key": p.key, "name": p.name, "method": p.method, "finetune": p.campaign is not None}
+                       for p in PAPERS.values()]}
 
 
 def load() -> dict:

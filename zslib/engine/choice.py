@@ -24,12 +24,28 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from zslib.engine.stats import Interval, diverged_runs, interval, paired
+from zslib.engine.stats import Interval, diverged_runs, format_interval, interval, paired
 
-__all__ = ["Choice", "choose", "OFF", "Prefixed"]
+__all__ = ["Choice", "choose", "OFF", "Prefixed", "VALIDATION_FRACTION", "VALIDATION_SEEDS", "TEST_SEEDS",
+           "CONFIDENCE"]
 
 #: The conventional key of the switched-off candidate.
 OFF = "off"
+
+# The protocol every choice and comparison of the book follows, declared here once and imported everywhere else.
+
+#: The share of the seen classes held out (class-disjoint) as validation classes when a setting is chosen.
+VALIDATION_FRACTION = 0.3
+
+#: The seeds a choice is made with (the first three of the real profile's), unless a comparison asks for more.
+VALIDATION_SEEDS = (0, 1, 2)
+
+#: The seeds of a test row: the real profile's five.
+TEST_SEEDS = (0, 1, 2, 3, 4)
+
+#: The confidence of every interval the rule reads and of the detectable difference a set of seeds can call clear
+#: (:func:`zslib.analysis.verdict.detectable`: the half-width of that interval).
+CONFIDENCE = 0.95
 
 
 @dataclass(frozen=True)
@@ -59,7 +75,7 @@ class Choice:
         if self.leader == self.off:
             return f"{lead}, so the method stays off: no setting beat switching it off."
         d = self.leader_vs_off
-        diff = f"{d.mean * scale:+.2f} [{d.low * scale:+.2f}, {d.high * scale:+.2f}] points over {label(self.off)}"
+        diff = f"{format_interval(d, scale, 2, signed=True)} points over {label(self.off)}"
         if self.off_won:
             margin = d.high - d.mean  # the smallest mean difference these seeds' spread could call clear
             power = ("" if margin != margin else f" (with these {d.n} seeds a difference under about "

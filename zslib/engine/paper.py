@@ -12,7 +12,7 @@ The engine names no paper: the records live upstairs, with the papers.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import ModuleType
 
 __all__ = ["Paper"]
@@ -36,6 +36,13 @@ class Paper:
     record (:mod:`zslib.analysis.records`; they register themselves), or ``None``. ``exercises()``: the checked
     exercises of its chapters. ``key_findings()``: the "Key findings" box of its main chapter, generated from the
     recorded runs (its first sentence is the paper's line on the index page).
+
+    What the shared lists read from it: ``comparison``, its entry in the one-protocol comparison (a
+    :class:`zslib.analysis.entry.Entry` built by its recipes), or ``None``; ``campaign(recipe)``, its plan in the
+    fine-tuning campaign (a :class:`zslib.campaign.plan.MethodPlan` for a dataset's
+    :class:`~zslib.campaign.plan.Recipe`), or ``None``; ``prerequisites``, each of its chapters' prerequisite
+    chapters (the chapter cards, :mod:`zslib.teaching.path`); ``shared_methods``, the methods beside its own whose
+    recorded runs a chapter of it shows (``{chapter: methods}``).
     """
 
     key: str
@@ -53,6 +60,10 @@ class Paper:
     key_findings: Callable[[], object]
     explorer: Callable[[], Callable] | None = None
     analyses: Callable[[], object] | None = None
+    comparison: object | None = None
+    campaign: Callable[[object], object] | None = None
+    prerequisites: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    shared_methods: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     def __post_init__(self):
         if not self.key.isidentifier():
@@ -61,6 +72,9 @@ class Paper:
             raise ValueError(f"the paper {self.key!r} needs at least one method and one chapter")
         object.__setattr__(self, "methods", tuple(self.methods))
         object.__setattr__(self, "chapters", tuple(self.chapters))
+        unknown = sorted(set(self.prerequisites) - set(self.chapters))
+        if unknown:
+            raise ValueError(f"the paper {self.key!r} gives prerequisites of chapters not its own: {unknown}")
 
     @property
     def method(self) -> str:

@@ -21,6 +21,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from zslib.engine.choice import TEST_SEEDS
+
 __all__ = ["Profile", "PROFILES", "ADAPTED_REAL", "get_profile", "set_profile", "device", "repository_root",
            "resolve_folder", "downloads_allowed", "DOWNLOAD_ENV"]
 
@@ -140,7 +142,7 @@ PROFILES["real"] = Profile(
     weight_decay=0.0,
     num_workers=0,
     amp=False,
-    seeds=(0, 1, 2, 3, 4),
+    seeds=TEST_SEEDS,
     synth_images_per_class=40,
     feature_stages=("block4", "block5", "head"),
 )

@@ -166,8 +166,11 @@ def paired(a: Sequence, b: Sequence, metric: str = "R@1", split: str = "unseen",
 
 
 def format_interval(value, scale: float = 100.0, digits: int = 1, signed: bool = False) -> str:
-    """``"m [low, high]"`` of an :class:`Interval` or a ``(mean, low, high)`` triple, times ``scale``
-    (default: fractions as percentage points); ``signed`` prints ``+``/``-`` (for differences)."""
+    """``"m [low, high]"`` of an :class:`Interval`, a ``(mean, low, high)`` triple or a :class:`Paired` comparison
+    (its difference), times ``scale`` (default: fractions as percentage points); ``signed`` prints ``+``/``-`` (for
+    differences); an interval of one value prints ``"m [n/a]"``. The book's one interval formatter."""
+    if isinstance(value, Paired):
+        value = value.diff
     m, lo, hi = (float(v) * scale for v in tuple(value)[:3])
     spec = f"{'+' if signed else ''}.{digits}f"
     note = ""

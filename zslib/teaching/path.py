@@ -12,47 +12,48 @@ import json
 import re
 from pathlib import Path
 
+from zslib.engine.registry import PAPERS
+
 __all__ = ["PREREQUISITES", "prerequisites", "SHARED_METHODS", "chapter_methods", "reading_minutes", "quick_seconds",
            "real_seconds", "title", "chapter_card"]
 
-#: chapter -> the chapters a reader should have read first (their titles are read from the notebooks); the
-#: comparison's are every paper's main chapter, added by :func:`prerequisites`
+#: chapter -> the chapters a reader should have read first (their titles are read from the notebooks), for the
+#: chapters that belong to no paper; a paper's chapters declare theirs on its record
+#: (:attr:`zslib.engine.paper.Paper.prerequisites`) and the comparison's are every paper's main chapter, both added by
+#: :func:`prerequisites`
 PREREQUISITES: dict[str, tuple[str, ...]] = {
     "how_to_use": (), "zero_shot_problem": ("how_to_use",), "datasets": ("zero_shot_problem",),
     "metrics": ("zero_shot_problem",), "deep_metric_learning": ("metrics",),
     "deep_metric_learning_compare": ("deep_metric_learning",),
     "deep_metric_learning_compare_proxies": ("deep_metric_learning_compare",),
-    "generalization_gap": ("deep_metric_learning",), "cml": ("deep_metric_learning", "generalization_gap"),
-    "cml_experiments": ("cml",), "cml_ablations": ("cml",), "deml": ("deep_metric_learning", "cml"),
-    "deml_experiments": ("deml",),
-    "jrd": ("generalization_gap", "cml"), "jrd_experiments": ("jrd",), "adapt_adv": ("deep_metric_learning", "cml"),
-    "adapt_adv_experiments": ("adapt_adv",), "zsml": ("metrics", "cml"),
-    "zsml_experiments": ("zsml",), "compare": (), "recorded_runs": (),
+    "generalization_gap": ("deep_metric_learning",), "compare": (), "recorded_runs": (),
 }
 
-def prerequisites(chapter: str) -> tuple[str, ...]:
-    """The chapters a reader should have read before ``chapter``: :data:`PREREQUISITES`, and for the comparison
-    the main chapter of every paper of :data:`zslib.engine.registry.PAPERS`."""
-    from zslib.engine.registry import PAPERS
 
+def prerequisites(chapter: str) -> tuple[str, ...]:
+    """The chapters a reader should have read before ``chapter``: :data:`PREREQUISITES`, a paper's own
+    (:attr:`zslib.engine.paper.Paper.prerequisites`), and for the comparison the main chapter of every paper of
+    :data:`zslib.engine.registry.PAPERS`."""
     if chapter == "compare":
         return (*PREREQUISITES["compare"], *(paper.chapter for paper in PAPERS.values()))
+    for paper in PAPERS.values():
+        if chapter in paper.prerequisites:
+            return tuple(paper.prerequisites[chapter])
     return PREREQUISITES.get(chapter, ())
 
 
 #: chapter -> the methods, beside its paper's own (:attr:`zslib.engine.paper.Paper.methods`), whose recorded
-#: real-profile runs it shows: the CML chapter introduces the baseline head and the untrained floor every later
-#: chapter compares with, and the comparison shows every paper's method beside them.
-SHARED_METHODS = {"cml": ("baseline", "pretrained"), "compare": ("baseline", "pretrained")}
+#: real-profile runs it shows: the comparison shows every paper's method beside the baseline head and the untrained
+#: floor; a paper's chapters declare theirs on its record (:attr:`zslib.engine.paper.Paper.shared_methods`).
+SHARED_METHODS = {"compare": ("baseline", "pretrained")}
 
 
 def chapter_methods(chapter: str) -> tuple[str, ...]:
-    """The methods whose recorded real-profile runs ``chapter`` shows: its paper's methods
+    """The methods whose recorded real-profile runs ``chapter`` shows: its paper's methods and those it shares
     (:data:`zslib.engine.registry.PAPERS`), every paper's own method for the comparison, and
     :data:`SHARED_METHODS`."""
-    from zslib.engine.registry import PAPERS
-
-    own = [m for paper in PAPERS.values() for m in (paper.methods if chapter in paper.chapters else ())]
+    own = [m for paper in PAPERS.values() if chapter in paper.chapters
+           for m in (*paper.methods, *paper.shared_methods.get(chapter, ()))]
     if chapter == "compare":
         own = [paper.method for paper in PAPERS.values()]
     return tuple(dict.fromkeys([*own, *SHARED_METHODS.get(chapter, ())]))

@@ -51,4 +51,6 @@ PAPER = register_paper(Paper(
     methods=("adapt_adv",), chapters=("adapt_adv", "adapt_adv_experiments"), position=3,
     recipes=recipes, reported=partial(paper_tables, "alkaabi2022adaptadv"),
     deviations=_deviations, exercises=_exercises, key_findings=_key_findings,
-    explorer=_explorer, analyses=_analyses))
+    explorer=_explorer, analyses=_analyses,
+    comparison=recipes.COMPARISON, campaign=recipes.campaign_plan,
+    prerequisites={"adapt_adv": ("deep_metric_learning", "cml"), "adapt_adv_experiments": ("adapt_adv",)}))

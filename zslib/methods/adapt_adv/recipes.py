@@ -4,34 +4,36 @@ methods, the deviations table and the fine-tuning campaign all read from here.
 
 * :func:`real_configs`: the recorded real-profile rows of the paper's Table 6 analogue, by name;
 * :func:`adapt_adv`: Adapt-Adv on any base config at the real profile's settings (:data:`REAL_ADAPT`);
-* :data:`LAMBDA0S`: the adversary weights the paper searches (Sec. 5.4.2, Fig. 14); :data:`VAL_SEEDS` and
-  :data:`VALIDATION`: every choice on validation classes; :data:`EC_CHOICES`, :data:`PROXY_LRS`: the Table 5 grids;
+* :data:`LAMBDA0S`: the adversary weights the paper searches (Sec. 5.4.2, Fig. 14); :data:`VALIDATION_SEEDS` and
+  :data:`VALIDATION_FRACTION`: every choice on validation classes; :data:`EC_CHOICES`, :data:`PROXY_LRS`: the Table 5 grids;
 * :func:`quick_adapt`, :func:`quick_ablation`, :func:`quick_lambda0`: the quick profile's Table 6 rows and its
   one more lambda0;
 * :func:`stopping_grid`, :func:`lambda0_grid`, :func:`table5_bases`, :func:`proxy_rate_grid`, :func:`energy_grid`,
   :func:`table5_adapt_adv`: the real profile's choices on validation classes and the Table 5 rows;
 * :func:`step_rule`, :func:`lambda0_rule`, :func:`choice_on_validation`, :func:`shown_setting`: the book's one
   choice rule (:func:`zslib.engine.choice.choose`) as each of those choices applies it;
-* :func:`full_config`: the full profile's Adapt-Adv; :func:`compared`: the comparison across methods;
-  :func:`campaign_base` and :func:`campaign_candidates`: the fine-tuning campaign.
+* :func:`full_config`: the full profile's Adapt-Adv; :data:`COMPARISON` (built on :func:`compared`): the comparison
+  across methods; :func:`campaign_plan`: the fine-tuning campaign.
 """
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from types import SimpleNamespace
 
-from zslib.engine.choice import OFF, Choice, choose
+from zslib.analysis.entry import Claim, Entry
+from zslib.campaign.plan import MethodPlan, Recipe
+from zslib.engine.choice import OFF, VALIDATION_FRACTION, Choice, choose
 from zslib.engine.config import Config
 from zslib.engine.profile import PROFILES
 from zslib.methods.adapt_adv.method import PAPER_TRIPLET
 from zslib.methods.cml.method import cml_method
 
-__all__ = ["FLOOR", "BASE", "GDFL", "METHOD", "REAL_ADAPT", "VAL_SEEDS", "VALIDATION", "LAMBDA0S", "EC_CHOICES",
-           "PROXY_LRS", "FLOOR_SEEDS", "TABLE5_LOSSES", "GRADCAM_LOSSES", "COMPARED", "CAMPAIGN_AXIS",
-           "CAMPAIGN_SMOKE", "adapt_adv", "triplet_base", "real_configs", "quick_adapt", "quick_ablation",
+__all__ = ["FLOOR", "BASE", "GDFL", "METHOD", "REAL_ADAPT", "LAMBDA0S", "EC_CHOICES",
+           "PROXY_LRS", "FLOOR_SEEDS", "TABLE5_LOSSES", "GRADCAM_LOSSES", "COMPARED", "COMPARISON",
+           "adapt_adv", "triplet_base", "real_configs", "quick_adapt", "quick_ablation",
            "quick_lambda0", "stopping_grid", "stopped", "lambda0_grid", "at_lambda0", "table5_bases",
            "proxy_rate_grid", "energy_grid", "table5_adapt_adv", "on_validation", "step_rule", "lambda0_rule",
-           "choice_on_validation", "shown_setting", "full_config", "compared", "campaign_base", "campaign_candidates"]
+           "choice_on_validation", "shown_setting", "full_config", "compared", "campaign_plan"]
 
 #: The names of the real-profile rows (:func:`real_configs`), as the chapter's tables print them.
 FLOOR, BASE, GDFL, METHOD = ("pretrained features, no training", "triplet base", "triplet +GDFL",
@@ -39,12 +41,6 @@ FLOOR, BASE, GDFL, METHOD = ("pretrained features, no training", "triplet base",
 
 #: Adapt-Adv's two settings on the real profile that the paper does not give (not chosen on validation classes).
 REAL_ADAPT = {"classifier_lr": 1e-3, "epoch_steps": 20}
-
-#: Every validation choice of the real profile: seeds 0-2 ...
-VAL_SEEDS = (0, 1, 2)
-
-#: ... with 30% of the seen classes held out (class-disjoint).
-VALIDATION = 0.3
 
 #: The adversary's weights lambda0 of Eq. 22 that the paper searches (Sec. 5.4.2, Fig. 14).
 LAMBDA0S = (0.1, 0.5, 1.0)
@@ -69,11 +65,6 @@ GRADCAM_LOSSES = {"angular": "Angular", "triplet": "Triplet"}
 #: attention alone (+GDFL) first.
 COMPARED = {"+GDFL (no adversary)": (0.5, False), **{f"lambda0 {v:g}": (v, True) for v in LAMBDA0S}}
 
-#: The fine-tuning campaign's Adapt-Adv (:mod:`zslib.campaign.plan`): :func:`campaign_base` searched along
-#: :data:`CAMPAIGN_AXIS` over :func:`campaign_candidates`; its smoke run shrinks the classifier's hidden layer to
-#: :data:`CAMPAIGN_SMOKE`.
-CAMPAIGN_AXIS = "the parts (GDFL attention, Sec. 3.1; the class adversary at lambda0 0.5, Eq. 22)"
-CAMPAIGN_SMOKE = {"hidden": 16}
 
 
 def triplet_base(base: Config) -> Config:
@@ -135,12 +126,12 @@ def full_config() -> Config:
 
 
 def on_validation(config: Config) -> Config:
-    """``config`` with :data:`VALIDATION` of the seen classes held out: the runs every choice reads."""
-    return config.replace(validation_fraction=VALIDATION)
+    """``config`` with :data:`VALIDATION_FRACTION` of the seen classes held out: the runs every choice reads."""
+    return config.replace(validation_fraction=VALIDATION_FRACTION)
 
 
 def stopping_grid() -> dict[str, Config]:
-    """The training length's choice on validation classes: the triplet base and Adapt-Adv, over :data:`VAL_SEEDS`."""
+    """The training length's choice on validation classes: the triplet base and Adapt-Adv, over :data:`VALIDATION_SEEDS`."""
     configs = real_configs()
     return {name: on_validation(configs[name]) for name in (BASE, METHOD)}
 
@@ -248,14 +239,32 @@ def compared(base: Config, setting: tuple | None = None) -> Config:
     return adapt_adv(base, adversary=adversary, lambda0=lambda0)
 
 
-def campaign_base() -> dict:
-    """The fine-tuning campaign's Adapt-Adv on its recipe: the triplet loss and the method's declared settings."""
-    return {"loss": "triplet", "method": "adapt_adv", "method_params": {}}
+def _claim(label: str) -> Claim:
+    row = "Triplet / +GDFL" if label.startswith("+GDFL") else "Triplet / Adapt-Adv"
+    return Claim("alkaabi2022adaptadv", ("6", row, "R@1"), ("6", "Triplet / Base", "R@1"), "Flowers-102")
 
 
-def campaign_candidates() -> dict[str, dict]:
-    """The fine-tuning campaign's candidates: the attention alone (GDFL), the class adversary alone, and both
-    (the method), the adversary at the method's default lambda0 0.5, the middle of the paper's {0.1, 0.5, 1}."""
-    return {"+GDFL (no adversary)": {"use_gdfl": True, "use_adversary": False},
-            "+adversary (no GDFL)": {"use_gdfl": False, "use_adversary": True},
-            "GDFL + adversary": {"use_gdfl": True, "use_adversary": True}}
+def _parts(label: str) -> str:
+    if label.startswith("+GDFL"):
+        return "GDFL attention, adversary off"
+    return f"GDFL attention and class adversary, {label.replace(' ', ' = ')}"
+
+
+#: Adapt-Adv in the one-protocol comparison (:mod:`zslib.analysis.compare`): the attention alone, or with the
+#: adversary at each lambda0 of :data:`LAMBDA0S` (:data:`COMPARED`), against the paper's Table 6.
+COMPARISON = Entry("triplet", "attention alone, or with the adversary at lambda0", compared, dict(COMPARED),
+                   claims=_claim, parts=_parts, quick=("lambda0 0.5",),
+                   adapted=("+GDFL (no adversary)", "lambda0 0.1"))
+
+
+def campaign_plan(recipe: Recipe) -> MethodPlan:
+    """The fine-tuning campaign's Adapt-Adv on its recipe: the triplet loss and the method's declared settings;
+    the candidates are the attention alone (GDFL), the class adversary alone, and both (the method), the adversary
+    at the method's default lambda0 0.5, the middle of the paper's {0.1, 0.5, 1}. Its smoke run shrinks the
+    classifier's hidden layer."""
+    base = {"loss": "triplet", "method": "adapt_adv", "method_params": {}}
+    candidates = {"+GDFL (no adversary)": {"use_gdfl": True, "use_adversary": False},
+                  "+adversary (no GDFL)": {"use_gdfl": False, "use_adversary": True},
+                  "GDFL + adversary": {"use_gdfl": True, "use_adversary": True}}
+    return MethodPlan("adapt_adv", base, "the parts (GDFL attention, Sec. 3.1; the class adversary at lambda0 0.5, "
+                      "Eq. 22)", candidates, smoke_params={"hidden": 16})

@@ -7,6 +7,7 @@ first. The chapter's config is the real-profile CML run with the triplet loss of
 from __future__ import annotations
 
 from zslib.analysis.deviations import Deviation, Switch, common_rows, for_config
+from zslib.engine.choice import VALIDATION_SEEDS
 from zslib.engine.data.datasets import Flowers102
 from zslib.methods.cml import recipes
 
@@ -20,13 +21,13 @@ def chapter_config():
 
 def _searched(values: dict) -> str:
     """The book's side of the weights row, from the sweep the chapter trains (:mod:`zslib.methods.cml.recipes`)."""
-    from zslib.methods.cml.recipes import GREEK, REAL_WEIGHTS, real_sweep_grid, validation_seeds
+    from zslib.methods.cml.recipes import GREEK, REAL_WEIGHTS, real_sweep_grid
 
     held = next(iter(real_sweep_grid().values())).validation_fraction
     grids = " and ".join(f"{GREEK[name]} ∈ {{{', '.join(f'{w:g}' for w in weights)}}}"
                          for name, weights in REAL_WEIGHTS.items())
     return (f"chosen per loss on validation classes ({held:.0%} of the seen classes held out, seeds "
-            f"{', '.join(map(str, validation_seeds()))}) from {grids}; the quick profile uses the paper's CUB values "
+            f"{', '.join(map(str, VALIDATION_SEEDS))}) from {grids}; the quick profile uses the paper's CUB values "
             "untuned")
 
 

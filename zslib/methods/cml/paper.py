@@ -43,4 +43,8 @@ PAPER = register_paper(Paper(
     methods=("cml",), chapters=("cml", "cml_experiments", "cml_ablations"), position=0,
     recipes=recipes, reported=partial(paper_tables, "chen2022cml"),
     deviations=_deviations, exercises=_exercises, key_findings=_key_findings,
-    explorer=_explorer))
+    explorer=_explorer,
+    comparison=recipes.COMPARISON, campaign=recipes.campaign_plan,
+    prerequisites={"cml": ("deep_metric_learning", "generalization_gap"), "cml_experiments": ("cml",),
+                   "cml_ablations": ("cml",)},
+    shared_methods={"cml": ("baseline", "pretrained")}))

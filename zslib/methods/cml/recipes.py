@@ -13,23 +13,27 @@ fine-tuning campaign read from here.
   weights :func:`sweep_grid` (:data:`SWEEP_WEIGHTS`) chosen by the same rule (:func:`sweep_choices`,
   :func:`tested_weight`), the curve runs :func:`curve_grid`, the probes' settings :data:`PROBE`;
 * the ablations page (``book/cml_ablations.ipynb``): :func:`ablation_setting`, :func:`ablation_variant`,
-  :func:`dropout_grid` (:data:`DROPOUT_RATES`), :func:`size_grid` and the t-SNE's subset :data:`TSNE`.
+  :func:`dropout_grid` (:data:`DROPOUT_RATES`), :func:`size_grid` and the t-SNE's subset :data:`TSNE`;
+* beyond its chapters: :data:`COMPARISON`, CML in the comparison across methods, and :func:`campaign_plan`, CML in
+  the fine-tuning campaign.
 """
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import NamedTuple
 
-from zslib.engine.choice import OFF, choose
+from zslib.analysis.entry import Claim, Entry
+from zslib.campaign.plan import MethodPlan, Recipe
+from zslib.engine.choice import OFF, VALIDATION_FRACTION, choose
 from zslib.engine.config import Config
-from zslib.engine.profile import PROFILES
-from zslib.methods.cml.method import cml_method, cml_preset, with_confusion
+from zslib.methods.cml.method import CML_PRESETS, cml_method, cml_preset, with_confusion
 
-__all__ = ["REAL_LOSSES", "REAL_WEIGHTS", "VARIANT_TERMS", "VARIANTS", "VALIDATION", "GREEK", "real_cml",
-           "validation_seeds", "real_sweep_grid", "real_test_grid", "floor_config", "chapter_config", "rule_choices",
+__all__ = ["REAL_LOSSES", "REAL_WEIGHTS", "VARIANT_TERMS", "VARIANTS", "GREEK", "real_cml",
+           "real_sweep_grid", "real_test_grid", "floor_config", "chapter_config", "rule_choices",
            "choose_weights", "ablations", "quick_grid", "tested_weight", "SWEEP_WEIGHTS", "SWEEP_OFF", "CURVE_EVALS",
            "PROBE", "DROPOUT_RATES", "TSNE", "experiments_base", "sweep_grid", "sweep_choices", "curve_base",
-           "curve_grid", "AblationSetting", "ablation_setting", "ablation_variant", "dropout_grid", "size_grid"]
+           "curve_grid", "AblationSetting", "ablation_setting", "ablation_variant", "dropout_grid", "size_grid",
+           "COMPARISON", "campaign_plan"]
 
 #: The paper's three metric losses (Eqs. 12-14) in the order of its tables.
 REAL_LOSSES = ("triplet", "npair", "binomial")
@@ -40,9 +44,6 @@ REAL_WEIGHTS = {"lambda1": (0.2, 2.0, 20.0), "lambda2": (0.1, 1.0, 10.0)}
 
 #: Which weights each CML variant uses (Eq. 11): CML-e only lambda1, CML-d only lambda2, CML both.
 VARIANT_TERMS = {"cml-e": ("lambda1",), "cml-d": ("lambda2",), "cml": ("lambda1", "lambda2")}
-
-#: The share of the seen classes held out as validation classes (class-disjoint) when the weights are chosen.
-VALIDATION = 0.3
 
 #: The four rows of each loss (Tables II-V): the loss alone, CML-e (Eq. 3), CML-d (Eq. 10) and CML (Eq. 11).
 VARIANTS = ("baseline", "cml-e", "cml-d", "cml")
@@ -60,16 +61,11 @@ def real_cml(base: Config, loss: str, lambda1: float = 0.0, lambda2: float = 0.0
     return config.replace(method="cml", method_params={"lambda1": lambda1, "lambda2": lambda2})
 
 
-def validation_seeds() -> tuple[int, ...]:
-    """The seeds the weights are chosen with: the first three of the real profile's."""
-    return tuple(PROFILES["real"].seeds[:3])
-
-
 def real_sweep_grid(base: Config | None = None) -> dict:
     """``{(loss, term, weight): config}``: for every loss the loss alone (``term`` ``"none"``, weight 0) and CML-e
     and CML-d at each weight of :data:`REAL_WEIGHTS`, on ``base`` (default: the real profile) with
-    :data:`VALIDATION` of the seen classes held out as validation classes."""
-    val = (base or Config.from_profile("real")).replace(validation_fraction=VALIDATION)
+    :data:`~zslib.engine.choice.VALIDATION_FRACTION` of the seen classes held out as validation classes."""
+    val = (base or Config.from_profile("real")).replace(validation_fraction=VALIDATION_FRACTION)
     grid = {}
     for loss in REAL_LOSSES:
         grid[loss, "none", 0.0] = real_cml(val, loss)
@@ -184,9 +180,9 @@ def experiments_base(profile) -> Config:
 
 
 def sweep_grid(profile) -> dict:
-    """``{(term, weight): Config}``: :func:`experiments_base` with :data:`VALIDATION` of the seen classes held out,
+    """``{(term, weight): Config}``: :func:`experiments_base` with :data:`VALIDATION_FRACTION` of the seen classes held out,
     at each weight of :data:`SWEEP_WEIGHTS` (the other weight 0); ``SWEEP_OFF`` is the loss alone."""
-    val = experiments_base(profile).replace(validation_fraction=VALIDATION)
+    val = experiments_base(profile).replace(validation_fraction=VALIDATION_FRACTION)
     return {(term, w): with_confusion(val, **{term: w}) for term, weights in SWEEP_WEIGHTS.items() for w in weights}
 
 
@@ -265,3 +261,41 @@ def size_grid(setting: AblationSetting) -> dict:
     """Table IX's grid: ``{(name, size): Config}`` of the baseline and CML at each embedding size."""
     return {(name, d): ablation_variant(setting, name, embedding_dim=d) for name in ("baseline", "cml")
             for d in setting.sizes}
+
+
+# ---- beyond the chapters: the comparison across methods and the fine-tuning campaign -----------------------------
+
+#: The paper's rows of each confusion term alone (Eq. 11; Table IV, the triplet loss on CUB-200): lambda1 alone is
+#: CML-e, lambda2 alone CML-d.
+_CLAIMS = {"lambda1": Claim("chen2022cml", ("IV", "CML-e (Tri)", "R@1"), ("IV", "Triplet", "R@1"), "CUB-200"),
+           "lambda2": Claim("chen2022cml", ("IV", "CML-d (Tri)", "R@1"), ("IV", "Triplet", "R@1"), "CUB-200")}
+_PARTS = {"lambda1": "CML-e, energy confusion alone", "lambda2": "CML-d, diversity confusion alone"}
+
+
+def _compared(base: Config, weights: tuple[float, float] | None) -> Config:
+    """The comparison's CML: the triplet loss of Eq. 12 alone (``None``) or with ``(lambda1, lambda2)``."""
+    return real_cml(base, "triplet") if weights is None else real_cml(base, "triplet", *weights)
+
+
+#: CML in the one-protocol comparison (:mod:`zslib.analysis.compare`): one confusion term at a time at each weight
+#: of :data:`REAL_WEIGHTS`, with the triplet loss.
+COMPARISON = Entry(
+    "triplet", "confusion weights (lambda1, lambda2)", _compared,
+    {f"{term} {w:g}": (w, 0.0) if term == "lambda1" else (0.0, w) for term, ws in REAL_WEIGHTS.items() for w in ws},
+    claims=lambda label: _CLAIMS[label.split()[0]],
+    parts=lambda label: _PARTS[label.split()[0]] + f", {label.replace(' ', ' = ')}",
+    quick=("lambda1 0.2",), adapted=("lambda1 0.2",), val_seeds={"real frozen": 10})
+
+
+def campaign_plan(recipe: Recipe) -> MethodPlan:
+    """CML in the fine-tuning campaign: the triplet loss at the paper's settings for the dataset (CUB-200's where
+    the paper has none), and the two weights of Eq. 11 one at a time (CML-e, CML-d) and together (CML), at the
+    paper's values."""
+    d = recipe.dataset if recipe.dataset in CML_PRESETS else "cub200"
+    base = cml_preset(d, "triplet") if recipe.papers_presets else cml_method(d, "triplet")
+    l1, l2 = base["method_params"]["lambda1"], base["method_params"]["lambda2"]
+    cands = {f"EC lambda1={l1:g}": {"lambda1": l1, "lambda2": 0.0},
+             f"DC lambda2={l2:g}": {"lambda1": 0.0, "lambda2": l2},
+             f"EC+DC ({l1:g}, {l2:g})": {"lambda1": l1, "lambda2": l2}}
+    return MethodPlan("cml", base, f"the confusion terms (lambda1, lambda2 of Eq. 11; the paper's {l1:g}, {l2:g})",
+                      cands)

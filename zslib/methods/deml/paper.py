@@ -49,4 +49,6 @@ PAPER = register_paper(Paper(
     methods=("deml",), chapters=("deml", "deml_experiments"), position=1,
     recipes=recipes, reported=partial(paper_tables, "chen2019deml"),
     deviations=_deviations, exercises=_exercises, key_findings=_key_findings,
-    explorer=_explorer, analyses=_analyses))
+    explorer=_explorer, analyses=_analyses,
+    comparison=recipes.COMPARISON, campaign=recipes.campaign_plan,
+    prerequisites={"deml": ("deep_metric_learning", "cml"), "deml_experiments": ("deml",)}))

@@ -3,29 +3,28 @@ that the chapters, the comparison across methods, the deviations table and the f
 
 * :func:`real_configs`: the recorded real-profile rows, by name; :func:`real_arm_configs`: the two extra arms;
 * :func:`deml` and :func:`binomial_base`: DeML(1, J) and its baseline head on any base config;
-* :data:`LAMBDA0S` and :data:`VAL_SEEDS`: the adversary weights compared on validation classes;
+* :data:`LAMBDA0S` and :data:`~zslib.engine.choice.VALIDATION_SEEDS`: the adversary weights compared on validation classes;
 * :data:`QUICK_ARMS` and :func:`quick_grid`: the quick experiment (Tables 1, 2 and 4 in miniature);
-* :func:`full_config`: the paper's headline DeML(3, 3) on CUB for the full profile.
+* :func:`full_config`: the paper's headline DeML(3, 3) on CUB for the full profile;
+* :data:`COMPARISON` and :func:`campaign_plan`: DeML in the comparison across methods and in the fine-tuning
+  campaign.
 """
 from __future__ import annotations
 
+from zslib.analysis.entry import Claim, Entry
+from zslib.campaign.plan import MethodPlan, Recipe
 from zslib.engine.config import Config
 from zslib.methods.deml.method import DEML_TRAINING
 
-__all__ = ["FLOOR", "BASE", "DEML4", "DEML8", "HINGE", "LAMBDA0S", "VAL_SEEDS", "VALIDATION", "QUICK_ARMS",
-           "binomial_base", "deml", "real_configs", "real_arm_configs", "quick_grid", "full_config"]
+__all__ = ["FLOOR", "BASE", "DEML4", "DEML8", "HINGE", "LAMBDA0S", "QUICK_ARMS",
+           "binomial_base", "deml", "real_configs", "real_arm_configs", "quick_grid", "full_config",
+           "COMPARISON", "campaign_plan"]
 
 #: The names of the real-profile rows (:func:`real_configs`, :func:`real_arm_configs`).
 FLOOR, BASE, DEML4, DEML8, HINGE = "pretrained", "baseline", "DeML(1,4)", "DeML(1,8)", "DeML(1,4), hinge"
 
 #: The adversary's weights lambda0 of Eq. 4 compared on validation classes: the paper's 1 and a tenth of it.
 LAMBDA0S = (0.1, 1.0)
-
-#: The seeds of every choice on validation classes ...
-VAL_SEEDS = (0, 1, 2)
-
-#: ... with 30% of the seen classes held out (class-disjoint).
-VALIDATION = 0.3
 
 #: The quick experiment's arms: ``method_params`` of ``method="deml"`` (Tables 1, 2 and 4 in miniature).
 QUICK_ARMS = {
@@ -79,3 +78,27 @@ def full_config() -> Config:
     (``DEML_TRAINING``, Sec. 4; 504 dimensions so that the nine learners get 56 each; Table 3)."""
     return Config.from_profile("full", **{**DEML_TRAINING, "embedding_dim": 504}, dataset="cub200",
                                method="deml", method_params={"scales": 3, "learners": 3})
+
+
+# ---- beyond the chapters: the comparison across methods and the fine-tuning campaign -----------------------------
+
+def _compared(base: Config, lambda0: float | None) -> Config:
+    """The comparison's DeML: the baseline head with Eq. 5's loss (``None``) or DeML(1, 4) at ``lambda0``."""
+    return binomial_base(base) if lambda0 is None else deml(base, 4, lambda0)
+
+
+#: DeML in the one-protocol comparison (:mod:`zslib.analysis.compare`): DeML(1, 4) at each adversary weight of
+#: :data:`LAMBDA0S`, against the paper's U512 baseline row.
+COMPARISON = Entry(
+    "binomial_deml", "adversary weight lambda0 of DeML(1,4)", _compared, {f"lambda0 {v:g}": v for v in LAMBDA0S},
+    claims=lambda label: Claim("chen2019deml", ("2-CUB200", "DeML(1,4)", "H"), ("1", "U512", "CUB R@1"), "CUB-200"),
+    parts=lambda label: f"DeML(1,4), attention and adversarial diversification, {label.replace(' ', ' = ')}",
+    quick=("lambda0 1",), adapted=("lambda0 1",))
+
+
+def campaign_plan(recipe: Recipe) -> MethodPlan:
+    """DeML in the fine-tuning campaign: Eq. 5's own binomial deviance (alpha 2, beta 0.5, negative cost 35), as in
+    the frozen and adapted regimes, and the paper's numbers of channel-attention learners J."""
+    base = {"loss": "binomial_deml", "method": "deml", "method_params": {"scales": 1}}
+    return MethodPlan("deml", base, "J (channel-attention learners)",
+                      {"J=4": {"learners": 4}, "J=8": {"learners": 8}})

@@ -49,4 +49,6 @@ PAPER = register_paper(Paper(
     methods=("jrd", "intra"), chapters=("jrd", "jrd_experiments"), position=2,
     recipes=recipes, reported=partial(paper_tables, "chu2020jrd"),
     deviations=_deviations, exercises=_exercises, key_findings=_key_findings,
-    explorer=_explorer, analyses=_analyses))
+    explorer=_explorer, analyses=_analyses,
+    comparison=recipes.COMPARISON, campaign=recipes.campaign_plan,
+    prerequisites={"jrd": ("generalization_gap", "cml"), "jrd_experiments": ("jrd",)}))

@@ -8,31 +8,33 @@ the fine-tuning campaign read from here.
   alpha = 1); the deviations table describes :data:`JRD`;
 * the real-profile grids of the experiments page (Tables 2-4, Figs. 4-6), each a ``{label: Config}``;
 * the seeds and weights of the sweeps and of the choices on validation classes, and the choice rules themselves
-  (:func:`alpha_rule`, :func:`kernel_rules`, :func:`leading_alphas`).
+  (:func:`alpha_rule`, :func:`kernel_rules`, :func:`leading_alphas`);
+* :data:`COMPARISON` and :func:`campaign_plan`: JRD in the comparison across methods and in the fine-tuning
+  campaign.
 """
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from zslib.engine.choice import OFF, choose
+from zslib.analysis.entry import Entry
+from zslib.campaign.plan import MethodPlan, Recipe
+from zslib.engine.choice import OFF, VALIDATION_FRACTION, VALIDATION_SEEDS, choose
 from zslib.engine.config import Config
 from zslib.engine.stats import summarize
 from zslib.methods.jrd.diversification import KERNELS
-from zslib.methods.jrd.method import jrd_method, jrd_preset
+from zslib.methods.jrd.method import JRD_PRESETS, jrd_method, jrd_preset
 
-__all__ = ["AM_SOFTMAX", "JRD", "VALIDATION", "SWEEP_SEEDS", "SWEEP_ALPHAS", "KERNEL_SEEDS", "KERNEL_ALPHAS",
-           "MIXTURE_SEEDS", "MIXTURES", "GRID_SIZES", "GRID_SEEDS", "BOUND_SEEDS", "VALIDATION_ALPHAS", "RULE_SEEDS",
+__all__ = ["AM_SOFTMAX", "JRD", "SWEEP_SEEDS", "SWEEP_ALPHAS", "KERNEL_SEEDS", "KERNEL_ALPHAS",
+           "MIXTURE_SEEDS", "MIXTURES", "GRID_SIZES", "GRID_SEEDS", "BOUND_SEEDS", "VALIDATION_ALPHAS",
            "COMPARISON_ALPHAS", "CAMPAIGN_ALPHAS",
            "QUICK_THEORY", "REGULARIZER_NAMES", "BOUND_OTHERS", "jrd", "quick_grid", "real_base", "validation_base",
            "real_configs", "floor_grid", "validation_grid", "validation_off_grid", "variant_grid", "sweep_grid",
            "kernel_grid", "kernel_validation_grid", "kernels_at", "mixture_config", "mixture_grid",
-           "full_mixture_grid", "bound_grid", "alpha_rule", "kernel_rules", "validation_means", "leading_alphas"]
+           "full_mixture_grid", "bound_grid", "alpha_rule", "kernel_rules", "validation_means", "leading_alphas",
+           "COMPARISON", "campaign_plan"]
 
 #: The names of the headline rows (:func:`real_configs`).
 AM_SOFTMAX, JRD = "AM-Softmax", "JRD"
-
-#: The share of the seen classes held out as validation classes (class-disjoint).
-VALIDATION = 0.3
 
 SWEEP_SEEDS = (0, 1, 2, 3, 4)
 #: Every weight that labels a tick of Figs. 4 and 5.
@@ -49,8 +51,6 @@ GRID_SEEDS = (0, 1, 2, 3, 4)
 BOUND_SEEDS = (0, 1, 2, 3, 4)
 #: The paper's alpha and one larger candidate, compared on validation classes.
 VALIDATION_ALPHAS = (1.0, 4.0)
-#: The seeds of the choice rule over alpha (the first three of the real profile's, as everywhere in the book).
-RULE_SEEDS = (0, 1, 2)
 #: The weights the comparison across methods offers its choice rule (``zslib.analysis.compare``): the kernels'
 #: search (:data:`KERNEL_ALPHAS`) and the larger validation candidate.
 COMPARISON_ALPHAS = (1e-3, 1e-2, 1e-1, 1.0, 4.0)
@@ -95,8 +95,8 @@ def real_base() -> Config:
 
 
 def validation_base() -> Config:
-    """:func:`real_base` with :data:`VALIDATION` of the seen classes held out as validation classes."""
-    return real_base().replace(validation_fraction=VALIDATION)
+    """:func:`real_base` with :data:`VALIDATION_FRACTION` of the seen classes held out as validation classes."""
+    return real_base().replace(validation_fraction=VALIDATION_FRACTION)
 
 
 def real_configs() -> dict[str, Config]:
@@ -181,9 +181,9 @@ def bound_grid() -> dict[str, Config]:
 
 def alpha_rule(off: Sequence, validation: Mapping[float, Sequence]):
     """The book's one choice rule (:func:`zslib.engine.choice.choose`) over the validation alphas with alpha = 0
-    (AM-Softmax alone, JRD switched off; the runs ``off``) as "off", on the seeds :data:`RULE_SEEDS` (the
+    (AM-Softmax alone, JRD switched off; the runs ``off``) as "off", on the seeds :data:`VALIDATION_SEEDS` (the
     comparison chapter's choice seeds, on which "off" is recorded)."""
-    return choose({OFF: off, **{a: [r for r in rs if r.config.seed in RULE_SEEDS] for a, rs in validation.items()}})
+    return choose({OFF: off, **{a: [r for r in rs if r.config.seed in VALIDATION_SEEDS] for a, rs in validation.items()}})
 
 
 def kernel_rules(off: Sequence, kernel_validation: Mapping) -> dict:
@@ -205,3 +205,33 @@ def leading_alphas(means: Mapping) -> dict[str, float]:
     rule takes it or keeps JRD off is :func:`kernel_rules`; where it keeps JRD off, the runs at this weight are an
     ablation."""
     return {k: max(KERNEL_ALPHAS, key=lambda a: means[k, a]) for k in KERNELS}  # max keeps the first of ties
+
+
+# ---- beyond the chapters: the comparison across methods and the fine-tuning campaign -----------------------------
+
+def _compared(base: Config, alpha: float | None) -> Config:
+    """The comparison's JRD: AM-Softmax alone (``None``: JRD's weight 0) or JRD at ``alpha``."""
+    return jrd(base, alpha=0.0 if alpha is None else alpha)
+
+
+#: JRD in the one-protocol comparison (:mod:`zslib.analysis.compare`): the JRS weight over
+#: :data:`COMPARISON_ALPHAS` with the Gaussian mixture kernel.
+COMPARISON = Entry(
+    "am_softmax", "JRS weight alpha (Gaussian mixture kernel)", _compared,
+    {f"alpha {v:g}": v for v in COMPARISON_ALPHAS},
+    claims=lambda label: "no like-for-like row (the paper's tables give no row of the same loss without JRD)",
+    parts=lambda label: f"joint representation diversification, {label.replace(' ', ' = ')}",
+    quick=("alpha 1",), adapted=("alpha 0.001", "alpha 1"), val_seeds={"real frozen": 10, "real adapted": 10})
+
+
+def campaign_plan(recipe: Recipe) -> MethodPlan:
+    """JRD in the fine-tuning campaign: the paper's own settings on its datasets (:func:`jrd_preset`: BN-Inception
+    with frozen BatchNorm, AM-Softmax), else the recipe's network and rates with JRD's loss and the paper's rate
+    for the class proxies; alpha over :data:`CAMPAIGN_ALPHAS`."""
+    d = recipe.dataset if recipe.dataset in JRD_PRESETS else "cub200"
+    if recipe.papers_presets:
+        base = jrd_preset(d)
+    else:
+        base = {**jrd_method(d), "objective_lr": JRD_PRESETS[d]["proxy_lr"]}
+    return MethodPlan("jrd", base, "alpha (Eq. 11)", {f"alpha={v:g}": {"alpha": v} for v in CAMPAIGN_ALPHAS},
+                      smoke_params={"mixture": [1, 1]})

@@ -49,4 +49,6 @@ PAPER = register_paper(Paper(
     methods=("zsml", "nca"), chapters=("zsml", "zsml_experiments"), position=4,
     recipes=recipes, reported=partial(paper_tables, "xu2019zsml"),
     deviations=_deviations, exercises=_exercises, key_findings=_key_findings,
-    explorer=_explorer, analyses=_analyses))
+    explorer=_explorer, analyses=_analyses,
+    comparison=recipes.COMPARISON, campaign=recipes.campaign_plan,
+    prerequisites={"zsml": ("metrics", "cml"), "zsml_experiments": ("zsml",)}))

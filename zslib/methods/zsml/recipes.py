@@ -6,34 +6,34 @@ campaign read from here.
 * :func:`real_zsml`: ZSML at the real profile's settings (:data:`REAL_ZSML`) on any base config;
 * :func:`quick_grid`: the chapter's quick-profile rows (ZSML and the linear relation on a frozen triplet embedding);
 * the seeds and grids of the choices on validation classes, of the ablations, of the Table 9 and 6 analogues and of
-  the transfer (``*_grid``), each ``{label: Config}`` as :meth:`zslib.present.base.Study.grid` reads it.
+  the transfer (``*_grid``), each ``{label: Config}`` as :meth:`zslib.present.base.Study.grid` reads it;
+* :data:`COMPARISON` and :func:`campaign_plan`: ZSML in the comparison across methods and in the fine-tuning
+  campaign.
 """
 from __future__ import annotations
 
+from zslib.analysis.entry import Entry
+from zslib.campaign.plan import MethodPlan, Recipe
 from zslib.engine.config import Config
-from zslib.methods.cml.method import cml_method
 from zslib.engine.profile import Profile
+from zslib.methods.cml.method import cml_method
 from zslib.methods.zsml.method import EVERY_UNSEEN_IMAGE
 from zslib.methods.zsml.relation import ZSML_ARCHITECTURE
+from zslib.engine.choice import VALIDATION_FRACTION
 
-__all__ = ["FLOOR", "ZSML", "EVERY", "HEAD", "REAL_ZSML", "REAL_SEEDS", "VAL_SEEDS", "ABL_SEEDS", "ALPHAS",
-           "POS_FRACTIONS", "KS", "VALIDATION_FRACTION", "CAMPAIGN_ALPHAS", "MR", "LR", "QUICK_ZSML", "LR_200",
+__all__ = ["FLOOR", "ZSML", "EVERY", "HEAD", "REAL_ZSML", "ABL_SEEDS", "ALPHAS",
+           "POS_FRACTIONS", "KS", "CAMPAIGN_ALPHAS", "MR", "LR", "QUICK_ZSML", "LR_200",
            "LR_1000", "S_PAPER", "LIFTED", "real_zsml", "real_configs", "every_image_config", "quick_grid",
            "comparison_grid", "floor_grid", "validation_config", "alpha_choice_grid", "chosen_alpha_grid",
            "share_choice_grid", "share_test_grid", "alpha_ablation_grid", "k_ablation_grid", "nca_grid", "arm_grid",
-           "synthparts_grid", "settings_config", "transfer_configs"]
+           "synthparts_grid", "settings_config", "transfer_configs", "COMPARISON",
+           "campaign_plan"]
 
 #: The names of the real-profile rows (:func:`real_configs`) and of the headline runs (:func:`every_image_config`).
 FLOOR, ZSML, EVERY, HEAD = "pretrained", "ZSML", "ZSML every image", "trained head (binomial deviance)"
 
 #: The real profile's ZSML: the paper's relation kernels, a smaller S, 4 sampled images per class in evaluation.
 REAL_ZSML = {"hidden": [256, 256], "eval_per_class": 4}
-
-#: The seeds of the test rows.
-REAL_SEEDS = (0, 1, 2, 3, 4)
-
-#: The seeds of the validation grids (alpha, the share of positive pairs).
-VAL_SEEDS = (0, 1, 2)
 
 #: The seeds of the descriptive Table 7 and 8 analogues.
 ABL_SEEDS = (0, 1, 2)
@@ -46,9 +46,6 @@ POS_FRACTIONS = (None, 0.1, 0.25, 0.5)
 
 #: The kernel counts k of the Table 7 analogue.
 KS = (16, 64, 96, 128)
-
-#: The share of the seen classes held out as validation classes (class-disjoint).
-VALIDATION_FRACTION = 0.3
 
 #: The label ranges alpha the fine-tuning campaign (:mod:`zslib.campaign.plan`) compares; 0.3 is the paper's.
 CAMPAIGN_ALPHAS = (0.1, 0.3)
@@ -99,7 +96,7 @@ def quick_grid(profile: Profile) -> dict[str, Config]:
 
 
 def comparison_grid() -> dict[str, Config]:
-    """The chapter's real-profile comparison (seeds :data:`REAL_SEEDS`): ZSML on the 4-per-class sample, ZSML
+    """The chapter's real-profile comparison (seeds :data:`~zslib.engine.choice.TEST_SEEDS`): ZSML on the 4-per-class sample, ZSML
     ranking every unseen image and the trained head."""
     c = real_configs()
     return {ZSML: c[ZSML], EVERY: every_image_config(), HEAD: c[HEAD]}
@@ -116,25 +113,25 @@ def validation_config() -> Config:
 
 
 def alpha_choice_grid() -> dict[float, Config]:
-    """alpha in :data:`ALPHAS` on validation classes (seeds :data:`VAL_SEEDS`)."""
+    """alpha in :data:`ALPHAS` on validation classes (seeds :data:`~zslib.engine.choice.VALIDATION_SEEDS`)."""
     val = validation_config()
     return {a: real_zsml(val, alpha=a) for a in ALPHAS}
 
 
 def chosen_alpha_grid(alpha: float) -> dict[float, Config]:
-    """ZSML at ``alpha`` on the test classes (seeds :data:`REAL_SEEDS`)."""
+    """ZSML at ``alpha`` on the test classes (seeds :data:`~zslib.engine.choice.TEST_SEEDS`)."""
     return {alpha: real_zsml(alpha=alpha)}
 
 
 def share_choice_grid(alpha: float) -> dict:
     """The shares of positive pairs :data:`POS_FRACTIONS` at ``alpha`` on validation classes (seeds
-    :data:`VAL_SEEDS`)."""
+    :data:`~zslib.engine.choice.VALIDATION_SEEDS`)."""
     val = validation_config()
     return {f: real_zsml(val, alpha=alpha, positive_fraction=f) for f in POS_FRACTIONS}
 
 
 def share_test_grid(alpha: float, fraction: float) -> dict:
-    """ZSML at ``alpha`` and the share ``fraction`` on the test classes (seeds :data:`REAL_SEEDS`)."""
+    """ZSML at ``alpha`` and the share ``fraction`` on the test classes (seeds :data:`~zslib.engine.choice.TEST_SEEDS`)."""
     return {fraction: real_zsml(alpha=alpha, positive_fraction=fraction)}
 
 
@@ -149,7 +146,7 @@ def k_ablation_grid() -> dict[int, Config]:
 
 
 def nca_grid() -> dict[str, Config]:
-    """NCA on the same features, scored on the same sample as ZSML (seeds :data:`REAL_SEEDS`)."""
+    """NCA on the same features, scored on the same sample as ZSML (seeds :data:`~zslib.engine.choice.TEST_SEEDS`)."""
     nca = Config.from_profile("real").replace(method="nca",
                                               method_params={"eval_per_class": REAL_ZSML["eval_per_class"]})
     return {"NCA": nca}
@@ -162,7 +159,7 @@ def settings_config(alpha: float, positive_fraction: float | None, config: Confi
 
 
 def arm_grid(alpha: float, positive_fraction: float | None) -> dict[str, Config]:
-    """Tables 9 and 6 analogues at ``alpha`` and ``positive_fraction`` (seeds :data:`REAL_SEEDS`): the linear
+    """Tables 9 and 6 analogues at ``alpha`` and ``positive_fraction`` (seeds :data:`~zslib.engine.choice.TEST_SEEDS`): the linear
     relation for 200 and 1,000 steps, the paper's S (1,000, 1,000), and ZSML after a frozen lifted-structure
     embedding."""
     real, base = Config.from_profile("real"), dict(alpha=alpha, positive_fraction=positive_fraction)
@@ -174,7 +171,7 @@ def arm_grid(alpha: float, positive_fraction: float | None) -> dict[str, Config]
 
 
 def synthparts_grid(alpha: float, positive_fraction: float | None) -> dict[str, Config]:
-    """ZSML on SynthParts through the same frozen pretrained features (seeds :data:`REAL_SEEDS`), the other side
+    """ZSML on SynthParts through the same frozen pretrained features (seeds :data:`TEST_SEEDS`), the other side
     of the transfer."""
     on_synth = Config.from_profile("real").replace(dataset="synthparts")
     return {"SynthParts": settings_config(alpha, positive_fraction, on_synth)}
@@ -184,3 +181,52 @@ def transfer_configs(alpha: float, positive_fraction: float | None) -> tuple[Con
     """The runs whose transfer records Tables 4-5's analogue reads: ZSML on Flowers-102 and on SynthParts."""
     return (settings_config(alpha, positive_fraction),
             synthparts_grid(alpha, positive_fraction)["SynthParts"])
+
+
+# ---- beyond the chapters: the comparison across methods and the fine-tuning campaign -----------------------------
+
+def _compared(base: Config, alpha: float | None = None) -> Config:
+    """ZSML at ``alpha``; its "off" is the same run's own input features on the same images (the ``input`` metrics
+    every ZSML result carries), so ``alpha=None`` returns the ZSML run whose input metrics stand for "off". The
+    choice (a config with a validation split) reads its recorded validation runs, each scoring a 4-per-class sample
+    of the validation classes; a test run ranks every unseen image (:data:`EVERY_UNSEEN_IMAGE`), its "off" being
+    the cosine of the input features."""
+    scoring = {} if base.validation_fraction else EVERY_UNSEEN_IMAGE
+    return real_zsml(base, alpha=0.5 if alpha is None else alpha, **scoring)
+
+
+#: ZSML in the one-protocol comparison (:mod:`zslib.analysis.compare`): the label range alpha over :data:`ALPHAS`,
+#: "off" read from the same runs' input features.
+COMPARISON = Entry(
+    "triplet", "continuous-label weight alpha", _compared, {f"alpha {a:g}": a for a in ALPHAS},
+    claims=lambda label: ("no like-for-like row (the paper's one seen-to-unseen retrieval row puts ZSML on a "
+                          "Lifted embedding, Table 6; here it learns a relation on the frozen features)"),
+    parts=lambda label: f"learned relation, {label.replace(' ', ' = ')}", off_metrics_prefix="input ",
+    quick=("alpha 0.5",), adapted=("alpha 0.5",), val_seeds={"real frozen": 10, "real adapted": 10})
+
+
+def _half_metric_steps(values: dict) -> dict:
+    """The metric steps of a campaign run: the first half of whatever length the run is given."""
+    return {"metric_steps": int(values["iterations"]) // 2}
+
+
+def campaign_plan(recipe: Recipe) -> MethodPlan:
+    """ZSML in the fine-tuning campaign: its pair network on top of an embedding fine-tuned with the triplet loss for
+    the first half of the steps (the paper's Table 6, "metric loss + ZSML"; ``follow`` keeps it the first half of
+    whatever length the run is given). The pair network and the scoring are the other regimes': the book's smaller
+    S (:data:`REAL_ZSML`'s hidden layers; the paper's 1,000 x 1,000 scores the test pairs fast on a GPU, slowly on
+    one CPU core), 10 query images per unseen class ranked against every unseen image (:data:`EVERY_UNSEEN_IMAGE`).
+    """
+    steps = int(recipe.settings["iterations"]) // 2
+    base = {"loss": "triplet", "method": "zsml",
+            "method_params": {"features": "embedding", "metric_steps": steps, "hidden": list(REAL_ZSML["hidden"]),
+                              **EVERY_UNSEEN_IMAGE}}
+    return MethodPlan("zsml", base, "alpha (label range, Eq. 3)",
+                      {f"alpha={v:g}": {"alpha": v} for v in CAMPAIGN_ALPHAS},
+                      smoke_params={"k": 4, "hidden": [16, 16], "pairs": 64, "batch_pairs": 16, "metric_steps": 1,
+                                    "stride": 2, "height": 4},
+                      datasets=("flowers102", "cub200", "cars196"),
+                      why_not="ZSML scores pairs through its network: 10 queries of each of SOP's 11,316 unseen "
+                              "classes against its 60,502 unseen images are 6.8e9 pairs; and it has no query/gallery "
+                              "evaluation (In-Shop)",
+                      follow=_half_metric_steps)

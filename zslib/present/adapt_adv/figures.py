@@ -16,12 +16,12 @@ from zslib.engine.data.datasets import Flowers102
 from zslib.engine.stats import format_interval, summarize
 from zslib.methods.adapt_adv.analyses import attention_shares, seen_class_count
 from zslib.methods.adapt_adv.method import lambda_trace
-from zslib.methods.adapt_adv.recipes import BASE, LAMBDA0S, METHOD, VAL_SEEDS
+from zslib.methods.adapt_adv.recipes import BASE, LAMBDA0S, METHOD
 from zslib.present.adapt_adv.sentences import (bullets, lambda0_sentences, lambda_sweep, late_change_sentences,
-                                               signed, stopping_curve_sentences, stopping_rule_sentence,
-                                               stopping_sentence)
+                                               stopping_curve_sentences, stopping_rule_sentence, stopping_sentence)
 from zslib.present.adapt_adv.study import STOPPING, AdaptAdvStudy
 from zslib.present.base import Section, Sections
+from zslib.engine.choice import VALIDATION_SEEDS
 
 __all__ = ["lambda_sweep_section", "lambda_schedule_section", "attention_section", "late_changes_section",
            "stopping_section", "lambda0_choice_section"]
@@ -47,7 +47,7 @@ def lambda_sweep_section(runs: Mapping, lam_quick: Mapping) -> Section:
                "unseen R@1 % [95% CI]": format_interval(summarize(rs)),
                "unseen NMI %": format_interval(summarize(rs, "NMI"))}
         if lam in vs:
-            row.update({"minus lambda0 0.5 (pts)": signed(vs[lam]), "verdict": vs[lam].verdict})
+            row.update({"minus lambda0 0.5 (pts)": format_interval(vs[lam], signed=True), "verdict": vs[lam].verdict})
         rows.append(row)
     fig, ax = _subplots(figsize=(5.5, 3.2))
     for metric, marker in (("R@1", "o"), ("NMI", "s")):
@@ -164,7 +164,7 @@ def lambda0_choice_section(study: AdaptAdvStudy) -> Section:
                               "needs) are not recorded in this copy of the book.*"])
     chosen, xs = lc.chosen, list(lc.at)
     fig, (ax1, ax2) = _subplots(1, 2, figsize=(11, 3.4))  # the seeds differ by more than the lambda0 do: pair them
-    for s in VAL_SEEDS:
+    for s in VALIDATION_SEEDS:
         ax1.plot(xs, [100 * lc.at[lam][s] for lam in xs], marker="o", ms=4, lw=1, label=f"seed {s}")
         ax2.plot(xs, [100 * (lc.at[lam][s] - lc.at[chosen][s]) for lam in xs], color="0.7", marker=".", lw=1)
     diff = [lc.vs.get(lam) for lam in xs]

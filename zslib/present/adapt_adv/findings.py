@@ -18,8 +18,7 @@ from zslib.engine.store import load_results, short_commit
 from zslib.methods.adapt_adv.recipes import BASE, FLOOR, GDFL, METHOD
 from zslib.present.adapt_adv.sentences import (ablation_findings, bullets, gradcam_sentences, lambda0_sentences,
                                                lambda_sweep_sentence, late_sentence, real_pair_sentences,
-                                               rule_summary, signed, stopping_sentence, table5_sentences,
-                                               table5_summary)
+                                               rule_summary, stopping_sentence, table5_sentences, table5_summary)
 from zslib.present.adapt_adv.study import AdaptAdvStudy
 from zslib.present.base import Section
 from zslib.reported import reported_frame
@@ -45,20 +44,20 @@ def key_findings() -> Findings:
     stopped = []
     if stop is not None and stop.p_stop is not None:
         vs_gdfl = (f" and {verb_words(stop.p_stop_gdfl.verdict, chosen)} it against +GDFL "
-                   f"({signed(stop.p_stop_gdfl)} points)." if stop.p_stop_gdfl is not None else ".")
+                   f"({format_interval(stop.p_stop_gdfl, signed=True)} points)." if stop.p_stop_gdfl is not None else ".")
         stopped = [f"Stopped {where}, Adapt-Adv {verb_words(stop.p_stop.verdict, chosen)} unseen Recall@1 against "
-                   f"the triplet base ({signed(stop.p_stop)} points, paired){vs_gdfl}"]
+                   f"the triplet base ({format_interval(stop.p_stop, signed=True)} points, paired){vs_gdfl}"]
     label = "Adapt-Adv (GDFL attention and class adversary)"
     head = real_comparison(runs[FLOOR][0], runs[BASE], runs[METHOD], label, "the triplet base",
                            status=rule_status("Adapt-Adv", runs[METHOD][0].config))
     g_status, broken = rule_status("Adapt-Adv", runs[GDFL][0].config), stability_label(runs[METHOD])
-    adversary = (f"adding the class adversary to it made training unstable ({broken}; {signed(pa)} points)"
+    adversary = (f"adding the class adversary to it made training unstable ({broken}; {format_interval(pa, signed=True)} points)"
                  if broken != "stable" else
                  f"adding the class adversary to it left unseen Recall@1 {change_words(pa.verdict, False)} the "
-                 f"attention alone ({signed(pa)} points)")
+                 f"attention alone ({format_interval(pa, signed=True)} points)")
     return findings_box(head + [
         f"The attention alone (+GDFL: GDFL attention, adversary off{status_note(g_status)}) left unseen Recall@1 "
-        f"{change_words(pg.verdict, g_status == 'chosen')} the base ({signed(pg)} points); {adversary}."]
+        f"{change_words(pg.verdict, g_status == 'chosen')} the base ({format_interval(pg, signed=True)} points); {adversary}."]
         + stopped + [
         "With the backbone frozen, Grad-CAM of the base and of Adapt-Adv re-weights the same 7x7 map: their maps over "
         "the photographs (on the experiments page) can differ only in which channels they weight."])

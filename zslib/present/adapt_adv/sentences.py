@@ -12,25 +12,20 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from zslib.engine.choice import OFF
+from zslib.engine.choice import OFF, VALIDATION_SEEDS
 from zslib.engine.stats import format_interval, interval, paired, summarize, verdict
 from zslib.methods.adapt_adv.method import lambda_trace
-from zslib.methods.adapt_adv.recipes import BASE, GRADCAM_LOSSES, METHOD, VAL_SEEDS, shown_setting
+from zslib.methods.adapt_adv.recipes import BASE, GRADCAM_LOSSES, METHOD, shown_setting
 from zslib.present.adapt_adv.study import AdaptAdvStudy, at_step, by_seed, step_label
 from zslib.reported import reported_frame
 
-__all__ = ["signed", "bullets", "seed_range", "ablation_findings", "lambda_sweep", "lambda_sweep_sentence",
+__all__ = ["bullets", "seed_range", "ablation_findings", "lambda_sweep", "lambda_sweep_sentence",
            "attention_sentence", "real_pair_sentences", "late_sentence", "late_change_sentences",
            "stopping_rule_sentence", "stopping_sentence", "stopping_curve_sentences", "lambda0_sentences",
            "choice_sentences", "table5_sentences", "rule_summary", "table5_summary", "gradcam_summary",
            "gradcam_sentences", "real_gradcam_sentences"]
 
 _HIGHER = {"up": "clearly higher", "down": "clearly lower"}  # a paired verdict as a comparison
-
-
-def signed(p) -> str:
-    """A paired difference (or an interval) in points, signed."""
-    return format_interval(getattr(p, "diff", p), signed=True)
 
 
 def bullets(sentences: Sequence[str]) -> str:
@@ -53,11 +48,13 @@ def ablation_findings(runs: Mapping) -> list[str]:
     conclusion II: GDFL is the larger share of the gain), each paired by seed."""
     base = runs["base"]
     out = [f"On the quick profile, {name} reached {100 * summarize(rs)[0]:.1f} % unseen Recall@1 against the base's "
-           f"{100 * summarize(base)[0]:.1f} %: {signed(paired(base, rs))} points over {len(base)} paired seeds "
+           f"{100 * summarize(base)[0]:.1f} %: {format_interval(paired(base, rs), signed=True)} points over {len(base)} "
+           f"paired seeds "
            f"({paired(base, rs).verdict})." for name, rs in runs.items() if name != "base"]
     if "+GDFL" in runs and "+Adv" in runs:
         p = paired(runs["+Adv"], runs["+GDFL"])
-        out.append(f"+GDFL against +Adv (the paper's conclusion II: GDFL is the larger gain): {signed(p)} points "
+        out.append(f"+GDFL against +Adv (the paper's conclusion II: GDFL is the larger gain): "
+                   f"{format_interval(p, signed=True)} points "
                    f"({p.verdict}).")
     return out
 
@@ -73,7 +70,8 @@ def lambda_sweep_sentence(runs: Mapping, lam_quick: Mapping) -> str:
     """The quick sweep against lambda0 = 0.5, paired by seed, set beside the paper's Fig. 14."""
     vs = lambda_sweep(runs, lam_quick)["vs"]
     return ("On the quick profile, lambda0 against the default 0.5 (paired seeds, unseen Recall@1): " + "; ".join(
-        f"{lam:g}{' (+GDFL)' if lam == 0 else ''} {signed(p)} points ({p.verdict})" for lam, p in vs.items())
+        f"{lam:g}{' (+GDFL)' if lam == 0 else ''} {format_interval(p, signed=True)} points ({p.verdict})"
+        for lam, p in vs.items())
         + ". The paper's Fig. 14 puts lambda0 = 0 below the values around 0.5 (no intervals); here it is "
         + {"up": "clearly above", "down": "clearly below"}.get(vs[0.0].verdict, "not clearly different from") + " 0.5.")
 
@@ -92,7 +90,8 @@ def real_pair_sentences(study: AdaptAdvStudy) -> list[str]:
     """The Table 6 rows against each other on unseen Recall@1, paired by seed (+GDFL and Adapt-Adv against the
     base, Adapt-Adv against +GDFL), and every row that is not recorded."""
     pairs = study.pairs
-    return [f"On Flowers-102, {b} against {a}: {signed(p)} points of unseen Recall@1 over {len(p.seeds)} paired "
+    return [f"On Flowers-102, {b} against {a}: {format_interval(p, signed=True)} points of unseen Recall@1 over "
+            f"{len(p.seeds)} paired "
             f"seeds ({p.verdict})." for (a, b), p in pairs.items()] + [
         f"Not recorded in this copy of the book: {what} ({why})" for what, why in study.missing.items()
         if what.startswith("the row")]
@@ -106,8 +105,10 @@ def late_sentence(study: AdaptAdvStudy) -> str:
     lc, at = study.late[METHOD], at_step(study.late)
     fell = sum(v < 0 for v in lc.per_seed.values())
     return (f"{fell} of {len(lc.per_seed)} recorded Adapt-Adv runs lost unseen Recall@1 between steps {lc.before_step} "
-            f"and {lc.last_step} ({signed(lc.change)} points; the base: {signed(study.late[BASE].change)}); at step "
-            f"{lc.before_step} they stood {signed(at)} points from the base ({verdict(at)}; read on the test "
+            f"and {lc.last_step} ({format_interval(lc.change, signed=True)} points; the base: "
+            f"{format_interval(study.late[BASE].change, signed=True)}); at step "
+            f"{lc.before_step} they stood {format_interval(at, signed=True)} points from the base ({verdict(at)}; read on "
+            f"the test "
             "classes, so not a result).")
 
 
@@ -119,11 +120,13 @@ def late_change_sentences(study: AdaptAdvStudy, n_seen: int) -> list[str]:
     out = []
     for name, lc in late.items():
         fell = sum(v < 0 for v in lc.per_seed.values())
-        out.append(f"{name}: unseen R@1 changed by {signed(lc.change)} points from step {lc.before_step} to step "
+        out.append(f"{name}: unseen R@1 changed by {format_interval(lc.change, signed=True)} points from step "
+                   f"{lc.before_step} to step "
                    f"{lc.last_step}; {fell} of {len(lc.per_seed)} seeds fell (per seed "
                    + ", ".join(f"{s}: {100 * v:+.1f}" for s, v in lc.per_seed.items()) + ").")
     at = at_step(late)
-    out.append(f"At step {late[BASE].before_step}, Adapt-Adv minus the base, paired by seed: {signed(at)} points "
+    out.append(f"At step {late[BASE].before_step}, Adapt-Adv minus the base, paired by seed: "
+               f"{format_interval(at, signed=True)} points "
                f"({verdict(at)}; read on the test classes, so not a result one may pick: a stopping step has to "
                "be chosen on validation classes).")
     worst = min(late[METHOD].per_seed, key=late[METHOD].per_seed.get)
@@ -162,15 +165,16 @@ def stopping_sentence(study: AdaptAdvStudy) -> str:
         return ""
     if stop.ablation:
         lead = ("" if stop.rule.leader_vs_off is None else
-                f", {signed(stop.rule.leader_vs_off)} points for {step_label(stop.rule.leader)}, not clearly above")
+                f", {format_interval(stop.rule.leader_vs_off, signed=True)} points for {step_label(stop.rule.leader)}, "
+                f"not clearly above")
         head = (f"On validation classes the choice rule keeps no training for Adapt-Adv's length (step 0{lead}), so "
                 f"Adapt-Adv read at {stop.length} steps, the best trained step, is an ablation")
     else:
         head = f"Chosen on validation classes by the book's choice rule, Adapt-Adv's length is {stop.length} steps"
     if stop.p_stop is not None:
         return (f"{head}; stopped there it reaches {format_interval(summarize(stop.stop_runs))}% unseen Recall@1, "
-                f"{signed(stop.p_stop)} points against the base ({stop.p_stop.verdict})"
-                + (f", and {signed(stop.p_stop_gdfl)} points against +GDFL without the adversary "
+                f"{format_interval(stop.p_stop, signed=True)} points against the base ({stop.p_stop.verdict})"
+                + (f", and {format_interval(stop.p_stop_gdfl, signed=True)} points against +GDFL without the adversary "
                    f"({stop.p_stop_gdfl.verdict})." if stop.p_stop_gdfl is not None else "."))
     return head + (", the length of the recorded runs." if stop.length == study.configs[METHOD].iterations
                    else "; the runs stopped there are not recorded in this copy.")
@@ -184,7 +188,7 @@ def stopping_curve_sentences(study: AdaptAdvStudy) -> list[str]:
     out = ["Mean validation Recall@1 by step (%): " + "; ".join(
         f"{name}: " + ", ".join(f"{s} {100 * v:.1f}" for s, v in curve.items())
         for name, curve in stop.val_curve.items())
-        + f". Among the trained steps, the highest mean of Adapt-Adv's {len(VAL_SEEDS)} seeds is at step {best}."]
+        + f". Among the trained steps, the highest mean of Adapt-Adv's {len(VALIDATION_SEEDS)} seeds is at step {best}."]
     if stop.stop_runs is not None:
         out.append(f"Determinism check: for {len(stop.same_seeds)} of {len(stop.stop_runs)} seeds the stopped run's "
                    f"unseen Recall@1 equals the long run's evaluation at step {stop.length} exactly (same batches, "
@@ -204,10 +208,10 @@ def lambda0_sentences(study: AdaptAdvStudy) -> list[str]:
     out = [f"Among the adversary's weights (lambda0 > 0), the best mean validation Recall@1 at {stop.length} steps"
            + (" (the best trained step, an ablation length: the rule kept no training)" if stop.ablation else "")
            + " is "
-           f"lambda0 = {lc.chosen:g} (mean of {len(VAL_SEEDS)} seeds); against it, paired by seed, the validation "
+           f"lambda0 = {lc.chosen:g} (mean of {len(VALIDATION_SEEDS)} seeds); against it, paired by seed, the validation "
            "Recall@1 is clearly different for lambda0 "
            f"{', '.join(clear) or 'none of the others'}"
-           + (f"; lambda0 = 0 (+GDFL) is {signed(lc.vs[0.0])} points from it" if 0.0 in lc.vs else "")
+           + (f"; lambda0 = 0 (+GDFL) is {format_interval(lc.vs[0.0], signed=True)} points from it" if 0.0 in lc.vs else "")
            + ". The paper's Fig. 14 (test classes, no intervals) puts lambda0 = 0 lower and the peak between 0.3 and "
              "0.7; "
            + (f"here lambda0 = 0 is {_HIGHER.get(verdict(lc.vs[0.0]), 'not clearly different')} on validation classes."
@@ -222,8 +226,8 @@ def lambda0_sentences(study: AdaptAdvStudy) -> list[str]:
                    "Adapt-Adv run of this chapter: nothing is trained again.")
     elif lc.test:
         out.append(f"Trained at lambda0 = {lc.chosen:g} on all seen classes, Adapt-Adv against the triplet base: "
-                   f"{signed(lc.test['base'])} points ({lc.test['base'].verdict}); against lambda0 = 0.5: "
-                   f"{signed(lc.test['0.5'])} points ({lc.test['0.5'].verdict}).")
+                   f"{format_interval(lc.test['base'], signed=True)} points ({lc.test['base'].verdict}); against lambda0 = 0.5: "
+                   f"{format_interval(lc.test['0.5'], signed=True)} points ({lc.test['0.5'].verdict}).")
     return out
 
 
@@ -237,7 +241,7 @@ def choice_sentences(study: AdaptAdvStudy) -> list[str]:
             return off_name if k == OFF else f"{k:g}"
 
         means = ", ".join(f"{label(k)} {100 * m.mean:.1f}" for k, m in choice.means.items())
-        out.append(f"{what}: mean validation Recall@1 % of seeds {VAL_SEEDS[0]}-{VAL_SEEDS[-1]}: {means}. "
+        out.append(f"{what}: mean validation Recall@1 % of seeds {VALIDATION_SEEDS[0]}-{VALIDATION_SEEDS[-1]}: {means}. "
                    + choice.sentence(label)
                    + (f" The Table 5 rows that use {shown_setting(choice):g} are an ablation." if choice.off_won
                       else ""))
@@ -263,7 +267,8 @@ def table5_sentences(study: AdaptAdvStudy) -> list[str]:
         else:
             same = (p.verdict == "up") == (paper_diff > 0)
             agree = f"{'the same direction as' if same else 'the opposite direction to'} the paper's {paper_diff:+.2f}"
-        out.append(f"{ext} on {loss}: {signed(p)} points of unseen Recall@1 against the {loss} base over {p.diff.n} "
+        out.append(f"{ext} on {loss}: {format_interval(p, signed=True)} points of unseen Recall@1 against the {loss} base "
+                   f"over {p.diff.n} "
                    f"paired seeds ({p.verdict}); {agree}.")
     return out + table5_summary(study)
 

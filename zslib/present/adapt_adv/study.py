@@ -15,12 +15,12 @@ from functools import cached_property
 
 import numpy as np
 
-from zslib.engine.choice import OFF
+from zslib.engine.choice import OFF, VALIDATION_SEEDS
 from zslib.engine.registry import get_method
 from zslib.engine.stats import interval, paired
 from zslib.methods.adapt_adv import recipes
 from zslib.methods.adapt_adv.analyses import gradcam_records
-from zslib.methods.adapt_adv.recipes import BASE, FLOOR, GDFL, LAMBDA0S, METHOD, REAL_ADAPT, VAL_SEEDS
+from zslib.methods.adapt_adv.recipes import BASE, FLOOR, GDFL, LAMBDA0S, METHOD, REAL_ADAPT
 from zslib.present.base import Study
 
 __all__ = ["AdaptAdvStudy", "LateChange", "Stopping", "Lambda0Choice", "Table5", "STOPPING", "LAMBDA0",
@@ -174,7 +174,7 @@ class AdaptAdvStudy(Study):
     def stopping(self) -> Stopping | None:
         """Adapt-Adv's training length chosen on validation classes and the runs stopped there."""
         runs = self.runs
-        val_runs = self.grid(STOPPING, recipes.stopping_grid(), VAL_SEEDS)
+        val_runs = self.grid(STOPPING, recipes.stopping_grid(), VALIDATION_SEEDS)
         if val_runs is None:
             return None
         val_curve = {name: dict(zip(np.asarray(rs[0].history.metric_curve("val", "R@1")[0]).tolist(),
@@ -206,12 +206,12 @@ class AdaptAdvStudy(Study):
         stop = self.stopping
         if stop is None:
             return None
-        lam_runs = self.grid(LAMBDA0, recipes.lambda0_grid(), VAL_SEEDS)
+        lam_runs = self.grid(LAMBDA0, recipes.lambda0_grid(), VALIDATION_SEEDS)
         if lam_runs is None:
             return None
         at = {lam: {r.config.seed: curve(r, "val")[stop.length] for r in rs} for lam, rs in lam_runs.items()}
         chosen = max(LAMBDA0S, key=lambda lam: np.mean(list(at[lam].values())))  # the adversary's weight, > 0
-        vs = {lam: interval([at[lam][s] - at[chosen][s] for s in VAL_SEEDS]) for lam in lam_runs if lam != chosen}
+        vs = {lam: interval([at[lam][s] - at[chosen][s] for s in VALIDATION_SEEDS]) for lam in lam_runs if lam != chosen}
         used = get_method("adapt_adv").settings(REAL_ADAPT)["lambda0"]  # what every Adapt-Adv run of the chapter used
         choice = Lambda0Choice(at, chosen, vs, used, rule=recipes.lambda0_rule(at, lam_runs))
         if chosen != used and stop.stop_runs is not None and BASE in self.runs:
@@ -223,8 +223,8 @@ class AdaptAdvStudy(Study):
 
     def _val_choice(self, grid: Mapping, off, what: str):
         """The book's choice rule over the settings of ``grid`` with the config ``off`` (the same recipe switched
-        off) as "off", on validation classes over :data:`VAL_SEEDS`; ``None`` when the runs are not recorded."""
-        rs = self.grid(what, {k: recipes.on_validation(c) for k, c in {OFF: off, **grid}.items()}, VAL_SEEDS)
+        off) as "off", on validation classes over :data:`VALIDATION_SEEDS`; ``None`` when the runs are not recorded."""
+        rs = self.grid(what, {k: recipes.on_validation(c) for k, c in {OFF: off, **grid}.items()}, VALIDATION_SEEDS)
         if rs is None:
             return None
         return recipes.choice_on_validation({k: rs[k] for k in (OFF, *grid)})

@@ -14,7 +14,7 @@ import pandas as pd
 from zslib.engine.stats import format_interval, paired, summarize
 from zslib.engine.store import short_commit, utc_minute
 from zslib.methods.adapt_adv.analyses import gradcam_shares
-from zslib.present.adapt_adv.sentences import bullets, choice_sentences, real_pair_sentences, seed_range, signed
+from zslib.present.adapt_adv.sentences import bullets, choice_sentences, real_pair_sentences, seed_range
 from zslib.present.adapt_adv.study import AdaptAdvStudy
 from zslib.present.base import Section, Sections
 from zslib.reported import reported_frame
@@ -40,7 +40,7 @@ def ablation_table(runs: Mapping) -> pd.DataFrame:
                "seen R@1 %": format_interval(summarize(rs, split="seen"))}
         if name != "base":
             p = paired(runs["base"], rs)
-            row.update({"vs base (pts)": signed(p), "verdict": p.verdict})
+            row.update({"vs base (pts)": format_interval(p, signed=True), "verdict": p.verdict})
         rows.append(row)
     return pd.DataFrame(rows).set_index("variant").fillna("")
 
@@ -127,7 +127,7 @@ def table5_table(study: AdaptAdvStudy) -> pd.DataFrame | None:
         row = {"row": name, "seeds": len(rs), "unseen R@1 % [95% CI]": format_interval(summarize(rs)),
                "NMI %": format_interval(summarize(rs, "NMI")), "kNN %": format_interval(summarize(rs, "kNN"))}
         if name in t5.pairs:
-            row.update({"vs base (pts)": signed(t5.pairs[name]), "verdict": t5.pairs[name].verdict})
+            row.update({"vs base (pts)": format_interval(t5.pairs[name], signed=True), "verdict": t5.pairs[name].verdict})
         row["on validation classes"] = "ablation" if name in t5.ablations else "chosen" if name in ruled else ""
         row["paper R@1 %"] = paper5.loc[name, "R@1"]
         row["paper vs base (pts)"] = (f"{paper5.loc[name, 'R@1'] - paper5.loc[base_name, 'R@1']:+.2f}"

@@ -19,9 +19,10 @@ from zslib.analysis.findings import Findings, findings_box, found_list, not_reco
 from zslib.analysis.verdict import verb_words
 from zslib.engine.stats import format_interval, paired, summarize
 from zslib.methods.cml.recipes import (GREEK, REAL_LOSSES, REAL_WEIGHTS, VARIANT_TERMS, ablations, choose_weights,
-                                       floor_config, real_sweep_grid, real_test_grid, rule_choices, validation_seeds)
+                                       floor_config, real_sweep_grid, real_test_grid, rule_choices)
 from zslib.present.base import Section
 from zslib.reported import reported_frame
+from zslib.engine.choice import VALIDATION_SEEDS
 
 __all__ = ["LOSS_NAMES", "grid_note", "weights_caption", "provenance_caption", "quick_verdict", "real_verdict_section",
            "key_findings", "what_we_found", "lemma_bounds_text", "mixture_text", "hoeffding_text", "full_runs_section"]
@@ -152,7 +153,7 @@ def _recorded_real():
     """``(floor, runs, ablations)`` of the chapter's real section from the stored runs (the untrained features, the
     test grid with the weights of :func:`choose_weights` on the stored validation sweep, and the ``(loss, term)``
     pairs the rule kept off), or ``None`` when any is missing."""
-    sweep = recorded(real_sweep_grid(), validation_seeds())
+    sweep = recorded(real_sweep_grid(), VALIDATION_SEEDS)
     if sweep is None:
         return None
     floor = recorded({"f": floor_config()}, (0,))

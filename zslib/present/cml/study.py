@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 
+from zslib.engine.choice import VALIDATION_SEEDS
 from zslib.methods.cml import recipes
 from zslib.present.base import Study
 
@@ -25,7 +26,7 @@ class CmlStudy(Study):
         name = "the validation sweep"
         if name not in self._grids:
             started = time.perf_counter()
-            self.grid(name, recipes.real_sweep_grid(), recipes.validation_seeds())
+            self.grid(name, recipes.real_sweep_grid(), VALIDATION_SEEDS)
             self.sweep_seconds = time.perf_counter() - started
         return self._grids[name]
 

@@ -28,7 +28,7 @@ from zslib.methods.deml.object_attention import object_attention_map, shuffle_po
 from zslib.present.base import Section, Sections
 from zslib.present.deml.attention import synth_attention_maps
 
-__all__ = ["CAM_ROWS", "MOVED", "fmt3", "side_of", "oam_on_photographs", "attention_explorer", "cam_numbers",
+__all__ = ["CAM_ROWS", "MOVED", "side_of", "oam_on_photographs", "attention_explorer", "cam_numbers",
            "cam_section", "cam_figures"]
 
 #: The rows of the CAM table: label -> key of the ``learner_attention`` analysis records.
@@ -41,11 +41,6 @@ CAM_ROWS = {"channel corr., two learners, same image": "channel_corr",
 
 #: A verdict as the verb of a sentence about a change.
 MOVED = {"up": "raised", "down": "lowered"}
-
-
-def fmt3(iv) -> str:
-    """An interval of a quantity in [-1, 1], three digits."""
-    return format_interval(iv, scale=1, digits=3)
 
 
 def side_of(iv, level: float) -> str:
@@ -115,9 +110,9 @@ def oam_on_photographs() -> tuple[dict | None, Sections]:
         fig4[key + "_verdict"] = verdict(fig4[key])
 
     shapes = ", ".join(f"`{k}` {tuple(m.shape[1:])}" for k, m in maps1.items())
-    table = pd.DataFrame({v: {"mass in the centre": fmt3(fig4["centre"][v]),
-                              "same, shuffled positions": fmt3(fig4["centre_null"][v]),
-                              "crop area / image": fmt3(fig4["area"][v])} for v in sigmas}).T
+    table = pd.DataFrame({v: {"mass in the centre": format_interval(fig4["centre"][v], scale=1, digits=3),
+                              "same, shuffled positions": format_interval(fig4["centre_null"][v], scale=1, digits=3),
+                              "crop area / image": format_interval(fig4["area"][v], scale=1, digits=3)} for v in sigmas}).T
     numbers = Section(caption=f"{fig4['n']} images (the first test image of each unseen class); the OAM reads "
                               f"{shapes}, T = 10; the central region is the middle half of each side, {uniform:.2f} "
                               "of the image.", table=table, notes=[_oam_text(fig4)])
@@ -149,7 +144,8 @@ def _oam_text(fig4: Mapping) -> str:
              f"({fig4[key + '_verdict']}; paired over the {n} images)."
              for key, what in (("d_centre", "mass in the centre"),
                                ("d_centre_null", "mass in the centre, shuffled maps"), ("d_area", "crop area share"))]
-    lines.append(f"IoU of the two crops of the same image: {fmt3(fig4['iou'])}, {fig4['iou_below_half']} of {n} "
+    lines.append(f"IoU of the two crops of the same image: {format_interval(fig4['iou'], scale=1, digits=3)}, "
+                 f"{fig4['iou_below_half']} of {n} "
                  "below 0.5.")
     plain, plain_null = fig4["centre"]["Eq. 2"], fig4["centre_null"]["Eq. 2"]
     null_flat = side_of(plain_null, uniform).startswith("not")
@@ -202,8 +198,8 @@ def _cam_table(cam_att: Mapping) -> pd.DataFrame:
     for name, recs in cam_att.items():
         for what, key in CAM_ROWS.items():
             d = _att_change(recs, key)
-            rows.append({"variant": name, "quantity": what, "trained": fmt3(_att_iv(recs, key)),
-                         "at initialization": fmt3(_att_iv(recs, key + "_init")),
+            rows.append({"variant": name, "quantity": what, "trained": format_interval(_att_iv(recs, key), scale=1, digits=3),
+                         "at initialization": format_interval(_att_iv(recs, key + "_init"), scale=1, digits=3),
                          "trained - init": format_interval(d, scale=1, digits=3, signed=True), "verdict": verdict(d)})
     return pd.DataFrame(rows).set_index(["variant", "quantity"])
 
@@ -223,31 +219,37 @@ def cam_section(cam_att: Mapping) -> Section:
     if recipes.DEML4 in cam_att:
         c = cam_numbers(cam_att[recipes.DEML4])
         lines.append(
-            f"Channels: two CAMs of DeML(1,4) weight the channels of the same image with correlation {fmt3(c['ch_c'])} "
-            f"(at initialization {fmt3(c['ch_c0'])}), while one CAM's weights on two different flowers correlate "
-            f"{fmt3(c['ch_i'])}"
+            f"Channels: two CAMs of DeML(1,4) weight the channels of the same image with correlation "
+            f"{format_interval(c['ch_c'], scale=1, digits=3)} "
+            f"(at initialization {format_interval(c['ch_c0'], scale=1, digits=3)}), while one CAM's weights on two "
+            f"different flowers correlate "
+            f"{format_interval(c['ch_i'], scale=1, digits=3)}"
             + (": the learners differ from each other more than a learner differs from image to image, so each "
                "keeps a channel selection of its own." if c["ch_c"].high < c["ch_i"].low else
                ": a learner's choice does not differ from the other learners' more than it changes with the image."))
         lines.append(
             f"Training {MOVED.get(verdict(c['d_spread']), 'did not clearly change')} the spread of a CAM's weights "
-            f"over the channels ({fmt3(c['spread0'])} at initialization, {fmt3(c['spread'])} trained), and two "
-            f"learners' 64 highest-weighted channels overlap by {fmt3(c['top'])} (Jaccard), "
+            f"over the channels ({format_interval(c['spread0'], scale=1, digits=3)} at initialization, "
+            f"{format_interval(c['spread'], scale=1, digits=3)} trained), and two "
+            f"learners' 64 highest-weighted channels overlap by {format_interval(c['top'], scale=1, digits=3)} (Jaccard), "
             f"{side_of(c['top'], c['top_chance'])} the {c['top_chance']:.3f} of random sets.")
         lines.append(
-            f"Regions: two learners' evidence maps of the same image correlate {fmt3(c['map_c'])} (at initialization "
-            f"{fmt3(c['map_c0'])}; training {MOVED.get(verdict(c['d_map']), 'did not clearly change')} it) and each "
-            f"learner's map correlates {fmt3(c['map_a'])} with the unweighted activation map"
+            f"Regions: two learners' evidence maps of the same image correlate "
+            f"{format_interval(c['map_c'], scale=1, digits=3)} (at initialization "
+            f"{format_interval(c['map_c0'], scale=1, digits=3)}; training "
+            f"{MOVED.get(verdict(c['d_map']), 'did not clearly change')} it) and each "
+            f"learner's map correlates {format_interval(c['map_a'], scale=1, digits=3)} with the unweighted activation map"
             + (": above 0.9, the learners look at nearly the same places. On this backbone a CAM can only reweight "
                "channels of the last map, after which the positions are averaged, so different channel selections "
                "change what a learner sums over the image much more than where it looks."
                if c["map_c"].low > 0.9 else "."))
     for name in [n for n in cam_att if n != recipes.DEML4]:
         recs = cam_att[name]
-        lines.append(f"{name}: channel corr. between learners {fmt3(_att_iv(recs, 'channel_corr'))}, of one learner "
-                     f"across images {fmt3(_att_iv(recs, 'channel_corr_images'))}, weight spread "
-                     f"{fmt3(_att_iv(recs, 'weight_spread'))}, evidence-map corr. between learners "
-                     f"{fmt3(_att_iv(recs, 'map_corr'))}.")
+        lines.append(f"{name}: channel corr. between learners "
+                     f"{format_interval(_att_iv(recs, 'channel_corr'), scale=1, digits=3)}, of one learner "
+                     f"across images {format_interval(_att_iv(recs, 'channel_corr_images'), scale=1, digits=3)}, weight spread "
+                     f"{format_interval(_att_iv(recs, 'weight_spread'), scale=1, digits=3)}, evidence-map corr. between learners "
+                     f"{format_interval(_att_iv(recs, 'map_corr'), scale=1, digits=3)}.")
     return Section(table=_cam_table(cam_att), notes=["\n".join(f"- {line}" for line in lines)])
 
 

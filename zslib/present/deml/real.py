@@ -10,7 +10,7 @@ from collections.abc import Mapping
 import pandas as pd
 
 from zslib.analysis.photos import has_kept_weights, retrieval_section
-from zslib.engine.choice import OFF, choose
+from zslib.engine.choice import OFF, VALIDATION_SEEDS, choose
 from zslib.engine.stats import format_interval, paired, summarize
 from zslib.engine.store import short_commit, utc_minute
 from zslib.methods.deml import recipes
@@ -79,11 +79,11 @@ def real_runs_table(study: DemlStudy) -> pd.DataFrame:
 
 def lambda0_check(study: DemlStudy) -> tuple[dict | None, Section]:
     """The adversary's weight lambda0 of DeML(1, 4) compared on a class-disjoint validation split of the seen
-    classes (:data:`~zslib.methods.deml.recipes.VALIDATION` held out; never the unseen classes): validation
+    classes (:data:`~zslib.engine.choice.VALIDATION_FRACTION` held out; never the unseen classes): validation
     Recall@1 per value and the paired difference, and the book's one choice rule (:func:`zslib.engine.choice.choose`)
     with DeML switched off (the same binomial loss alone on the same split) as a candidate. Returns the numbers
     (``None`` when the runs are not recorded) and the section."""
-    values, seeds = recipes.LAMBDA0S, recipes.VAL_SEEDS
+    values, seeds = recipes.LAMBDA0S, VALIDATION_SEEDS
     sweep = study.lambda0_sweep()
     if sweep is None:
         return None, Section(caption=study.missing_note("the validation comparison of lambda0"))

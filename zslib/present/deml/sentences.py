@@ -16,7 +16,7 @@ from zslib.engine.store import short_commit, utc_minute
 from zslib.methods.deml import recipes
 from zslib.present.base import Section
 from zslib.present.deml.attention import probe_diff
-from zslib.present.deml.photos import cam_numbers, fmt3
+from zslib.present.deml.photos import cam_numbers
 from zslib.present.deml.quick import paper_gains, quick_pairs
 from zslib.present.deml.real import arm_pairs
 from zslib.present.deml.study import DemlStudy
@@ -118,9 +118,12 @@ def experiments_found(loc: tuple, probe: Mapping, real: Mapping, lambda0: Mappin
         own = c["ch_c"].high < c["ch_i"].low
         found.append("The four CAMs of DeML(1,4) learned " + ("channel selections of their own" if own else
                                                             "channel selections that are not clearly their own")
-                     + f" (correlation between learners {fmt3(c['ch_c'])}, of one learner across images "
-                     f"{fmt3(c['ch_i'])}; spread of the weights {fmt3(c['spread'])}, at initialization "
-                     f"{fmt3(c['spread0'])}); the learners' evidence maps of an image correlate {fmt3(c['map_c'])}: "
+                     + f" (correlation between learners {format_interval(c['ch_c'], scale=1, digits=3)}, of one learner "
+                       f"across images "
+                     f"{format_interval(c['ch_i'], scale=1, digits=3)}; spread of the weights "
+                     f"{format_interval(c['spread'], scale=1, digits=3)}, at initialization "
+                     f"{format_interval(c['spread0'], scale=1, digits=3)}); the learners' evidence maps of an image "
+                     f"correlate {format_interval(c['map_c'], scale=1, digits=3)}: "
                      + ("different channels, nearly the same regions." if own and c["map_c"].low > 0.9 else
                         "nearly the same regions." if c["map_c"].low > 0.9 else "the regions differ too."))
     found.append(_fig4_sentence(fig4) if fig4 is not None else

@@ -4,7 +4,7 @@ again only under ``ZS_PROFILE=real``.
 """
 from __future__ import annotations
 
-from zslib.engine.choice import OFF
+from zslib.engine.choice import OFF, VALIDATION_FRACTION, VALIDATION_SEEDS
 from zslib.methods.deml import recipes
 from zslib.methods.deml.analyses import learner_attention_records
 from zslib.present.base import Study
@@ -36,18 +36,18 @@ class DemlStudy(Study):
 
     def lambda0_sweep(self) -> dict | None:
         """``{lambda0: [run per seed]}``: DeML(1, 4) at each of :data:`~zslib.methods.deml.recipes.LAMBDA0S` on the
-        validation split (:data:`~zslib.methods.deml.recipes.VALIDATION`), seeds
-        :data:`~zslib.methods.deml.recipes.VAL_SEEDS`; ``None`` when not stored."""
+        validation split (:data:`~zslib.engine.choice.VALIDATION_FRACTION`), seeds
+        :data:`~zslib.engine.choice.VALIDATION_SEEDS`; ``None`` when not stored."""
         deml4 = recipes.real_configs()[recipes.DEML4]
-        val = deml4.replace(validation_fraction=recipes.VALIDATION)
+        val = deml4.replace(validation_fraction=VALIDATION_FRACTION)
         grid = {v: val.replace(method_params={**deml4.method_params, "lambda0": v}) for v in recipes.LAMBDA0S}
-        return self.grid("the validation comparison of lambda0", grid, recipes.VAL_SEEDS)
+        return self.grid("the validation comparison of lambda0", grid, VALIDATION_SEEDS)
 
     def lambda0_off(self) -> list | None:
         """The binomial baseline (DeML switched off) on the same validation split and seeds, the "off" candidate of
         the lambda0 choice; ``None`` when not stored."""
-        base = recipes.real_configs()[recipes.BASE].replace(validation_fraction=recipes.VALIDATION)
-        got = self.grid("the validation runs of the binomial baseline", {OFF: base}, recipes.VAL_SEEDS)
+        base = recipes.real_configs()[recipes.BASE].replace(validation_fraction=VALIDATION_FRACTION)
+        got = self.grid("the validation runs of the binomial baseline", {OFF: base}, VALIDATION_SEEDS)
         return None if got is None else got[OFF]
 
     def cam_records(self) -> dict:

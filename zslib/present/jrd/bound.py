@@ -15,7 +15,7 @@ from zslib.engine.stats import format_interval, interval, verdict
 from zslib.experiment import build_data, load_model
 from zslib.methods.jrd.analyses import bound_terms
 from zslib.methods.jrd.recipes import BOUND_OTHERS, JRD, QUICK_THEORY
-from zslib.present.jrd.cells import PAPER3_ROW, QUANTITIES, frame, paper_cell, paper_table, signed
+from zslib.present.jrd.cells import PAPER3_ROW, QUANTITIES, frame, paper_cell, paper_table
 
 __all__ = ["bound_row", "bound_rows", "quick_bound", "bound_table", "paired_values", "jrd_against", "against_text",
            "lambda_scale"]
@@ -80,7 +80,8 @@ def jrd_against(bound: Mapping) -> dict:
 
 def against_text(verdicts: Mapping, digits: int) -> str:
     """JRD minus each other arm in lambda and d_H (:func:`jrd_against`), in words."""
-    return "; ".join(f"{label} vs {other} {signed(verdicts[other, key][0], digits, 1.0)} ({verdicts[other, key][1]})"
+    return "; ".join(f"{label} vs {other} {format_interval(verdicts[other, key][0], 1.0, digits, signed=True)} "
+                     f"({verdicts[other, key][1]})"
                      for other in BOUND_OTHERS for key, label in QUANTITIES)
 
 

@@ -4,13 +4,14 @@ same two estimates for every variant and kernel, each arm paired by seed with JR
 :class:`~zslib.present.jrd.study.JRDStudy` and returns a :class:`~zslib.present.base.Section` (or
 :class:`~zslib.present.base.Sections`)."""
 from __future__ import annotations
+from zslib.engine.stats import format_interval
 
 import pandas as pd
 
 from zslib.methods.jrd.recipes import BOUND_OTHERS, BOUND_SEEDS, JRD, KERNEL_SEEDS
 from zslib.present.base import Section, Sections
 from zslib.present.jrd.bound import against_text, bound_table
-from zslib.present.jrd.cells import QUANTITIES, describe_analyses, frame, missing_section, paper_table, signed
+from zslib.present.jrd.cells import QUANTITIES, describe_analyses, frame, missing_section, paper_table
 
 __all__ = ["real_bound_section", "real_bound_5nn_section", "bound_variants_kernels_section", "moved_5nn_section"]
 
@@ -22,7 +23,7 @@ def real_bound_section(study) -> Section:
     if study.bound is None:
         return missing_section(study, "the Table 3 analogue (or its analysis records)", "the Table 3 analogue",
                                "the Table 3 analogue (records)")
-    r1 = "; ".join(f"unseen Recall@1 vs {other} {signed(study.theory[other, 'r1'].diff)} points "
+    r1 = "; ".join(f"unseen Recall@1 vs {other} {format_interval(study.theory[other, 'r1'].diff, digits=2, signed=True)} points "
                    f"({study.theory[other, 'r1'].verdict})" for other in BOUND_OTHERS)
     allr = pd.DataFrame([r for rows in study.bound.values() for r in rows])
     gap = allr.unseen_err - (1 - allr.r1)
@@ -47,8 +48,9 @@ def real_bound_5nn_section(study) -> Sections | Section:
     for other in BOUND_OTHERS:
         for key, label in QUANTITIES:
             (d1, w1), (d5, w5) = study.theory[other, key], study.theory_5nn[other, key]
-            rows.append({"JRD minus": other, "quantity": label, "1-NN": signed(d1, 4, 1.0), "1-NN verdict": w1,
-                         "5-NN": signed(d5, 4, 1.0), "5-NN verdict": w5, "same verdict": "yes" if w1 == w5 else "no"})
+            rows.append({"JRD minus": other, "quantity": label, "1-NN": format_interval(d1, 1.0, 4, signed=True),
+                         "1-NN verdict": w1, "5-NN": format_interval(d5, 1.0, 4, signed=True), "5-NN verdict": w5,
+                         "same verdict": "yes" if w1 == w5 else "no"})
     return Sections([
         Section(caption=f"{describe_analyses(study.bound_records_5nn)} Estimator settings: "
                         f"{study.bound_records_5nn[JRD][0].params} here, {study.bound_records[JRD][0].params} in the "
@@ -71,7 +73,7 @@ def bound_variants_kernels_section(study) -> Sections | Section:
                 continue
             for key, label in QUANTITIES:
                 diff, word = study.bound_vs_jrd[table_name, name][key]
-                table.loc[name, f"{label} vs JRD"] = signed(diff, 4, 1.0)
+                table.loc[name, f"{label} vs JRD"] = format_interval(diff, 1.0, 4, signed=True)
                 table.loc[name, f"{label} verdict"] = word
         out.append(Section(caption=f"Table 3 analogue for the {table_name}: {len(rows[JRD])} seeds per row, "
                                    "differences arm minus JRD, paired by seed; the paper's columns: "
@@ -87,8 +89,9 @@ def moved_5nn_section(study) -> Section:
     if not study.moved_5nn:
         return missing_section(study, "the 5-NN records of the arms that moved", "the variants that moved (5-NN)",
                                "the kernels that moved (5-NN)")
-    rows = [{"table": t, "arm": name, "quantity": label, "1-NN": signed(one[0], 4, 1.0), "1-NN verdict": one[1],
-             "5-NN": signed(five[0], 4, 1.0), "5-NN verdict": five[1],
+    rows = [{"table": t, "arm": name, "quantity": label, "1-NN": format_interval(one[0], 1.0, 4, signed=True),
+             "1-NN verdict": one[1],
+             "5-NN": format_interval(five[0], 1.0, 4, signed=True), "5-NN verdict": five[1],
              "same verdict": "yes" if one[1] == five[1] else "no"}
             for (t, name), q in study.moved_5nn.items() for key, label in QUANTITIES for one, five in [q[key]]]
     return Section(caption=f"Arm minus JRD, paired by seed ({len(BOUND_SEEDS)} seeds for the variants, "

@@ -10,11 +10,10 @@ from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
-from zslib.engine.stats import format_interval
 from zslib.present.base import Section
 from zslib.reported import reported_frame, reported_table
 
-__all__ = ["PAPER", "PAPER2_ROW", "PAPER3_ROW", "PAPER4_ROW", "QUANTITIES", "VERDICTS", "signed", "frame",
+__all__ = ["PAPER", "PAPER2_ROW", "PAPER3_ROW", "PAPER4_ROW", "QUANTITIES", "VERDICTS", "frame",
            "groups", "paper_table", "paper_cell", "paper4", "paper4_entry", "provenance", "describe_analyses",
            "missing_section"]
 
@@ -30,11 +29,6 @@ PAPER3_ROW = {"JMMD": "JMMD (alpha 0.1)", "JRD": "JRD (alpha 1)"}
 PAPER4_ROW = {"gaussian_mixture": "Gaussian (alpha 1)", "gaussian": "Gaussian (alpha 1)",
               "laplace": "Laplace (alpha 1)", "polynomial2": "Polynomial p=2 (alpha 1e-3)",
               "polynomial5": "Polynomial p=5 (alpha 1e-3)", "exponential": "Exponential (alpha 1e-3)"}
-
-
-def signed(value, digits: int = 2, scale: float = 100.0) -> str:
-    """A signed interval of a difference (points of a percentage by default)."""
-    return format_interval(value, scale, digits, signed=True)
 
 
 def frame(rows: Sequence[dict], index, fill: str = ""):

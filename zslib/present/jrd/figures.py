@@ -9,10 +9,9 @@ from __future__ import annotations
 import numpy as np
 
 from zslib.analysis import viz
-from zslib.engine.stats import summarize
+from zslib.engine.stats import format_interval, summarize
 from zslib.methods.jrd.recipes import (AM_SOFTMAX, GRID_SEEDS, GRID_SIZES, MIXTURE_SEEDS, MIXTURES,
                                        REGULARIZER_NAMES, SWEEP_ALPHAS, SWEEP_SEEDS)
-from zslib.present.jrd.cells import signed
 
 __all__ = ["sweep_figure", "mixture_figure", "grid_heatmap"]
 
@@ -84,7 +83,7 @@ def grid_heatmap(study) -> tuple[object, np.ndarray]:
     for i, k in enumerate(GRID_SIZES):
         for j, kk in enumerate(GRID_SIZES):
             p = study.grid_pairs.get((k, kk))
-            note = "reference" if p is None else f"{signed(p.diff)}\n{p.verdict}"
+            note = "reference" if p is None else f"{format_interval(p.diff, digits=2, signed=True)}\n{p.verdict}"
             ax.text(j, i, f"{means[i, j]:.2f}%\n{note}", ha="center", va="center", fontsize=8,
                     color="white" if means[i, j] < means.mean() else "black")
     ax.set_xticks(range(len(GRID_SIZES)), [str(k) for k in GRID_SIZES])

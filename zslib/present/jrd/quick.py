@@ -9,7 +9,7 @@ from zslib.engine.stats import format_interval, paired, summarize
 from zslib.methods.jrd.recipes import AM_SOFTMAX, JRD
 from zslib.present.base import Section
 from zslib.present.jrd.bound import against_text, bound_table, jrd_against, lambda_scale
-from zslib.present.jrd.cells import PAPER2_ROW, frame, paper_cell, paper_table, signed
+from zslib.present.jrd.cells import PAPER2_ROW, frame, paper_cell, paper_table
 
 __all__ = ["quick_table", "quick_table_section", "quick_vs_jrd", "quick_variants_section", "quick_bound_section",
            "bound_verdicts_section", "lambda_scale_section"]
@@ -46,7 +46,7 @@ def quick_vs_jrd(runs: Mapping) -> dict:
 def quick_variants_section(runs: Mapping) -> Section:
     """JRD minus each of its variants and JMMD on the quick profile, unseen Recall@1 paired by seed."""
     return Section(caption="JRD minus each arm, unseen Recall@1 in points, paired by seed: "
-                           + "; ".join(f"**{name}** {signed(p.diff, 1)} ({p.verdict})"
+                           + "; ".join(f"**{name}** {format_interval(p.diff, digits=1, signed=True)} ({p.verdict})"
                                        for name, p in quick_vs_jrd(runs).items()) + ".")
 
 

@@ -13,7 +13,7 @@ from zslib.engine.stats import format_interval, paired, summarize
 from zslib.methods.jrd.recipes import (BOUND_OTHERS, BOUND_SEEDS, GRID_SEEDS, GRID_SIZES, KERNEL_SEEDS,
                                        MIXTURE_SEEDS, MIXTURES, REGULARIZER_NAMES, SWEEP_ALPHAS, SWEEP_SEEDS)
 from zslib.present.jrd.bound import against_text, lambda_scale, paired_values
-from zslib.present.jrd.cells import PAPER3_ROW, QUANTITIES, groups, paper4, paper_table, signed
+from zslib.present.jrd.cells import PAPER3_ROW, QUANTITIES, groups, paper4, paper_table
 from zslib.present.jrd.quick import quick_vs_jrd
 from zslib.present.jrd.study import JRDStudy
 from zslib.present.jrd.tables import rule_words
@@ -37,7 +37,8 @@ def found_main(runs: Mapping, bound: Mapping, study: JRDStudy):
            "paired).",
            f"Against its variants and JMMD, JRD was {' and '.join(clear) or 'not clearly different from any of them'}; "
            "the paper reports JRD above MRD and JRD-C on CUB (Table 2).",
-           f"Against JMMD, JRD's lambda changed by {signed(dl, 3, 1.0)} ({wl}) and its d_H by {signed(dd, 3, 1.0)} "
+           f"Against JMMD, JRD's lambda changed by {format_interval(dl, 1.0, 3, signed=True)} ({wl}) and its d_H by "
+           f"{format_interval(dd, 1.0, 3, signed=True)} "
            f"({wd}); "
            "the paper reports a smaller lambda and a slightly larger d_H for JRD (Table 3).",
            "The unseen part of lambda " + ("tracks" if premise else "does not track")
@@ -72,13 +73,15 @@ def _variant_sentences(study: JRDStudy) -> list[str]:
     hurt = [name for name, (p, q) in pairs.items() if p.verdict == "down"]
     pool = pairs["JRD-pooling"][1]
     return [f"On Flowers-102, each variant minus JRD in unseen Recall@1 (points, {len(study.main['JRD'])} seeds): "
-            + "; ".join(f"{name} {signed(q.diff)} ({q.verdict})" for name, (p, q) in pairs.items())
+            + "; ".join(f"{name} {format_interval(q.diff, digits=2, signed=True)} ({q.verdict})"
+                        for name, (p, q) in pairs.items())
             + f". Clearly below JRD: {', '.join(below) or 'none'}; the paper's CUB means put "
             f"{', '.join(paper_below) or 'none'} below JRD (Table 2).",
             f"Against AM-Softmax alone, variants that clearly raised unseen Recall@1: {', '.join(helped) or 'none'}; "
             f"that clearly lowered it: {', '.join(hurt) or 'none'}.",
             f"With the backbone frozen, JRD-pooling differs from JRD only by a fixed weight on each pair; dropping "
-            f"that weight {verdict_words(pool.verdict)} unseen Recall@1 ({signed(pool.diff)} points)."]
+            f"that weight {verdict_words(pool.verdict)} unseen Recall@1 "
+            f"({format_interval(pool.diff, digits=2, signed=True)} points)."]
 
 
 def _sweep_sentences(study: JRDStudy) -> list[str]:
@@ -147,7 +150,8 @@ def _kernel_sentences(study: JRDStudy) -> list[str]:
         if chosen:
             out.append("On the unseen classes, against AM-Softmax alone (the same seeds, paired), the weights the rule "
                        "chose gave: "
-                       + "; ".join(f"{name} {signed(p.diff)} ({p.verdict})" for name, p in chosen.items())
+                       + "; ".join(f"{name} {format_interval(p.diff, digits=2, signed=True)} ({p.verdict})"
+                                   for name, p in chosen.items())
                        + ".")
     return out
 
@@ -213,7 +217,8 @@ def _bound_sentences(study: JRDStudy) -> list[str]:
            + (" and ".join(agree) or "neither quantity") + ".",
            f"The largest of these mean differences, in absolute value, is {largest:.4f}; the paper's JRD - JMMD gaps "
            f"on CUB are {paper_gap['lambda']:+.4f} in lambda and {paper_gap['d_H']:+.4f} in d_H.",
-           f"On the same runs JRD {verdict_words(rj.verdict)} unseen Recall@1 against JMMD ({signed(rj.diff)} points); "
+           f"On the same runs JRD {verdict_words(rj.verdict)} unseen Recall@1 against JMMD "
+           f"({format_interval(rj.diff, digits=2, signed=True)} points); "
            "the unseen part of lambda " + ("tracks" if tracks else "does not track")
            + " 1 - Recall@1 within 0.1 on every real model."]
     if study.theory_5nn:
@@ -245,7 +250,7 @@ def _more_bound_sentences(study: JRDStudy) -> list[str]:
             parts.append(f"{label} clearly higher than JRD's for {g['up']}, clearly lower for {g['down']}, not clearly "
                          f"different for {g['no clear effect']}")
         out.append(f"Table 3 for the {table} on Flowers-102 (paired by seed with JRD): " + "; ".join(parts) + ".")
-        moved = [f"{n}, {label} {signed(q[key][0], 4, 1.0)} ({q[key][1]})" for n, q in arms.items()
+        moved = [f"{n}, {label} {format_interval(q[key][0], 1.0, 4, signed=True)} ({q[key][1]})" for n, q in arms.items()
                  for key, label in QUANTITIES if q[key][1] != "no clear effect"]
         out.append(f"Of the {len(arms)} {table} besides JRD, the clear moves against JRD (arm minus JRD, paired): "
                    + ("; ".join(moved) if moved else "none; no arm moved lambda or d_H beyond seed noise") + ".")
@@ -263,7 +268,8 @@ def _more_bound_sentences(study: JRDStudy) -> list[str]:
                  if q[key][0][1] != "no clear effect"]
         kept = [f"{n} {label}" for t, n, key, label in clear
                 if study.moved_5nn[t, n][key][1][1] == study.moved_5nn[t, n][key][0][1]]
-        lost = [f"{n} {label} ({study.moved_5nn[t, n][key][1][1]}, {signed(study.moved_5nn[t, n][key][1][0], 4, 1.0)})"
+        lost = [f"{n} {label} ({study.moved_5nn[t, n][key][1][1]}, "
+                f"{format_interval(study.moved_5nn[t, n][key][1][0], 1.0, 4, signed=True)})"
                 for t, n, key, label in clear if study.moved_5nn[t, n][key][1][1] != study.moved_5nn[t, n][key][0][1]]
         out.append(f"Of the {len(clear)} clear moves against JRD in Table 3 for the variants and kernels (1-NN), the "
                    f"5-NN estimates keep the same verdict for: {', '.join(kept) or 'none'}; not for: "
@@ -307,7 +313,8 @@ def key_findings():
     if study.theory:
         (dl, wl), paper_dir = study.theory["JMMD", "lam"], paper_directions()[0]
         ours = {"up": "higher", "down": "lower"}.get(wl, "not clearly different")
-        out.append(f"JRD's lambda (Table 3, 1-NN) against JMMD's: {signed(dl, 4, 1.0)} ({wl}); the paper reports a "
+        out.append(f"JRD's lambda (Table 3, 1-NN) against JMMD's: {format_interval(dl, 1.0, 4, signed=True)} ({wl}); the "
+                   f"paper reports a "
                    f"{paper_dir['lambda']} lambda for JRD on CUB"
                    + (", the same direction." if ours == paper_dir["lambda"] else f", ours is {ours}."))
     return findings_box(out)

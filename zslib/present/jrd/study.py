@@ -18,11 +18,11 @@ from zslib.analysis.records import recorded_analyses
 from zslib.engine.stats import paired, summarize
 from zslib.methods.jrd import recipes
 from zslib.methods.jrd.recipes import (AM_SOFTMAX, BOUND_OTHERS, BOUND_SEEDS, GRID_SEEDS, JRD, KERNEL_SEEDS,
-                                       MIXTURE_SEEDS, MIXTURES, REGULARIZER_NAMES, RULE_SEEDS, SWEEP_ALPHAS,
-                                       SWEEP_SEEDS)
+                                       MIXTURE_SEEDS, MIXTURES, REGULARIZER_NAMES, SWEEP_ALPHAS, SWEEP_SEEDS)
 from zslib.present.base import Study
 from zslib.present.jrd.bound import bound_rows, jrd_against, paired_values
 from zslib.present.jrd.cells import QUANTITIES
+from zslib.engine.choice import VALIDATION_SEEDS
 
 __all__ = ["JRDStudy"]
 
@@ -140,7 +140,7 @@ class JRDStudy(Study):
         (:func:`zslib.methods.jrd.recipes.alpha_rule`), or ``None`` when those runs are not recorded."""
         if self.validation is None:
             return None
-        off = self.validation_off(RULE_SEEDS)
+        off = self.validation_off(VALIDATION_SEEDS)
         return None if off is None else recipes.alpha_rule(off, self.validation)
 
     @cached_property

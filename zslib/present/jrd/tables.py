@@ -20,7 +20,7 @@ from zslib.methods.jrd.recipes import (GRID_SEEDS, JRD, KERNEL_ALPHAS, KERNEL_SE
                                        MIXTURES, REGULARIZER_NAMES, SWEEP_ALPHAS, SWEEP_SEEDS)
 from zslib.present.base import Section, Sections
 from zslib.present.jrd.cells import (PAPER, PAPER2_ROW, frame, missing_section, paper4, paper4_entry, paper_cell,
-                                     paper_table, provenance, signed)
+                                     paper_table, provenance)
 from zslib.present.jrd.figures import grid_heatmap, mixture_figure, sweep_figure
 from zslib.reported import reported_table
 
@@ -60,7 +60,8 @@ def headline_section(study) -> Sections:
         "Validation Recall@1 (the held-out seen classes): "
         + "; ".join(f"alpha {a:g} {format_interval(summarize(rs, 'R@1', 'val'))} %"
                     for a, rs in study.validation.items())
-        + f". Alpha 4 minus alpha 1, paired by seed: {signed(val_p.diff, 1)} points ({val_p.verdict}); the higher "
+        + f". Alpha 4 minus alpha 1, paired by seed: {format_interval(val_p.diff, digits=1, signed=True)} points "
+          f"({val_p.verdict}); the higher "
         f"mean among them is **alpha = {chosen:g}**" + ("." if chosen == 1.0 else
         " (its test runs on the unseen classes are not part of the recorded grid: see the exercises).")
         + rule_words(study.alpha_rule))))
@@ -106,11 +107,12 @@ def variants_section(study) -> Section:
         row = {"method": name, "unseen R@1 %": format_interval(summarize(rs)),
                "seen R@1 %": format_interval(summarize(rs, split="seen"))}
         if name == JRD:
-            row.update({"vs AM-Softmax (pts)": signed(study.headline.diff), "verdict": study.headline.verdict})
+            row.update({"vs AM-Softmax (pts)": format_interval(study.headline.diff, digits=2, signed=True),
+                        "verdict": study.headline.verdict})
         if name in study.variant_pairs:
             p, q = study.variant_pairs[name]
-            row.update({"vs AM-Softmax (pts)": signed(p.diff), "verdict": p.verdict,
-                        "vs JRD (pts)": signed(q.diff), "verdict vs JRD": q.verdict})
+            row.update({"vs AM-Softmax (pts)": format_interval(p.diff, digits=2, signed=True), "verdict": p.verdict,
+                        "vs JRD (pts)": format_interval(q.diff, digits=2, signed=True), "verdict vs JRD": q.verdict})
         row["paper CUB R@1 % (Table 2)"] = paper_cell(paper2, PAPER2_ROW.get(name), "CUB R@1")
         rows.append(row)
     shown = [r for rs in (*study.main.values(), *study.variants.values()) for r in rs]
@@ -128,16 +130,19 @@ def alpha_sweep_section(study) -> Sections | Section:
     whether the largest weight falls clearly below it)."""
     if not study.sweep_pairs:
         return missing_section(study, "the alpha sweep", "the alpha sweep")
-    table = pd.DataFrame({label: {a: f"{signed(study.sweep_pairs[reg, a].diff)} {study.sweep_pairs[reg, a].verdict}"
+    table = pd.DataFrame({label: {a: f"{format_interval(study.sweep_pairs[reg, a].diff, digits=2, signed=True)} "
+                                     f"{study.sweep_pairs[reg, a].verdict}"
                                   for a in SWEEP_ALPHAS} for reg, label in REGULARIZER_NAMES.items()})
     table.index.name = "alpha"
     lines = []
     for reg, label in REGULARIZER_NAMES.items():
         peak, word, fall = study.sweep_shape[reg]
         lines.append(f"- **{label}**: the largest mean gain is at alpha {peak:g} "
-                     f"({signed(study.sweep_pairs[reg, peak].diff)} points, {word}); alpha {SWEEP_ALPHAS[-1]:g} "
+                     f"({format_interval(study.sweep_pairs[reg, peak].diff, digits=2, signed=True)} points, {word}); "
+                     f"alpha {SWEEP_ALPHAS[-1]:g} "
                      f"minus alpha {peak:g}: "
-                     + (f"{signed(fall.diff)} points ({fall.verdict})." if fall else "the same weight."))
+                     + (f"{format_interval(fall.diff, digits=2, signed=True)} points ({fall.verdict})." if fall
+                        else "the same weight."))
     return Sections([Section(figure=sweep_figure(study)),
                      Section(caption=f"Unseen Recall@1 minus AM-Softmax (points, {len(SWEEP_SEEDS)} seeds paired), "
                                      "with the verdict.", table=table, notes=["\n".join(lines)])])
@@ -154,8 +159,8 @@ def kernels_section(study) -> Section:
                "seen R@1 %": format_interval(summarize(rs, split="seen"))}
         if k in study.kernel_pairs:
             unseen, seen = study.kernel_pairs[k]
-            row.update({"unseen vs mixture (pts)": signed(unseen.diff), "verdict": unseen.verdict,
-                        "seen vs mixture (pts)": signed(seen.diff), "seen verdict": seen.verdict})
+            row.update({"unseen vs mixture (pts)": format_interval(unseen.diff, digits=2, signed=True), "verdict": unseen.verdict,
+                        "seen vs mixture (pts)": format_interval(seen.diff, digits=2, signed=True), "seen verdict": seen.verdict})
         rows.append({**row, "paper CUB R@1 % (Table 4)": paper4_entry(k)})
     return Section(caption=f"JRD, alpha = 1 for every kernel; {len(KERNEL_SEEDS)} seeds per row, paired by seed. The "
                            f"paper's column: {paper4()[0].attrs['citation']}.", table=frame(rows, "kernel"))
@@ -217,10 +222,11 @@ def kernels_chosen_table(study):
             row["unseen R@1 %"] = format_interval(summarize(study.kernels_chosen[k]))
             if k in study.kernel_chosen_pairs:
                 p = study.kernel_chosen_pairs[k]
-                row.update({"vs JRD (pts)": signed(p.diff), "verdict": p.verdict})
+                row.update({"vs JRD (pts)": format_interval(p.diff, digits=2, signed=True), "verdict": p.verdict})
             if k in study.kernel_off_pairs:
                 p = study.kernel_off_pairs[k]
-                row.update({"vs AM-Softmax (pts)": signed(p.diff), "verdict vs AM-Softmax": p.verdict})
+                row.update({"vs AM-Softmax (pts)": format_interval(p.diff, digits=2, signed=True),
+                            "verdict vs AM-Softmax": p.verdict})
         rows.append({**row, "paper alpha": paper4_entry(k, recall=False)})
     return frame(rows, "kernel")
 
@@ -261,7 +267,7 @@ def mixtures_section(study) -> Sections | Section:
                "unseen R@1 %": format_interval(summarize(study.mixtures[m])),
                "seen R@1 %": format_interval(summarize(study.mixtures[m], split="seen"))}
         if m in study.mixture_pairs:
-            row.update({"vs (1, 1) (pts)": signed(study.mixture_pairs[m].diff),
+            row.update({"vs (1, 1) (pts)": format_interval(study.mixture_pairs[m].diff, digits=2, signed=True),
                         "verdict": study.mixture_pairs[m].verdict})
         rows.append(row)
     return Sections([Section(caption=" ".join(notes) + f" {len(MIXTURE_SEEDS)} seeds per mixture, paired by seed with "
@@ -278,7 +284,7 @@ def mixture_grid_section(study) -> Sections | Section:
     fig, means = grid_heatmap(study)
     rows = [{"(K, K')": str(m), "unseen R@1 %": format_interval(summarize(rs)),
              "seen R@1 %": format_interval(summarize(rs, split="seen")),
-             "vs (1, 1) (pts)": signed(study.grid_pairs[m].diff) if m in study.grid_pairs else "",
+             "vs (1, 1) (pts)": format_interval(study.grid_pairs[m].diff, digits=2, signed=True) if m in study.grid_pairs else "",
              "verdict": study.grid_pairs[m].verdict if m in study.grid_pairs else "reference"}
             for m, rs in study.mixture_grid.items()]
     return Sections([Section(figure=fig), Section(

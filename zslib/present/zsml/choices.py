@@ -13,7 +13,7 @@ from zslib.engine.data.splits import split_classes
 from zslib.engine.stats import format_interval, paired, summarize
 from zslib.methods.zsml import cross_update as cu
 from zslib.methods.zsml.method import ZSML
-from zslib.methods.zsml.recipes import REAL_ZSML, VAL_SEEDS, VALIDATION_FRACTION, validation_config
+from zslib.methods.zsml.recipes import REAL_ZSML, validation_config
 from zslib.present.base import Section
 from zslib.present.zsml.numbers import (METRICS, as_pair, by_seed, cells, differences, frame, seed_difference,
                                         seed_list)
@@ -21,6 +21,7 @@ from zslib.present.zsml.outcomes import (Experiments, alpha_status, best_share_w
                                          share_name, share_rule_note)
 from zslib.present.zsml.real import RealComparison
 from zslib.present.zsml.study import ZSMLStudy
+from zslib.engine.choice import VALIDATION_FRACTION, VALIDATION_SEEDS
 
 __all__ = ["rows_on_sample", "alpha_choice", "chosen_alpha_test", "share_choice", "chosen_share_test"]
 
@@ -57,7 +58,7 @@ def alpha_choice(ex: Experiments, study: ZSMLStudy) -> None:
                         "verdict": ex.val_vs[a].verdict})
         rows.append(row)
     ex.alpha_choice = Section(
-        f"*Validation classes of Flowers-102 ({100 * VALIDATION_FRACTION:.0f}% of the seen classes), {len(VAL_SEEDS)} "
+        f"*Validation classes of Flowers-102 ({100 * VALIDATION_FRACTION:.0f}% of the seen classes), {len(VALIDATION_SEEDS)} "
         "seeds; % [95% CI].*", frame(rows, "alpha"),
         notes=[f"The highest mean validation Recall@1 among the alphas is **alpha = {ex.chosen_alpha:g}**.",
          rule_note(ex.val_runs), drawn])
@@ -96,7 +97,7 @@ def _uniform_share(ex: Experiments, val: Config) -> str:
         seen_labels = None
     if seen_labels is not None:
         ex.share_fit = float(np.mean([cu.uniform_positive_share(
-            seen_labels[split_classes(seen_labels, val.validation_fraction, seed=s)[0]]) for s in VAL_SEEDS]))
+            seen_labels[split_classes(seen_labels, val.validation_fraction, seed=s)[0]]) for s in VALIDATION_SEEDS]))
         ex.share_seen, ex.share_exact = cu.uniform_positive_share(seen_labels), True
         how = "from the Flowers-102 labels"
     else:  # C classes of equal size: about 1 / C
@@ -105,7 +106,7 @@ def _uniform_share(ex: Experiments, val: Config) -> str:
         ex.share_seen, ex.share_exact = 1 / n_seen, False
         how = "as 1/C for classes of equal size (the Flowers-102 labels are not here)"
     return (f"The share of same-class pairs among uniform pairs, {how}: {100 * ex.share_fit:.1f}% on the training "
-            f"classes of the validation split (mean of seeds {seed_list(VAL_SEEDS)}), {100 * ex.share_seen:.1f}% on "
+            f"classes of the validation split (mean of seeds {seed_list(VALIDATION_SEEDS)}), {100 * ex.share_seen:.1f}% on "
             "all seen classes.")
 
 
@@ -137,7 +138,7 @@ def share_choice(ex: Experiments, study: ZSMLStudy) -> None:
                         "verdict": ex.pf_val_vs[f].verdict})
         rows.append(row)
     ex.share_choice = Section(
-        f"{share}\n\n*Validation classes of Flowers-102, alpha {ex.pos_alpha:g}, {len(VAL_SEEDS)} seeds; % [95% CI].*",
+        f"{share}\n\n*Validation classes of Flowers-102, alpha {ex.pos_alpha:g}, {len(VALIDATION_SEEDS)} seeds; % [95% CI].*",
         frame(rows, "positive_fraction"),
         notes=[f"Among the shares, the highest mean validation Recall@1 is at positive_fraction = "
                f"{share_name(ex.best_pf)}.", share_rule_note(ex)])

@@ -9,11 +9,12 @@ from dataclasses import dataclass
 
 from zslib.analysis.photos import retrieval_section
 from zslib.engine.store import load_results
-from zslib.methods.zsml.recipes import EVERY, FLOOR, HEAD, REAL_SEEDS, ZSML
+from zslib.methods.zsml.recipes import EVERY, FLOOR, HEAD, ZSML
 from zslib.present.base import Section
 from zslib.present.zsml.numbers import (METRICS, METRICS_ORDER, by_seed, cells, differences, frame, seed_difference,
                                         seed_list)
 from zslib.present.zsml.study import ZSMLStudy
+from zslib.engine.choice import TEST_SEEDS
 
 __all__ = ["RealComparison", "real_comparison", "not_recorded", "photo_figures", "full_profile_section"]
 
@@ -21,7 +22,7 @@ __all__ = ["RealComparison", "real_comparison", "not_recorded", "photo_figures",
 @dataclass
 class RealComparison:
     """The recorded real-profile rows: ``runs`` (``"ZSML"`` on the 4-per-class sample, ``"ZSML every image"`` and
-    :data:`~zslib.methods.zsml.recipes.HEAD` -> runs of :data:`~zslib.methods.zsml.recipes.REAL_SEEDS`), ``floor``
+    :data:`~zslib.methods.zsml.recipes.HEAD` -> runs of :data:`~zslib.engine.choice.TEST_SEEDS`), ``floor``
     (the one run of the untrained features), ``euclid`` (metric -> {seed: raw-feature Euclidean value on the
     sample}), ``verdicts`` (metric -> (interval, verdict) of ZSML minus the cosine of its input features, every
     unseen image ranked), ``sample_verdicts`` (the same on the sample, against the raw Euclidean distance) and the
@@ -72,7 +73,7 @@ def real_comparison(study: ZSMLStudy) -> RealComparison | None:
     for r in ev:
         commits.setdefault(str(r.provenance.get("git_commit"))[:12], []).append(r.config.seed)
     times = ", ".join(f"seed {r.config.seed} {r.provenance.get('train_seconds', float('nan')):.0f} s" for r in ev)
-    caption = (f"*Unseen classes of Flowers-102, seeds {seed_list(REAL_SEEDS)}; % [95% CI]. In the rows marked every "
+    caption = (f"*Unseen classes of Flowers-102, seeds {seed_list(TEST_SEEDS)}; % [95% CI]. In the rows marked every "
                f"unseen image, Recall@1 ranks all unseen photographs for each query (for ZSML "
                f"and its comparator, {q} query photographs per class, drawn by the seed); the clustering columns of "
                f"the ZSML rows cluster the sampled photographs. The ZSML runs that rank every image were made on "

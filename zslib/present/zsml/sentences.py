@@ -9,12 +9,13 @@ from zslib.analysis.findings import findings_box, found_list, not_recorded_box, 
 from zslib.analysis.verdict import status_note, verb_words
 from zslib.engine.stats import format_interval, summarize
 from zslib.methods.zsml.recipes import (ABL_SEEDS, FLOOR, HEAD, KS, LIFTED, LR, LR_200, LR_1000, MR, S_PAPER,
-                                        VAL_SEEDS, every_image_config, real_configs)
+                                        every_image_config, real_configs)
 from zslib.present.zsml.numbers import METRICS, PAPER, by_seed, dataset_name, says, seed_difference
 from zslib.present.zsml.outcomes import Experiments, alpha_status, share_name, share_rule_note
 from zslib.present.zsml.quick import QuickComparison
 from zslib.present.zsml.real import RealComparison
 from zslib.reported import reported_frame
+from zslib.engine.choice import VALIDATION_SEEDS
 
 __all__ = ["quick_findings", "real_findings", "share_sentence", "experiment_findings", "arm_sentences",
            "chapter_findings", "key_findings"]
@@ -72,7 +73,7 @@ def share_sentence(ex: Experiments) -> str:
     words = "; ".join(f"positive_fraction {f:g} {format_interval(p.diff, signed=True)} R@1 pts ({p.verdict})"
                       for f, p in ex.pf_val_vs.items())
     text = (f"Positive pairs in P: {'' if ex.share_exact else 'about '}{100 * ex.share_fit:.1f}% of the uniform pairs "
-            f"of the validation runs are same-class pairs. On validation classes ({len(VAL_SEEDS)} seeds, alpha "
+            f"of the validation runs are same-class pairs. On validation classes ({len(VALIDATION_SEEDS)} seeds, alpha "
             f"{ex.pos_alpha:g}), against that unset share: {words}; "
             + ("none of these differences is clear of the seed noise, but "
                if all(p.verdict == "no clear effect" for p in ex.pf_val_vs.values()) else "")
@@ -107,7 +108,7 @@ def experiment_findings(ex: Experiments) -> list[str]:
     Table 9 and 6 analogues, every pair of the unseen images and the transfer."""
     out = []
     if ex.val_vs:
-        out.append(f"On validation classes of Flowers-102 ({len(VAL_SEEDS)} seeds), against the paper's alpha = 0.3: "
+        out.append(f"On validation classes of Flowers-102 ({len(VALIDATION_SEEDS)} seeds), against the paper's alpha = 0.3: "
                    + "; ".join(f"alpha {a:g} {format_interval(p.diff, signed=True)} R@1 pts ({p.verdict})"
                                for a, p in ex.val_vs.items())
                    + f". The highest mean is at alpha = {ex.chosen_alpha:g}"
