@@ -366,7 +366,7 @@ def evaluate_checkpoint(checkpoint: str | os.PathLike, split: str = "test", devi
     if device is None:
         from zslib.engine.profile import device as default_device
         device = default_device()
-    state = load_checkpoint(checkpoint, map_location=device)
+    state = load_checkpoint(checkpoint, map_location="cpu")  # the model is moved to the device below
     # the checkpoint's own config, checked against its name and against ``config`` (a result's config is never
     # evaluated with another run's weights)
     config = checkpoint_config(checkpoint, state, config)

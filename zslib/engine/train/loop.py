@@ -178,7 +178,7 @@ def train(model: nn.Module, method, train_set, spec: TrainSpec,
     # --- state: fresh, or continued from a checkpoint ---------------------------------------------
     state = None
     if checkpoint_path is not None and spec.resume and Path(checkpoint_path).exists():
-        state = load_checkpoint(checkpoint_path, map_location=device)
+        state = load_checkpoint(checkpoint_path, map_location="cpu")  # copied to the device below
         if state["run"] != run_key:
             raise ValueError(f"checkpoint {checkpoint_path} belongs to another run ({state['run']}, this one is "
                              f"{run_key}); delete it or pass resume=False")
