@@ -250,7 +250,9 @@ def run(config: Config, results_dir: str | os.PathLike | None = None, force: boo
         result.save(path)
         distributed.barrier()
         return result
-    eval_sets = {k: data[k] for k in ("seen", "val", "unseen") if k in data}
+    # a validation run never embeds the unseen classes, not even in its intermediate evaluations (which run under
+    # saved-and-restored random states: leaving a set out changes no training step)
+    eval_sets = {k: data[k] for k in scored_splits(config) if k in data}
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
     spec = TrainSpec.from_config(
@@ -260,7 +262,7 @@ def run(config: Config, results_dir: str | os.PathLike | None = None, force: boo
               "data_identity": identity})
     with batch_memory_hint(config):  # an allocation failure names the batch and what to lower
         history = train(model, method, data["train"], spec, eval_sets)
-    if "unseen" not in scored_splits(config):  # a validation run keeps no unseen-class curve either
+    if "unseen" not in scored_splits(config):  # nor a curve of them from a checkpoint of older code
         for row in history.evals:
             row.pop("unseen", None)
     done = bool(history.losses) and history.losses[-1]["step"] >= config.iterations
