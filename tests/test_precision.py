@@ -83,3 +83,33 @@ def test_each_format_gives_the_float32_step_to_its_precision(dtype, tol):
         assert (g - g32).abs().max() <= tol * g32.abs().max()
     with pytest.raises(ValueError, match="float16 or torch.bfloat16"):
         Precision("cpu", dtype=torch.float64)
+
+
+def test_evaluation_embeds_in_the_run_s_precision_and_returns_float32(monkeypatch):
+    """``embed`` runs the forward passes under the run's autocast (on CUDA; here bfloat16 forced on the CPU) and
+    hands back float32 embeddings; with ``amp=False`` the forward passes stay in float32."""
+    import sys
+
+    from zslib.engine.train import embed
+
+    embed_module = sys.modules["zslib.engine.train.embed"]
+
+    seen = []
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.linear = torch.nn.Linear(4, 3)
+
+        def forward(self, x):
+            seen.append(torch.is_autocast_enabled("cpu"))
+            return self.linear(x)
+
+    monkeypatch.setattr(embed_module, "Precision",
+                        lambda device, amp=None: Precision(device, amp, dtype=torch.bfloat16))
+    data = torch.utils.data.TensorDataset(torch.randn(10, 4), torch.arange(10))
+    x, y = embed(Net(), data, batch_size=4, device="cpu")
+    assert seen == [True] * 3 and x.dtype == torch.float32 and y.tolist() == list(range(10))
+    seen.clear()
+    embed(Net(), data, batch_size=4, device="cpu", amp=False)
+    assert seen == [False] * 3

@@ -218,14 +218,17 @@ def _parser(config_cls=None) -> argparse.ArgumentParser:
                         "unless --data-root is given); results go to <results>/smoke-campaign/")
     f.add_argument("--methods", help="comma-separated subset of cml,deml,adapt_adv,zsml,jrd (default: all five); "
                    "one method runs with its same-loss baseline, 'off' and the tuning stage. Estimated time of one "
-                   "method on a free Colab T4 (103 images/s, the measured two-core loader rate; not measured on a "
-                   "T4): " + ", ".join(f"{m} about {t} min" for m, t in _FINETUNE_T4_METHOD.items()))
+                   "method on a free Colab T4 (500 images/s, NVIDIA's published V100 rate scaled by the T4's memory "
+                   "bandwidth; not measured on a T4): "
+                   + ", ".join(f"{m} about {t} min" for m, t in _FINETUNE_T4_METHOD.items()))
     f.add_argument("--validation-seeds", help="comma-separated seeds of the validation stage (default: the recipe's)")
     f.add_argument("--test-seeds", help="comma-separated seeds of the test stage (default: the recipe's)")
     f.add_argument("--data-root", help="folder holding the dataset's folder (default: $ZS_DATA or data/)")
     f.add_argument("--device", help="cuda, cuda:1, cpu ... (default: $ZS_DEVICE, else CUDA when present)")
     f.add_argument("--results-dir", help="where runs and the campaign's table go (default: $ZS_RESULTS or results/)")
-    f.add_argument("--plan", action="store_true", help="print the runs and the estimated time; train nothing")
+    f.add_argument("--plan", action="store_true",
+                   help="print the runs, the seeds, and the estimated time with the throughput it assumes; train "
+                        "nothing")
     _progress_option(f, "none", "text: a progress bar per run; none: one line per run (default)")
 
     r = sub.add_parser("record", help="copy finished runs of a profile into results/recorded/ (to commit them)",
@@ -322,11 +325,11 @@ def _parser(config_cls=None) -> argparse.ArgumentParser:
 _FINETUNE_DATASETS = ["flowers102", "cub200", "cars196", "sop", "inshop"]
 _FINETUNE_METHODS = ("cml", "deml", "adapt_adv", "zsml", "jrd")
 #: Minutes of the Flowers-102 campaign at the throughputs of zslib.campaign.run.ASSUMED_RATES (2,500 and
-#: 103 training images per second, evaluations included); tests/test_campaign.py checks them against estimate_minutes().
-_FINETUNE_ESTIMATE = {"gpu": 29, "t4": 695}
+#: 500 training images per second, evaluations included); tests/test_campaign.py checks them against estimate_minutes().
+_FINETUNE_ESTIMATE = {"gpu": 27, "t4": 135}
 #: Minutes on a free Colab T4 of ``--methods M`` (M, its baseline, "off" and the tuning stage), estimated at the
 #: T4 rate of zslib.campaign.run.ASSUMED_RATES; tests/test_campaign.py checks them against estimate_minutes().
-_FINETUNE_T4_METHOD = {"cml": 296, "deml": 279, "adapt_adv": 296, "zsml": 279, "jrd": 279}
+_FINETUNE_T4_METHOD = {"cml": 55, "deml": 51, "adapt_adv": 55, "zsml": 51, "jrd": 51}
 _FINETUNE_HELP = f"""\
 Fine-tune the whole ImageNet-pretrained network end to end (images through the pre-resized image cache) for the
 five methods (cml, deml, adapt_adv, zsml, jrd), the baseline of each method's loss and the untrained floor, over
@@ -347,10 +350,13 @@ chooses batch statistics. Stages:
 Time on a GPU, Flowers-102 with EfficientNet-Lite0: one run alone trains about 2,560 images/s on an NVIDIA H200
 with 16 CPU cores (measured; the loader is the limit), so the whole campaign takes about
 {_FINETUNE_ESTIMATE['gpu']} min on one recent GPU (estimated at 2,500 images/s, evaluations included) and about
-{_FINETUNE_ESTIMATE['t4']} min on a free Colab T4 (estimated at 103 images/s, the rate the two-core loader was
-measured at with the image cache; the T4 was not measured). The papers' datasets take hours (see --plan). Started
+{_FINETUNE_ESTIMATE['t4']} min on a free Colab T4 (estimated at 500 images/s: NVIDIA's published EfficientNet-B0
+training rate on a V100 scaled by the T4's memory bandwidth, with the images cropped on the GPU, which CUDA does by
+default; the T4 was not measured). One method (--methods cml) fits one Colab session: about
+{_FINETUNE_T4_METHOD['cml']} min on a T4. A dataset whose pixels fit neither the GPU nor the VM's memory is fed by
+the loader (estimated at 103 images/s on two cores): the papers' large datasets take hours (see --plan). Started
 again after a disconnect, the command loads the finished runs and resumes the interrupted one from its checkpoint.
-Each result records the GPU, precision, images/s and data wait.
+Each result records the GPU, precision, data path, images/s and data wait.
 """
 
 

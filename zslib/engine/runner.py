@@ -152,7 +152,8 @@ def split_metrics(config: Config, model: nn.Module, data: dict, device, method=N
     from zslib.engine.evaluate import evaluate
 
     def emb(ds):
-        return embed(model, ds, batch_size=config.eval_batch_size, device=device, num_workers=config.num_workers)
+        return embed(model, ds, batch_size=config.eval_batch_size, device=device, num_workers=config.num_workers,
+                     amp=config.amp)
 
     def emb_split(split):
         if embedded is not None and split in embedded:
@@ -224,10 +225,14 @@ def run(config: Config, results_dir: str | os.PathLike | None = None, force: boo
     method_cls = get_method(config.method)  # resolved once, here, and handed down
     with distributed.main_first():  # process 0 downloads and caches; the others then find the files
         data = build_data(config, method_cls)
-    if config.device_images:  # the same batches, cropped and normalized on the device
-        from zslib.engine.data.device_images import on_device
+    if "unseen" not in scored_splits(config):  # a validation run: the unseen classes are neither read nor moved
+        data.pop("unseen", None)
+    moved = {}
+    if config.device_images:  # the same batches, cropped and normalized on the device (or the loader's: too big)
+        from zslib.engine.data.device_images import data_path, on_device
 
         data = on_device(data, device)
+        moved = {"data_path": data_path(data)}
     classes = np.unique(np.asarray(data["train"].labels))
     set_seed(config.seed)  # model initialization and class proxies are drawn from the seed
     with distributed.main_first():
@@ -282,7 +287,7 @@ def run(config: Config, results_dir: str | os.PathLike | None = None, force: boo
         config, device, train_seconds=round(history.elapsed, 3), wall_seconds=round(time.perf_counter() - started, 3),
         checkpoint=os.path.relpath(ckpt, path.parent), precision=Precision(device, config.amp).name,
         processes=world_size, data_wait_share=round(history.data_share, 4), data_identity=identity,
-        **_throughput(config, history, device)),
+        **moved, **_throughput(config, history, device)),
         diverged=diverged)
     result.save(path)
     if diverged:
@@ -377,7 +382,8 @@ def evaluate_checkpoint(checkpoint: str | os.PathLike, split: str = "test", devi
 
     def emb(name):
         ds = build_dataset(config.to_profile(), name, train=False, mean=mean, std=std)
-        return embed(model, ds, batch_size=config.eval_batch_size, device=device, num_workers=config.num_workers)
+        return embed(model, ds, batch_size=config.eval_batch_size, device=device, num_workers=config.num_workers,
+                     amp=config.amp)
 
     extra = HELD_OUT_EXTRA if split == "test" else ()  # the unseen row of the run's own result
     if config.dataset == "inshop" and split == "test":

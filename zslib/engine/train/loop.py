@@ -239,11 +239,14 @@ def train(model: nn.Module, method, train_set, spec: TrainSpec,
         with preserved_rng():
             for name, ds in eval_sets.items():
                 if isinstance(ds, tuple):  # (queries, gallery), e.g. In-Shop
-                    q, ql = embed(model, ds[0], batch_size=eval_batch_size, device=device, num_workers=num_workers)
-                    g, gl = embed(model, ds[1], batch_size=eval_batch_size, device=device, num_workers=num_workers)
+                    q, ql = embed(model, ds[0], batch_size=eval_batch_size, device=device, num_workers=num_workers,
+                                  amp=spec.amp)
+                    g, gl = embed(model, ds[1], batch_size=eval_batch_size, device=device, num_workers=num_workers,
+                                  amp=spec.amp)
                     metrics = eval_fn(g, gl, query_embeddings=q, query_labels=ql)
                 else:
-                    emb, lab = embed(model, ds, batch_size=eval_batch_size, device=device, num_workers=num_workers)
+                    emb, lab = embed(model, ds, batch_size=eval_batch_size, device=device, num_workers=num_workers,
+                                     amp=spec.amp)
                     metrics = eval_fn(emb, lab)
                 row[name] = {str(k): float(v) for k, v in metrics.items()}
         if world_size > 1:
