@@ -560,3 +560,76 @@ def test_one_method_on_a_t4_is_planned_within_an_hour_and_says_what_it_assumes(c
     assert f"at {rate:,.0f} images/s" in line and "not measured" in line and "V100" in line
     assert "validation seeds 0, 1, 2, test seeds 0, 1, 2, 3, 4" in out
     assert "the estimates assume" in out and "a validation run embedding the seen classes' images only" in out
+
+
+def test_a_step_that_does_not_fit_names_the_options_of_finetune(tmp_path, monkeypatch, capsys):
+    """An allocation failure in a campaign run says what to change in ``finetune``'s own options (it has no
+    --batch-per-class), and that the finished runs are kept."""
+    import zslib.engine.runner as runner
+    from zslib.__main__ import main
+
+    def out_of_memory(*args, **kwargs):
+        raise RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 14.75 GiB total capacity)")
+
+    monkeypatch.setattr(runner, "train", out_of_memory)
+    data = _flowers(tmp_path / "data")
+    code = main(["finetune", "--smoke", "--methods", "cml", "--data-root", str(data), "--results-dir",
+                 str(tmp_path / "results")])
+    err = " ".join(capsys.readouterr().err.split())
+    assert code == 2 and "does not fit in memory" in err
+    assert "run the same command with --batch-classes" in err and "--batch-per-class" not in err
+    # the option it names exists, and changes every run's batch (and so its hash)
+    from zslib.campaign.run import campaign_configs
+
+    assert main(["finetune", "--smoke", "--methods", "cml", "--batch-classes", "1", "--plan"]) == 2
+    small = campaign_configs("flowers102", smoke=True, methods=("cml",), overrides={"batch_classes": 3})
+    assert {x.batch_classes for s in small["validation"]["cml"].values() for x in s} == {3}
+
+
+def test_torchvision_s_flowers_folder_is_read_as_it_is(tmp_path):
+    """``torchvision.datasets.Flowers102(root, download=True)`` leaves the official files in ``root/flowers-102``:
+    that folder is found, so a reader who has it does not download the dataset again."""
+    from zslib.campaign.fabricate import fabricate_flowers
+    from zslib.engine.data import Flowers102
+
+    made = fabricate_flowers(tmp_path / "made", seen=3, unseen=2, per_class=4) / "flowers102"
+    made.rename(tmp_path / "flowers-102")
+    train = Flowers102(tmp_path, "train")
+    assert train.root == tmp_path / "flowers-102" and len(train) == 12
+
+
+def test_a_smoke_campaign_on_fabricated_in_shop_runs_through_validation_and_test(tmp_path, monkeypatch, capsys):
+    """In-Shop in its official layout (``list_eval_partition.txt``): its validation classes, held out of the training
+    split, have no query/gallery split and are scored leave-one-out with In-Shop's row (every item against the
+    others; checked against brute force in tests/test_evaluate.py); the test stage queries the gallery. JRD runs
+    the preset the book states for In-Shop (the paper's SOP settings: proxies' rate 0.1, margin 0.1), not CUB's."""
+    import data_fixtures as fx
+
+    from zslib.__main__ import main
+    from zslib.campaign.run import load_manifest
+
+    # 30 training items of 6 images (the validation split holds 9 of them: 54 images, enough for Recall@50 leave-one-
+    # out) and 12 test items of one query and 5 gallery images (60 gallery images)
+    monkeypatch.setattr(fx, "INSHOP_ROWS", [(f"id_{i:08d}", "train") for i in range(1, 31) for _ in range(6)]
+                        + [(f"id_{i:08d}", s) for i in range(100, 112)
+                           for s in ("query", "gallery", "gallery", "gallery", "gallery", "gallery")])
+    fx.build_inshop(tmp_path / "data")
+    results = tmp_path / "results"
+    assert main(["finetune", "--smoke", "--dataset", "inshop", "--methods", "cml,jrd", "--data-root",
+                 str(tmp_path / "data"), "--results-dir", str(results)]) == 0
+    out = capsys.readouterr().out
+    assert "stage 5/5 table" in out and "| cml |" in out and "| jrd |" in out
+    folder = results / "smoke-campaign"
+    manifest = load_manifest(folder / "campaign" / "inshop.json")
+    row = ["R@1", "R@10", "R@20", "R@30", "R@40", "R@50"]
+    for m in ("cml", "jrd"):
+        for files in manifest["validation"][m].values():
+            for f in files:
+                stored = json.loads((folder / f).read_text())
+                assert list(stored["metrics"]["val"])[:6] == row and "unseen" not in stored["metrics"]
+        for f in manifest["test"][m]["off"] + manifest["test"][m]["method"]:
+            stored = json.loads((folder / f).read_text())
+            assert list(stored["metrics"]["unseen"])[:6] == row
+    jrd = json.loads((folder / manifest["test"]["jrd"]["method"][0]).read_text())["config"]
+    assert jrd["backbone"] == "bninception" and jrd["objective_lr"] == 0.1 and jrd["loss_params"]["margin"] == 0.1
+

@@ -226,6 +226,9 @@ def _parser(config_cls=None) -> argparse.ArgumentParser:
     f.add_argument("--data-root", help="folder holding the dataset's folder (default: $ZS_DATA or data/)")
     f.add_argument("--device", help="cuda, cuda:1, cpu ... (default: $ZS_DEVICE, else CUDA when present)")
     f.add_argument("--results-dir", help="where runs and the campaign's table go (default: $ZS_RESULTS or results/)")
+    f.add_argument("--batch-classes", type=int, metavar="P",
+                   help="classes per batch of every run (default: the recipe's, halved where the GPU's memory is too "
+                        "small); a different experiment from the recipe's, with other config hashes")
     f.add_argument("--plan", action="store_true",
                    help="print the runs, the seeds, and the estimated time with the throughput it assumes; train "
                         "nothing")
@@ -383,6 +386,8 @@ def _finetune(args) -> int:
             raise UsageError(f"--methods: unknown method(s) {unknown}; choose from {','.join(_FINETUNE_METHODS)}")
     vseeds = _seed_list(args.validation_seeds, "--validation-seeds")
     tseeds = _seed_list(args.test_seeds, "--test-seeds")
+    if args.batch_classes is not None and args.batch_classes < 2:
+        raise UsageError(f"--batch-classes needs at least 2 classes per batch, got {args.batch_classes}")
     for seeds, option in ((vseeds, "--validation-seeds"), (tseeds, "--test-seeds")):
         if seeds is not None and len(seeds) < 2:
             raise UsageError(f"{option} needs at least two seeds: the comparisons are paired by seed")
@@ -412,11 +417,23 @@ def _finetune(args) -> int:
     device = None if args.smoke else _check_device(args.device)
     from zslib.engine.data.root import using_data_root  # after the checks above: they answer before torch loads
 
-    with using_data_root(data_root):  # only for this campaign: the caller's process keeps its own ZS_DATA
+    from zslib.engine.out_of_memory import advising
+
+    overrides = {} if args.batch_classes is None else {"batch_classes": args.batch_classes}
+    with using_data_root(data_root), advising(_finetune_advice(methods)):  # ZS_DATA: only for this campaign
         run_campaign(args.dataset, smoke=args.smoke, methods=methods, results_dir=args.results_dir, device=device,
                      validation_seeds=vseeds, test_seeds=tseeds, progress=_progress(args.progress),
-                     out=lambda line: print(line, flush=True))
+                     out=lambda line: print(line, flush=True), overrides=overrides)
     return 0
+
+
+def _finetune_advice(methods):
+    """What an allocation failure in ``finetune`` tells the reader to change: its own options."""
+    def advice(p: int, k: int) -> str:
+        one = " or one method at a time (--methods)" if len(methods) > 1 else ""
+        return (f"run the same command with --batch-classes {max(2, p // 2)} (P = {p}; a different experiment from the "
+                f"recipe's){one}; the finished runs are kept")
+    return advice
 
 
 def _print_metrics(title, metrics):

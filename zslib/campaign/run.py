@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from zslib.campaign.records import hardware
-from zslib.campaign.plan import (METHODS, RECIPES, SMOKE_SEEDS, UNTRAINED, Recipe, candidate_configs, estimated_images,
+from zslib.campaign.plan import (METHODS, RECIPES, SMOKE, SMOKE_SEEDS, UNTRAINED, Recipe, candidate_configs, estimated_images,
                                  floor_config, length_candidates, method_plan, named, skipped_methods, tuning_changes,
                                  tuning_configs, tuning_overrides)
 from zslib.engine.choice import choose
@@ -140,15 +140,17 @@ class Campaign:
     paths: dict = field(default_factory=dict)
 
 
-def device_settings(device, recipe: Recipe, smoke: bool = False, methods=()) -> tuple[dict, dict]:
+def device_settings(device, recipe: Recipe, smoke: bool = False, methods=(),
+                    batch_classes: int | None = None) -> tuple[dict, dict]:
     """``(overrides, description)`` for the device: loader workers (the runs ask for 8; the loader starts at most
     one per CPU core, :func:`zslib.engine.train.batches.loader_workers`), the precision the trainer will use, the
     data path (on CUDA the device image path, :mod:`zslib.engine.data.device_images`: the same batches, made on the
     GPU, where the pixels fit; its hash is unchanged), and the batch: the recipe's P x K, halved (P) on a GPU with
     less than 12 GiB of memory, where 128 images of 224 px would not fit, and for each of ``methods`` whose
     estimated peak memory does not fit the GPU (:func:`method_batches`: DeML at J = 8 on a 15-GiB T4), listed in
-    ``description["method_batches"]`` (``{method: P}``). A changed batch is a different experiment (its hash
-    changes) and is said."""
+    ``description["method_batches"]`` (``{method: P}``). ``batch_classes``: the P the caller asked for instead of
+    the recipe's (``finetune --batch-classes``; not halved below 12 GiB, but still per method where it does not
+    fit). A changed batch is a different experiment (its hash changes) and is said."""
     import torch
 
     from zslib.engine.store import device_name
@@ -157,11 +159,12 @@ def device_settings(device, recipe: Recipe, smoke: bool = False, methods=()) -> 
 
     device = torch.device(device)
     overrides: dict = {}
-    batch = (recipe.settings["batch_classes"], recipe.settings["batch_per_class"])
+    sizes = SMOKE if smoke else recipe.settings
+    batch = (batch_classes or sizes["batch_classes"], sizes["batch_per_class"])
     memory, per_method = None, {}
     if device.type == "cuda":
         memory = torch.cuda.get_device_properties(device).total_memory / 2**30
-        if memory < 12 and not smoke:
+        if memory < 12 and not smoke and batch_classes is None:
             overrides["batch_classes"] = max(2, batch[0] // 2)
             batch = (overrides["batch_classes"], batch[1])
         if not smoke:
@@ -391,9 +394,10 @@ def run_campaign(dataset: str = "flowers102", *, smoke: bool = False, methods=ME
     if smoke:
         directory = directory / "smoke-campaign"
     check_writable(directory)
-    dev_overrides, described = device_settings(device, recipe, smoke, methods)
+    dev_overrides, described = device_settings(device, recipe, smoke, methods,
+                                               batch_classes=(overrides or {}).get("batch_classes"))
     overrides = {**dev_overrides, **(overrides or {})}
-    k = overrides.get("batch_per_class", recipe.settings["batch_per_class"])
+    k = overrides.get("batch_per_class", (SMOKE if smoke else recipe.settings)["batch_per_class"])
     per_method = {m: {"batch_classes": p} for m, p in described["method_batches"].items()}
     configs = campaign_configs(recipe.dataset, smoke=smoke, methods=methods, overrides=overrides,
                                validation_seeds=validation_seeds, test_seeds=test_seeds, method_overrides=per_method)

@@ -166,8 +166,10 @@ def split_metrics(config: Config, model: nn.Module, data: dict, device, method=N
     for split in scored_splits(config) if splits is None else splits:
         if split not in data:
             continue
+        # a held-out set without a query/gallery split (In-Shop's validation classes) is scored leave-one-out
         score = default_eval if split == "seen" else partial(evaluate, dataset=config.dataset, seed=kmeans_seed,
-                                                             extra=HELD_OUT_EXTRA)
+                                                             extra=HELD_OUT_EXTRA,
+                                                             leave_one_out=not isinstance(data[split], tuple))
         if pairwise is not None:
             if isinstance(data[split], tuple):
                 raise NotImplementedError(f"method {config.method!r} evaluates pairs of one set; separate query "
@@ -390,5 +392,5 @@ def evaluate_checkpoint(checkpoint: str | os.PathLike, split: str = "test", devi
         (q, ql), (g, gl) = emb("query"), emb("gallery")
         row = evaluate(g, gl, dataset=config.dataset, query_embeddings=q, query_labels=ql, extra=extra)
     else:
-        row = evaluate(*emb(split), dataset=config.dataset, extra=extra)
+        row = evaluate(*emb(split), dataset=config.dataset, extra=extra, leave_one_out=True)
     return {str(k): float(v) for k, v in row.items()}

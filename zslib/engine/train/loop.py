@@ -57,8 +57,9 @@ def _as_method(method):
                     f"terms, got {type(method).__name__}")
 
 
-def _sum_terms(terms, step: int, phase: str) -> tuple[torch.Tensor | None, dict[str, float]]:
-    """Sum the named loss terms; stop with an error naming the first term that is not finite."""
+def _sum_terms(terms, step: int, phase: str, scaled: bool = False) -> tuple[torch.Tensor | None, dict[str, float]]:
+    """Sum the named loss terms; stop with an error naming the first term that is not finite, unless the loss is
+    ``scaled`` (float16): then the step goes on and the gradient scaler skips it (see :data:`OVERFLOW_STEPS`)."""
     if not isinstance(terms, Mapping):
         raise TypeError(
             f"phase {phase!r} must return a dict of named loss terms, e.g. {{'triplet': loss}} (an empty dict "
@@ -69,7 +70,7 @@ def _sum_terms(terms, step: int, phase: str) -> tuple[torch.Tensor | None, dict[
             raise TypeError(f"loss term {name!r} must be a scalar tensor, got "
                             f"{type(value).__name__}{tuple(value.shape) if torch.is_tensor(value) else ''}")
         v = float(value.detach().float())
-        if not math.isfinite(v):
+        if not math.isfinite(v) and not scaled:
             kind = "nan" if math.isnan(v) else "inf"
             raise FloatingPointError(
                 f"loss term {name!r} became {kind} at step {step}; lower its weight or the learning rate"
@@ -77,6 +78,25 @@ def _sum_terms(terms, step: int, phase: str) -> tuple[torch.Tensor | None, dict[
         logged[name] = v
         total = value.float() if total is None else total + value.float()
     return total, logged
+
+
+#: Under float16 a step whose loss overflowed is skipped by the gradient scaler (:class:`torch.amp.GradScaler`: its
+#: gradients are not finite, the optimizer does not step, the scale is halved) and logged as ``{"step": t, "skipped":
+#: 1.0}``; this many such steps in a row (the scale halved from 2**16 to 2**-4) mean the run diverged, and it stops.
+OVERFLOW_STEPS = 20
+
+
+def _overflow_guard(logged: dict, step: int, skipped: int, lr: float) -> int:
+    """The number of consecutive float16 steps whose loss was not finite, this one included; an error past
+    :data:`OVERFLOW_STEPS`."""
+    bad = [name for name, v in logged.items() if not math.isfinite(v)]
+    if not bad:
+        return 0
+    if skipped + 1 >= OVERFLOW_STEPS:
+        raise FloatingPointError(f"loss term {bad[0]!r} was not finite in {skipped + 1} float16 steps in a row up to "
+                                 f"step {step} (each skipped by the loss scaler): the run diverged; lower the learning "
+                                 f"rate (lr={lr:g}) or train in float32 (amp=False)")
+    return skipped + 1
 
 
 #: A parameter larger than this in absolute value means the run diverged: in the 148 quick-profile runs of the book's
@@ -267,7 +287,7 @@ def train(model: nn.Module, method, train_set, spec: TrainSpec,
     cudnn_benchmark = torch.backends.cudnn.benchmark
     if device.type == "cuda":  # fixed image sizes: let cuDNN pick the fastest convolution algorithms once
         torch.backends.cudnn.benchmark = True
-    started, elapsed0, waited = time.perf_counter(), history.elapsed, history.data_seconds
+    started, elapsed0, waited, overflowed = time.perf_counter(), history.elapsed, history.data_seconds, 0
     try:
         stream.start(step)
         while step < stop_at:
@@ -282,7 +302,7 @@ def train(model: nn.Module, method, train_set, spec: TrainSpec,
             for ph in phases:
                 with precision.autocast():
                     terms = method.step_terms(ph, net, images, labels)
-                loss, named = _sum_terms(terms, step + 1, ph)
+                loss, named = _sum_terms(terms, step + 1, ph, scaled=precision.scales_loss)
                 clash = set(named) & set(logged)
                 if clash:
                     raise ValueError(f"phase {ph!r} repeats the term name(s) {sorted(clash)} of an earlier phase; "
@@ -307,7 +327,8 @@ def train(model: nn.Module, method, train_set, spec: TrainSpec,
             for scheduler in schedulers.values():
                 if scheduler is not None:
                     scheduler.step()
-            logged["total"] = float(sum(logged.values()))
+            overflowed = _overflow_guard(logged, step + 1, overflowed, lr)
+            logged = {"skipped": 1.0} if overflowed else {**logged, "total": float(sum(logged.values()))}
             step += 1
 
             if step % log_every == 0 or step == iterations:
