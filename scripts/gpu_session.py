@@ -15,18 +15,22 @@ written under ``OUT``:
 3. ``plan.txt``: every run of the campaign (:func:`zslib.campaign.run.campaign_configs`: the configs of
    ``python -m zslib finetune``, with ``device_images`` on, which leaves their hashes unchanged) with its
    estimated share of GPU time (:data:`COST`) and whether the whole fits the deadline;
-4. the campaign, trained by ``--parallel`` worker processes that take jobs from a queue folder. The untrained
-   floor first, then method after method (the cheapest first), each method's validation runs, and its test runs
-   at the front of the queue as soon as its setting is chosen by the campaign's rule
-   (:func:`zslib.engine.choice.choose`, "off" a candidate). No run starts that its worker would not finish before
-   the deadline; at the deadline the running ones are stopped. Every finished run is stored, every run writes a
-   checkpoint every fifth of its steps (the same command on the same machine resumes it), and a later session
+4. the campaign, trained by ``--parallel`` worker processes that take jobs from a queue folder. The tuning
+   stage and the untrained floor first; once every tuning run is stored, the campaign's choice of the fine-tuning
+   recipe (:func:`zslib.campaign.run.tuning_to_use`) gives the methods' configs, exactly those
+   :func:`~zslib.campaign.run.run_campaign` makes after its own tuning stage; then method after method (the
+   cheapest first), each method's validation runs, and its test runs at the front of the queue as soon as its
+   setting is chosen by the campaign's rule (:func:`zslib.engine.choice.choose`, "off" a candidate). No run
+   starts that its worker would not finish before the deadline; at the deadline the running ones are stopped.
+   Every finished run is stored and packed at once (``results.tar.gz`` is rewritten after each), every run writes
+   a checkpoint every fifth of its steps (the same command on the same machine resumes it), and a later session
    given the returned results (``--results``) trains only what is missing;
 5. ``table.md``: :func:`zslib.campaign.run.run_campaign` over the methods whose runs are all stored (it loads
-   them, it trains nothing), with the campaign's manifest;
+   them, tuning stage included: it trains nothing), with the campaign's manifest;
 6. ``bench.txt``: in the time left, ``benchmarks/bench_train.py`` for both data paths, alone and shared;
 7. ``results.tar.gz``: the results (JSON, the campaign's table and the workers' logs; no checkpoints), to be
-   unpacked into ``results/`` and recorded with ``python -m zslib record --profile full``.
+   unpacked into ``results/`` and recorded with ``python -m zslib record --profile full``; written after every
+   finished run, so a session cut short still returns every run it finished.
 
 Runs sharing the GPU train more images per second together than one alone, but each run's own images per second
 is then a share: every result written by a worker says how many runs shared the GPU
@@ -120,15 +124,15 @@ def estimated_seconds(config) -> float:
     return base * config.iterations * config.batch_classes * config.batch_per_class / 32000.0
 
 
-#: Estimated peak GPU memory (GiB) of one run, from the same runs (``gpu_peak_memory_gib``: about 5 GiB, DeML 9.7 at
-#: J=4 and 15.9 at J=8), plus the pixels of Flowers-102 on the device (about 2.1 GB) and the CUDA context.
-MEMORY_GIB = {"deml": 17.0, "default": 6.5}
-
-
 def estimated_memory_gib(config) -> float:
-    if config.method == "deml":
-        return MEMORY_GIB["deml"] * (0.65 if int(config.method_params.get("learners", 8)) <= 4 else 1.0) + 2.6
-    return MEMORY_GIB["default"] + 2.6
+    """Peak GPU memory of ``config`` (GiB): the campaign's measured peaks (:data:`zslib.campaign.run.PEAK_MEMORY_GIB`,
+    DeML at J=4 about 0.6 of J=8's), scaled by the batch's images, plus the context's reserve."""
+    from zslib.campaign.run import DEFAULT_PEAK_GIB, PEAK_BATCH, PEAK_MEMORY_GIB, RESERVE_GIB
+
+    peak = PEAK_MEMORY_GIB.get(config.method, DEFAULT_PEAK_GIB)
+    if config.method == "deml" and int(config.method_params.get("learners", 8)) <= 4:
+        peak *= 9.7 / 15.9
+    return peak * config.batch_classes * config.batch_per_class / PEAK_BATCH + RESERVE_GIB
 
 
 def _free_gib(device: str) -> float:
@@ -156,6 +160,8 @@ def write_plan(configs: dict, methods, out: Path, minutes: float, stored=lambda 
 
     for backbone, runs in configs["floor"].items():
         add("floor", backbone, "pretrained", runs)
+    for key, runs in configs.get("tuning", {}).items():
+        add("tuning", "baseline", key, runs)
     for m in methods:
         for key, runs in configs["validation"][m].items():
             add("validation", m, key, runs)
@@ -228,13 +234,13 @@ FIRST_RUN_SECONDS = 20.0
 def worker(queue: Path, results: Path, device: str, deadline: float) -> int:
     """Take jobs from ``queue/todo`` (an atomic rename claims one) until the queue is closed or no job is left that
     would end before the deadline. A job's expected wall time is its :func:`estimated_seconds` times the runs sharing
-    the device, corrected by how this worker's finished runs compared with their estimates (at least
-    :data:`FIRST_RUN_SECONDS` for a first run)."""
+    the device, corrected by how this worker's finished runs of the same kind (evaluated only, or trained) compared
+    with their estimates (at least :data:`FIRST_RUN_SECONDS` for a first run of its kind)."""
     from zslib.engine.config import Config
     from zslib.engine.runner import run
 
     sharing = max(1, int(os.environ.get("ZS_CONCURRENT_RUNS", "1") or 1))
-    ratios: list[float] = []
+    ratios: dict[bool, list[float]] = {True: [], False: []}  # by kind: evaluated only (the floor), or trained
     durations: list[float] = []
     while True:
         left = deadline - time.time()
@@ -251,7 +257,8 @@ def worker(queue: Path, results: Path, device: str, deadline: float) -> int:
             except FileNotFoundError:  # another worker took it meanwhile
                 continue
             estimate = estimated_seconds(job_config) * sharing
-            expected = max(FIRST_RUN_SECONDS, estimate) if not ratios else estimate * max(ratios)
+            seen = ratios[job_config.method == "pretrained"]
+            expected = max(FIRST_RUN_SECONDS, estimate) if not seen else estimate * max(seen)
             if expected >= left:
                 continue
             if estimated_memory_gib(job_config) > free - 2.0:  # the GPU's memory is taken by the other runs
@@ -281,7 +288,7 @@ def worker(queue: Path, results: Path, device: str, deadline: float) -> int:
             print(f"{config.name} {config.hash} failed:\n{traceback.format_exc()}", flush=True)
             continue
         durations.append(time.time() - started)
-        ratios.append(durations[-1] / max(1e-3, estimated_seconds(config) * sharing))
+        ratios[config.method == "pretrained"].append(durations[-1] / max(1e-3, estimated_seconds(config) * sharing))
         p = result.provenance
         split = "val" if config.validation_fraction > 0 else "unseen"
         print(f"{config.name} {config.hash}: {split} R@1 {100 * result.metric('R@1', split):.1f} "
@@ -289,19 +296,47 @@ def worker(queue: Path, results: Path, device: str, deadline: float) -> int:
               f"data wait {100 * p.get('data_wait_share', 0):.0f}%)", flush=True)
 
 
-def campaign(args, out: Path, deadline: float) -> list[str]:
-    """Queue the campaign's runs, start the workers, queue each method's test runs once it is chosen; return the
-    methods whose every run is stored by the deadline."""
-    from zslib.campaign.run import campaign_configs, setting_to_test
+def _configs(args, tuning=None) -> dict:
+    """The campaign's configs as :func:`zslib.campaign.run.run_campaign` makes them on this device (its per-method
+    batches included), after the tuning stage chose ``tuning``."""
+    from zslib.campaign.run import _recipe, campaign_configs, device_settings
+
+    _, described = device_settings(args.device, _recipe(args.dataset), args.smoke, args.methods,
+                                   batch_classes=args.overrides.get("batch_classes"))
+    return campaign_configs(args.dataset, smoke=args.smoke, methods=args.methods,
+                            validation_seeds=args.validation_seeds, test_seeds=args.test_seeds,
+                            overrides=args.overrides, tuning=tuning,
+                            method_overrides={m: {"batch_classes": p} for m, p in described["method_batches"].items()})
+
+
+def _tuning_choice(configs: dict, results: Path):
+    """The key the methods run with once every tuning run is stored (:func:`zslib.campaign.run.tuning_to_use` of the
+    campaign's choice), the choice's sentence; ``(None, None)`` while some run is missing, ``(None, "")`` for a
+    recipe without a tuning stage."""
+    from zslib.campaign.plan import length_candidates
+    from zslib.campaign.run import tuning_to_use
     from zslib.engine.choice import choose
 
-    configs = campaign_configs(args.dataset, smoke=args.smoke, methods=args.methods,
-                               validation_seeds=args.validation_seeds, test_seeds=args.test_seeds,
-                               overrides=args.overrides)
+    if not configs["tuning"]:
+        return None, ""
+    runs = {k: [_stored(c, results) for c in seeds] for k, seeds in configs["tuning"].items()}
+    if any(r is None for rs in runs.values() for r in rs):
+        return None, None
+    choice = choose(length_candidates(runs), off="off", metric="R@1", split="val")
+    return tuning_to_use(choice), choice.sentence()
+
+
+def campaign(args, out: Path, deadline: float) -> list[str]:
+    """Queue the tuning stage and the floor, start the workers, queue the methods' runs with the recipe the tuning
+    stage chose, and each method's test runs once its setting is chosen; pack the results after every finished
+    run; return the methods whose every run is stored by the deadline."""
     import tempfile
 
+    from zslib.campaign.run import setting_to_test
+    from zslib.engine.choice import choose
     from zslib.engine.runner import build_data
 
+    configs = _configs(args)
     queue, results = Path(tempfile.mkdtemp(prefix="zslib-queue-")), args.run_dir
     for stage in ("validation", "test"):  # build each split's image cache once, before the workers need it
         first = next(iter(configs[stage][args.methods[0]].values()))[0]
@@ -312,9 +347,7 @@ def campaign(args, out: Path, deadline: float) -> list[str]:
             print("the device batches differ from the loader's on this device: the campaign runs on the loader",
                   flush=True)
             args.overrides = {**args.overrides, "device_images": False}
-            configs = campaign_configs(args.dataset, smoke=args.smoke, methods=args.methods,
-                                       validation_seeds=args.validation_seeds, test_seeds=args.test_seeds,
-                                       overrides=args.overrides)
+            configs = _configs(args)
     # the cheapest methods first: more methods complete by the deadline
     args.methods = tuple(sorted(args.methods, key=lambda m: sum(
         estimated_seconds(c) for seeds in configs["validation"][m].values() for c in seeds)))
@@ -331,15 +364,22 @@ def campaign(args, out: Path, deadline: float) -> list[str]:
 
     for c in (c for seeds in configs["floor"].values() for c in seeds):
         put("0", c)
+    for i, c in enumerate(c for seeds in configs["tuning"].values() for c in seeds):
+        put(f"0-{i:04d}", c)  # the tuning stage first: every method's runs depend on its choice
     n = 0
-    for m in args.methods:  # method by method, so that the first methods reach their test stage early
-        for seeds in configs["validation"][m].values():
-            for c in seeds:
+
+    def queue_methods():
+        nonlocal n
+        for i, c in enumerate(configs["head"]):  # the test stage's head alone: it needs the tuning stage only
+            put(f"1-h{i:03d}", c)
+        for m in args.methods:  # method by method, so that the first methods reach their test stage early
+            for seeds in configs["validation"][m].values():
+                for c in seeds:
+                    n += 1
+                    put(f"3-{n:04d}", c)
+            for c in configs["test"][m]["off"]:
                 n += 1
                 put(f"3-{n:04d}", c)
-        for c in configs["test"][m]["off"]:
-            n += 1
-            put(f"3-{n:04d}", c)
 
     (results / "logs").mkdir(parents=True, exist_ok=True)
     threads = max(1, (os.cpu_count() or 2) // args.parallel)
@@ -351,9 +391,24 @@ def campaign(args, out: Path, deadline: float) -> list[str]:
                                        str(deadline)], stdout=log, stderr=subprocess.STDOUT, env=env,
                                       start_new_session=True))
     chosen: dict = {}
+    tuned, packed = False, None
     try:
         while time.time() < deadline and any(p.poll() is None for p in procs):
-            for m in args.methods:
+            if not tuned:
+                key, sentence = _tuning_choice(configs, results)
+                if sentence is not None:  # every tuning run is stored (or there is no tuning stage)
+                    tuned = True
+                    if sentence:
+                        print(f"tuning: {sentence} -> the methods run {key!r}", flush=True)
+                        configs = _configs(args, tuning=key)
+                    queue_methods()
+                    write_plan(configs, args.methods, out, (deadline - time.time()) / 60,
+                               stored=lambda c: _stored(c, results) is not None)
+            finished = sorted(p.name for p in results.glob("*.json"))
+            if finished != packed:  # a run finished: what comes back holds it from now on
+                _pack(Path(args.results), out)
+                packed = finished
+            for m in args.methods if tuned else ():
                 if m in chosen:
                     continue
                 runs = {k: [_stored(c, results) for c in seeds] for k, seeds in configs["validation"][m].items()}
@@ -378,7 +433,8 @@ def campaign(args, out: Path, deadline: float) -> list[str]:
             if p.poll() is None:
                 os.killpg(p.pid, signal.SIGKILL)
     done = []
-    for m in chosen:
+    shared = [c for seeds in configs["floor"].values() for c in seeds] + configs["head"]
+    for m in chosen if all(_stored(c, results) is not None for c in shared) else ():
         test = configs["test"][m]["off"] + configs["test"][m][chosen[m]]
         if all(_stored(c, results) is not None for c in test):
             done.append(m)
@@ -400,10 +456,14 @@ def _table(args, out: Path, methods: list[str]) -> None:
 
 
 def _pack(results: Path, out: Path) -> None:
-    with tarfile.open(out / "results.tar.gz", "w:gz") as tar:
+    """``out/results.tar.gz``: the result files, the campaign's table and the logs (no checkpoints), replaced whole
+    (written beside it, then renamed: a session stopped while packing returns the previous pack)."""
+    tmp = out / ".results.tar.gz.tmp"
+    with tarfile.open(tmp, "w:gz") as tar:
         for path in sorted(results.rglob("*")):
             if path.is_file() and path.suffix in (".json", ".md", ".log") and "checkpoints" not in path.parts:
                 tar.add(path, arcname=str(path.relative_to(results)))
+    os.replace(tmp, out / "results.tar.gz")
 
 
 def _main(argv) -> int:

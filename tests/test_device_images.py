@@ -135,3 +135,23 @@ def test_what_the_device_cannot_reproduce_is_refused(flowers):
         DeviceImages(_data(_config(image_cache=False))["train"], "cpu")
     with pytest.raises(ValueError, match="image_cache=True"):
         Config.from_profile("full", image_cache=False, device_images=True)
+
+
+@pytest.mark.parametrize("free, host, want", [(3, 3, "device"), (1, 3, "host"), (1, 1, "loader")])
+def test_pixels_go_to_the_gpu_then_pinned_host_memory_only_where_they_fit_else_they_stay_with_the_loader(
+        flowers, monkeypatch, free, host, want):
+    """On a (simulated) GPU: the device while the pixels take at most half its free memory, pinned host memory
+    while they take at most half the memory the VM has available (a Colab VM has about 12 GB), else the loader,
+    the set left as it was. ``free`` and ``host``: the memory, in multiples of the pixels' size."""
+    import zslib.engine.data.device_images as di
+
+    data = _data(_config(validation_fraction=0.3))
+    nbytes = max(int(ds.arrays["pixels"].shape[0]) for ds in (data["unseen"], data["train"].dataset))
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (free * nbytes, 16 * 2**30))
+    monkeypatch.setattr(di, "host_memory_available", lambda: host * nbytes)
+    assert di.placement_of(nbytes, "cuda") == want
+    if want == "loader":  # nothing is allocated on the (absent) GPU: every set stays as it was
+        moved = di.on_device(data, "cuda")
+        assert moved["unseen"] is data["unseen"] and moved["train"].dataset is data["train"].dataset
+        assert di.data_path(moved) == "loader"
+    assert di.data_path(di.on_device(data, "cpu")) == "device images (device)"

@@ -521,3 +521,24 @@ def test_retrieval_metrics_errors():
     with pytest.raises(ValueError, match="min_agree"):
         ev.retrieval_metrics(x, y, ("kNN",), knn_k=3, knn_min_agree=4)
     assert ev.retrieval_metrics(x, y, "MAP@R") == {"MAP@R": ev.map_at_r(x, y)}
+
+
+def test_inshop_validation_classes_are_scored_leave_one_out_only_when_asked():
+    """In-Shop's row (R@1 ... R@50) on a set without queries, such as its validation classes: every item against
+    the others (brute force with numpy), only with ``leave_one_out=True``; without it, an error that says so."""
+    from zslib.engine.evaluate import evaluate
+
+    rng = np.random.default_rng(3)
+    labels = np.repeat(np.arange(12), 6)
+    x = rng.normal(size=(len(labels), 8)) + 0.8 * rng.normal(size=(12, 8))[labels]
+    with pytest.raises(ValueError, match="leave_one_out=True"):
+        evaluate(torch.tensor(x), torch.tensor(labels), dataset="inshop")
+    row = evaluate(torch.tensor(x), torch.tensor(labels), dataset="inshop", leave_one_out=True)
+    u = x / np.linalg.norm(x, axis=1, keepdims=True)
+    sim = u @ u.T
+    np.fill_diagonal(sim, -np.inf)
+    order = np.argsort(-sim, axis=1, kind="stable")
+    for k in (1, 10, 20, 30, 40, 50):
+        want = np.mean([(labels[order[i, :k]] == labels[i]).any() for i in range(len(labels))])
+        assert row[f"R@{k}"] == pytest.approx(want)
+    assert list(row) == ["R@1", "R@10", "R@20", "R@30", "R@40", "R@50"]

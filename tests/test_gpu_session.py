@@ -80,6 +80,7 @@ def test_the_plan_counts_each_shared_run_once(session, tmp_path):
     total = session.write_plan(c, ("cml", "adapt_adv"), tmp_path, 8.0)
     runs = {x.hash: x for runs in c["validation"].values() for seeds in runs.values() for x in seeds}
     runs.update({x.hash: x for seeds in c["floor"].values() for x in seeds})
+    runs.update({x.hash: x for seeds in c["tuning"].values() for x in seeds})  # the tuning stage, trained first
     for m in ("cml", "adapt_adv"):  # "off" and the costliest candidate at test
         runs.update({x.hash: x for x in c["test"][m]["off"]})
         worst = max((k for k in c["test"][m] if k != "off"),
@@ -106,10 +107,33 @@ def test_a_smoke_session_trains_chooses_tabulates_and_a_second_one_trains_nothin
     manifest = json.loads((out / "results" / "smoke-campaign" / "campaign" / "flowers102.json").read_text())
     stored = [f for runs in manifest["validation"]["cml"].values() for f in runs] + manifest["test"]["cml"]["off"]
     assert all(f"smoke-campaign/{f}" in names for f in stored)
+    # the workers trained the tuning stage first and the methods with its choice: the table step trained nothing
+    tuning = [f for runs in manifest["tuning"].values() for f in runs]
+    assert tuning and all(f"smoke-campaign/{f}" in names for f in tuning)
+    first = capsys.readouterr().out
+    assert "tuning: " in first and "-> the methods run" in first and "the table step trained" not in first
+    assert "(0 run(s) trained by this call" in first
     files = {p: p.stat().st_mtime_ns for p in (out / "results" / "smoke-campaign").glob("*.json")}
-    capsys.readouterr()
     assert session.main(argv) == 0  # everything stored: nothing is queued, nothing trained
     log = capsys.readouterr().out
     assert "methods with every run stored: ['cml']" in log and "(0 run(s) trained by this call" in log
     assert "what is left of the campaign (an estimate from the runs of 2026-11-26, six sharing an H200): 0 s" in log
     assert {p: p.stat().st_mtime_ns for p in (out / "results" / "smoke-campaign").glob("*.json")} == files
+
+
+def test_the_results_are_packed_after_every_finished_run(session, tmp_path):
+    """``results.tar.gz`` is rewritten whole (beside it, then renamed) with every result file so far: a session
+    stopped after any run returns the runs it finished."""
+    import tarfile
+
+    results, out = tmp_path / "results", tmp_path / "out"
+    out.mkdir()
+    (results / "checkpoints").mkdir(parents=True)
+    (results / "a.json").write_text("{}")
+    (results / "checkpoints" / "a.pt").write_text("x")
+    session._pack(results, out)
+    (results / "b.json").write_text("{}")
+    session._pack(results, out)
+    with tarfile.open(out / "results.tar.gz") as tar:
+        assert sorted(tar.getnames()) == ["a.json", "b.json"]
+    assert sorted(p.name for p in out.iterdir()) == ["results.tar.gz"]

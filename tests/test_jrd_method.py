@@ -248,7 +248,13 @@ def test_presets_are_the_papers_settings():
     mmd = jrd_method("cub200", alpha=0.1, regularizer="jmmd")
     assert mmd["method_params"]["regularizer"] == "jmmd"
     with pytest.raises(KeyError, match="no JRD preset"):
-        jrd_method("inshop")
+        jrd_method("flowers102")
+    # In-Shop is not in the paper: its preset is stated as the paper's SOP settings over In-Shop's training images
+    shop, sop = JRD_PRESETS["inshop"], JRD_PRESETS["sop"]
+    assert "not in chu2020jrd" in shop["source"] and "SOP settings" in shop["source"]
+    assert {k: shop[k] for k in ("alpha", "margin", "proxy_lr", "batch_size")} == \
+        {k: sop[k] for k in ("alpha", "margin", "proxy_lr", "batch_size")}
+    assert shop["iterations"] == 80 * math.ceil(25882 / 120) and "chu2020jrd Sec. 5.1" in sop["source"]
 
 
 # -------------------------------------------------------------------------------------- end to end

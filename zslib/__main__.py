@@ -219,14 +219,19 @@ def _parser(config_cls=None) -> argparse.ArgumentParser:
                         "unless --data-root is given); results go to <results>/smoke-campaign/")
     f.add_argument("--methods", help=f"comma-separated subset of {','.join(_FINETUNE_METHODS)} (default: all "
                    f"{len(_FINETUNE_METHODS)}); one method runs with its same-loss baseline, 'off' and the tuning "
-                   "stage. Estimated time of one method on a free Colab T4 (103 images/s, the measured two-core "
-                   "loader rate; not measured on a T4): {t4_minutes}")
+                   "stage. Estimated time of one method on a free Colab T4 (500 images/s, NVIDIA's published V100 "
+                   "rate scaled by the T4's memory bandwidth; not measured on a T4): {t4_minutes}")
     f.add_argument("--validation-seeds", help="comma-separated seeds of the validation stage (default: the recipe's)")
     f.add_argument("--test-seeds", help="comma-separated seeds of the test stage (default: the recipe's)")
     f.add_argument("--data-root", help="folder holding the dataset's folder (default: $ZS_DATA or data/)")
     f.add_argument("--device", help="cuda, cuda:1, cpu ... (default: $ZS_DEVICE, else CUDA when present)")
     f.add_argument("--results-dir", help="where runs and the campaign's table go (default: $ZS_RESULTS or results/)")
-    f.add_argument("--plan", action="store_true", help="print the runs and the estimated time; train nothing")
+    f.add_argument("--batch-classes", type=int, metavar="P",
+                   help="classes per batch of every run (default: the recipe's, halved where the GPU's memory is too "
+                        "small); a different experiment from the recipe's, with other config hashes")
+    f.add_argument("--plan", action="store_true",
+                   help="print the runs, the seeds, and the estimated time with the throughput it assumes; train "
+                        "nothing")
     _progress_option(f, "none", "text: a progress bar per run; none: one line per run (default)")
 
     r = sub.add_parser("record", help="copy finished runs of a profile into results/recorded/ (to commit them)",
@@ -325,8 +330,9 @@ _FINETUNE_DATASETS = ["flowers102", "cub200", "cars196", "sop", "inshop"]
 #: :data:`zslib.engine.registry.PAPERS` without importing them).
 _FINETUNE_METHODS = tuple(p["method"] for p in _catalog()["papers"] if p["finetune"])
 #: Minutes of the Flowers-102 campaign at the throughputs of zslib.campaign.run.ASSUMED_RATES (2,500 and
-#: 103 training images per second, evaluations included); tests/test_campaign.py checks them against estimate_minutes().
-_FINETUNE_ESTIMATE = {"gpu": 29, "t4": 695}
+#: 500 training images per second, evaluations included); tests/test_campaign.py checks them against estimate_minutes().
+#: "t4 cml" is ``--methods cml`` alone on the T4.
+_FINETUNE_ESTIMATE = {"gpu": 27, "t4": 135, "t4 cml": 55}
 
 
 def _finetune_t4_minutes() -> dict[str, int]:
@@ -369,10 +375,13 @@ chooses batch statistics. Stages:
 Time on a GPU, Flowers-102 with EfficientNet-Lite0: one run alone trains about 2,560 images/s on an NVIDIA H200
 with 16 CPU cores (measured; the loader is the limit), so the whole campaign takes about
 {_FINETUNE_ESTIMATE['gpu']} min on one recent GPU (estimated at 2,500 images/s, evaluations included) and about
-{_FINETUNE_ESTIMATE['t4']} min on a free Colab T4 (estimated at 103 images/s, the rate the two-core loader was
-measured at with the image cache; the T4 was not measured). The papers' datasets take hours (see --plan). Started
+{_FINETUNE_ESTIMATE['t4']} min on a free Colab T4 (estimated at 500 images/s: NVIDIA's published EfficientNet-B0
+training rate on a V100 scaled by the T4's memory bandwidth, with the images cropped on the GPU, which CUDA does by
+default; the T4 was not measured). One method (--methods cml) fits one Colab session: about
+{_FINETUNE_ESTIMATE['t4 cml']} min on a T4. A dataset whose pixels fit neither the GPU nor the VM's memory is fed by
+the loader (estimated at 103 images/s on two cores): the papers' large datasets take hours (see --plan). Started
 again after a disconnect, the command loads the finished runs and resumes the interrupted one from its checkpoint.
-Each result records the GPU, precision, images/s and data wait.
+Each result records the GPU, precision, data path, images/s and data wait.
 """
 
 
@@ -399,6 +408,8 @@ def _finetune(args) -> int:
             raise UsageError(f"--methods: unknown method(s) {unknown}; choose from {','.join(_FINETUNE_METHODS)}")
     vseeds = _seed_list(args.validation_seeds, "--validation-seeds")
     tseeds = _seed_list(args.test_seeds, "--test-seeds")
+    if args.batch_classes is not None and args.batch_classes < 2:
+        raise UsageError(f"--batch-classes needs at least 2 classes per batch, got {args.batch_classes}")
     for seeds, option in ((vseeds, "--validation-seeds"), (tseeds, "--test-seeds")):
         if seeds is not None and len(seeds) < 2:
             raise UsageError(f"{option} needs at least two seeds: the comparisons are paired by seed")
@@ -428,11 +439,23 @@ def _finetune(args) -> int:
     device = None if args.smoke else _check_device(args.device)
     from zslib.engine.data.root import using_data_root  # after the checks above: they answer before torch loads
 
-    with using_data_root(data_root):  # only for this campaign: the caller's process keeps its own ZS_DATA
+    from zslib.engine.out_of_memory import advising
+
+    overrides = {} if args.batch_classes is None else {"batch_classes": args.batch_classes}
+    with using_data_root(data_root), advising(_finetune_advice(methods)):  # ZS_DATA: only for this campaign
         run_campaign(args.dataset, smoke=args.smoke, methods=methods, results_dir=args.results_dir, device=device,
                      validation_seeds=vseeds, test_seeds=tseeds, progress=_progress(args.progress),
-                     out=lambda line: print(line, flush=True))
+                     out=lambda line: print(line, flush=True), overrides=overrides)
     return 0
+
+
+def _finetune_advice(methods):
+    """What an allocation failure in ``finetune`` tells the reader to change: its own options."""
+    def advice(p: int, k: int) -> str:
+        one = " or one method at a time (--methods)" if len(methods) > 1 else ""
+        return (f"run the same command with --batch-classes {max(2, p // 2)} (P = {p}; a different experiment from the "
+                f"recipe's){one}; the finished runs are kept")
+    return advice
 
 
 def _print_metrics(title, metrics):

@@ -29,9 +29,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from zslib.campaign.records import hardware
-from zslib.campaign.plan import (METHODS, RECIPES, SMOKE_SEEDS, UNTRAINED, Recipe, candidate_configs, estimated_images,
+from zslib.campaign.plan import (RECIPES, SMOKE, SMOKE_SEEDS, UNTRAINED, Recipe, candidate_configs, estimated_images,
                                  floor_config, length_candidates, method_plan, named, skipped_methods, tuning_changes,
-                                 tuning_configs, tuning_overrides)
+                                 method_plans, tuning_configs, tuning_overrides)
 from zslib.engine.choice import choose
 from zslib.engine.stability import stability_label
 from zslib.engine.config import Config
@@ -39,7 +39,8 @@ from zslib.engine.stats import format_interval, interval, paired
 
 __all__ = ["STAGES", "Campaign", "run_campaign", "setting_to_test", "device_settings", "comparison_rows", "markdown_table",
            "campaign_configs", "estimate_minutes", "ASSUMED_RATES", "record_campaigns", "load_manifest",
-           "tuning_to_use", "DEFAULT_TUNING", "plan_lines", "DATASET_IMAGES"]
+           "tuning_to_use", "DEFAULT_TUNING", "plan_lines", "DATASET_IMAGES", "SEEN_IMAGES", "assumed_rate",
+           "method_batches", "PEAK_MEMORY_GIB", "LOADER_RATE"]
 
 #: The stages, in order, with what each does (``--help`` prints them).
 STAGES = {
@@ -53,16 +54,69 @@ STAGES = {
 }
 
 #: Training throughput used for the time estimates of ``--help`` and ``--plan`` (images per second of
-#: EfficientNet-Lite0 in 16-bit precision with the image cache). The data-centre rate is close to what one run alone
-#: measured on an NVIDIA H200 with 16 CPU cores (2,560 images/s, ``benchmarks/bench_train.py``, 2026-11-26). A
-#: Colab T4 has two CPU cores to feed it: its rate is the Flowers-102 loader's with the image cache measured on
-#: two shared cores (103 images/s, README's throughput table, ``--loader-only``), the limit if the T4 itself is
-#: faster; the T4 was not measured.
+#: EfficientNet-Lite0 at 224 px in 16-bit precision). The data-centre rate is close to what one run alone measured on an
+#: NVIDIA H200 with 16 CPU cores (2,560 images/s, ``benchmarks/bench_train.py``, 2026-11-26). The T4 was not measured:
+#: its rate is NVIDIA's published training rate of EfficientNet-B0 on one V100 in mixed precision (1,401 images/s,
+#: DeepLearningExamples, PyTorch EfficientNet README, 21.03 container) times the T4's share of the V100's memory
+#: bandwidth (320 of 900 GB/s: depthwise convolutions are bound by it), about 500; with the device image path
+#: (:mod:`zslib.engine.data.device_images`, on by default on CUDA) the GPU, not the VM's two CPU cores, is the limit.
 ASSUMED_RATES = {"one recent data-centre GPU (A100, H100), 8+ CPU cores": 2500.0,
-                 "a free Colab T4 (2 CPU cores feed it; the loader is the limit)": 103.0}
+                 "a free Colab T4 (images cropped on the GPU)": 500.0}
 ASSUMED_RATE_SOURCES = dict(zip(ASSUMED_RATES, (
     "about the 2,560 images/s measured for one run on an H200",
-    "the two-core loader rate measured with the image cache; the T4 itself not measured")))
+    "NVIDIA's published 1,401 images/s of EfficientNet-B0 training on one V100, scaled by the T4's memory "
+    "bandwidth, 320 of 900 GB/s; the T4 itself not measured")))
+#: The rate of a T4 fed by its VM's loader (2 CPU cores), for a dataset whose pixels fit neither the T4 nor pinned
+#: host memory (:data:`PIXELS_GB`): the Flowers-102 loader with the image cache measured on two shared cores
+#: (README's throughput table, ``--loader-only``).
+LOADER_RATE = 103.0
+#: Gigabytes of a dataset's pre-resized pixels at 256 px (what the device image path holds): Flowers-102 and SOP as
+#: the image cache measured them; the others estimated from their image counts at Flowers-102's bytes per image.
+PIXELS_GB = {"flowers102": 2.1, "cub200": 3.0, "cars196": 4.2, "sop": 25.0, "inshop": 13.5}
+#: A free Colab T4: 15 GB of GPU memory and about 12.7 GB of VM memory; the device image path takes at most half of
+#: either (:data:`zslib.engine.data.device_images.DEVICE_SHARE`, ``HOST_SHARE``).
+T4_MEMORY_GB = {"gpu": 15.0, "host": 12.7}
+
+
+def assumed_rate(where: str, dataset: str) -> tuple[float, str]:
+    """``(images per second, what it assumes)`` of ``where`` (a key of :data:`ASSUMED_RATES`) for ``dataset``: on the
+    T4, the device image path where the pixels fit (:data:`PIXELS_GB`), else its loader's :data:`LOADER_RATE`."""
+    from zslib.engine.data.device_images import DEVICE_SHARE, HOST_SHARE
+
+    rate = ASSUMED_RATES[where]
+    if "T4" not in where:
+        return rate, ASSUMED_RATE_SOURCES[where]
+    pixels = PIXELS_GB.get(dataset, 0.0)
+    if pixels <= DEVICE_SHARE * T4_MEMORY_GB["gpu"]:
+        return rate, f"{ASSUMED_RATE_SOURCES[where]}; the {pixels:g} GB of pixels on the GPU"
+    if pixels <= HOST_SHARE * T4_MEMORY_GB["host"]:
+        return rate, f"{ASSUMED_RATE_SOURCES[where]}; the {pixels:g} GB of pixels in pinned host memory"
+    return LOADER_RATE, (f"the {pixels:g} GB of pixels fit neither the T4 nor the VM's memory: its two-core loader, "
+                         f"{LOADER_RATE:g} images/s measured with the image cache")
+
+
+#: Peak GPU memory (GiB) of one run of the Flowers-102 recipe (32 x 4 images of 224 px, EfficientNet-Lite0, 16-bit),
+#: as measured on an NVIDIA H200 on 2026-11-26 (``gpu_peak_memory_gib`` of ``results/recorded/ft-*.json``, the pixels
+#: on the device included): DeML at J = 8 15.9 (9.7 at J = 4, its largest candidate counts), every other method about
+#: 5 (:data:`DEFAULT_PEAK_GIB`). It grows with the batch, the basis of :func:`method_batches`.
+PEAK_MEMORY_GIB = {"deml": 15.9}
+DEFAULT_PEAK_GIB = 5.0
+#: The batch those peaks were measured at, and what a GPU keeps besides (CUDA context, allocator slack).
+PEAK_BATCH, RESERVE_GIB = 128, 1.5
+
+
+def method_batches(memory_gib: float, batch: tuple[int, int], methods) -> dict[str, int]:
+    """``{method: batch_classes}`` for the methods whose estimated peak (:data:`PEAK_MEMORY_GIB`, scaled by the batch's
+    images) does not fit ``memory_gib`` at ``batch``: P halved until it does (K kept: the pairs of a class)."""
+    out = {}
+    for m in methods:
+        peak = PEAK_MEMORY_GIB.get(m, DEFAULT_PEAK_GIB)
+        p, k = batch
+        while p > 2 and peak * p * k / PEAK_BATCH + RESERVE_GIB > memory_gib:
+            p //= 2
+        if p != batch[0]:
+            out[m] = p
+    return out
 
 
 @dataclass
@@ -86,11 +140,17 @@ class Campaign:
     paths: dict = field(default_factory=dict)
 
 
-def device_settings(device, recipe: Recipe, smoke: bool = False) -> tuple[dict, dict]:
+def device_settings(device, recipe: Recipe, smoke: bool = False, methods=(),
+                    batch_classes: int | None = None) -> tuple[dict, dict]:
     """``(overrides, description)`` for the device: loader workers (the runs ask for 8; the loader starts at most
-    one per CPU core, :func:`zslib.engine.train.batches.loader_workers`), the precision the trainer will use, and
-    the batch: the recipe's P x K, halved (P) on a GPU with less than 12 GiB of memory, where 128 images of
-    224 px would not fit. A changed batch is a different experiment (its hash changes) and is said."""
+    one per CPU core, :func:`zslib.engine.train.batches.loader_workers`), the precision the trainer will use, the
+    data path (on CUDA the device image path, :mod:`zslib.engine.data.device_images`: the same batches, made on the
+    GPU, where the pixels fit; its hash is unchanged), and the batch: the recipe's P x K, halved (P) on a GPU with
+    less than 12 GiB of memory, where 128 images of 224 px would not fit, and for each of ``methods`` whose
+    estimated peak memory does not fit the GPU (:func:`method_batches`: DeML at J = 8 on a 15-GiB T4), listed in
+    ``description["method_batches"]`` (``{method: P}``). ``batch_classes``: the P the caller asked for instead of
+    the recipe's (``finetune --batch-classes``; not halved below 12 GiB, but still per method where it does not
+    fit). A changed batch is a different experiment (its hash changes) and is said."""
     import torch
 
     from zslib.engine.store import device_name
@@ -99,18 +159,25 @@ def device_settings(device, recipe: Recipe, smoke: bool = False) -> tuple[dict, 
 
     device = torch.device(device)
     overrides: dict = {}
-    batch = (recipe.settings["batch_classes"], recipe.settings["batch_per_class"])
-    memory = None
+    sizes = SMOKE if smoke else recipe.settings
+    batch = (batch_classes or sizes["batch_classes"], sizes["batch_per_class"])
+    memory, per_method = None, {}
     if device.type == "cuda":
         memory = torch.cuda.get_device_properties(device).total_memory / 2**30
-        if memory < 12 and not smoke:
+        if memory < 12 and not smoke and batch_classes is None:
             overrides["batch_classes"] = max(2, batch[0] // 2)
             batch = (overrides["batch_classes"], batch[1])
+        if not smoke:
+            per_method = method_batches(memory, batch, methods)
+            if recipe.settings.get("image_cache"):
+                overrides["device_images"] = True
     requested = 0 if smoke else int(recipe.settings["num_workers"])
     amp = False if smoke else bool(recipe.settings["amp"])
     description = {"device": device_name(device), "gpu_memory_gib": None if memory is None else round(memory, 1),
                    "precision": Precision(device, amp).name, "loader_workers": loader_workers(requested),
-                   "batch": f"{batch[0]} x {batch[1]}", "batch_changed": bool(overrides)}
+                   "device_images": bool(overrides.get("device_images")),
+                   "batch": f"{batch[0]} x {batch[1]}", "batch_changed": "batch_classes" in overrides,
+                   "method_batches": per_method}
     return overrides, description
 
 
@@ -118,13 +185,17 @@ def device_settings(device, recipe: Recipe, smoke: bool = False) -> tuple[dict, 
 DEFAULT_TUNING = "lr=1e-05"
 
 
-def campaign_configs(dataset: str, *, smoke: bool = False, methods=METHODS, overrides=None,
-                     validation_seeds=None, test_seeds=None, tuning: str | None = None) -> dict:
+def campaign_configs(dataset: str, *, smoke: bool = False, methods=None, overrides=None,
+                     validation_seeds=None, test_seeds=None, tuning: str | None = None,
+                     method_overrides: dict | None = None) -> dict:
     """Every config of the campaign: ``{"floor": {backbone: [...]}, "tuning": {label: [...]}, "validation":
     {method: {key: [...]}}, "test": {method: {key: [...]}}, "head": [...]}``. ``tuning``: the key chosen by the
     tuning stage (:func:`tuning_to_use`), whose recipe every method's runs use; before the choice (``None``)
     the recipe's rate at its full length (:data:`DEFAULT_TUNING`). A recipe without a tuning stage (the papers'
-    datasets, their own settings) has empty ``"tuning"`` and ``"head"``."""
+    datasets, their own settings) has empty ``"tuning"`` and ``"head"``. ``method_overrides``: ``{method: Config
+    fields}`` set on that method's runs and its baseline's after ``overrides`` (e.g. a smaller batch for DeML on
+    a 15-GiB GPU, :func:`device_settings`)."""
+    methods = _every_method(methods)
     recipe = _recipe(dataset)
     vseeds, tseeds = _seeds(recipe, smoke, validation_seeds, test_seeds)
     skip = skipped_methods(recipe, methods)
@@ -146,27 +217,42 @@ def campaign_configs(dataset: str, *, smoke: bool = False, methods=METHODS, over
         if m in skip:
             continue
         plan = method_plan(m, recipe)
-        val = candidate_configs(plan, recipe, smoke=smoke, overrides=overrides, stage="val")
-        test = candidate_configs(plan, recipe, smoke=smoke, overrides=overrides, stage="test")
+        own = {**overrides, **(method_overrides or {}).get(m, {})}
+        val = candidate_configs(plan, recipe, smoke=smoke, overrides=own, stage="val")
+        test = candidate_configs(plan, recipe, smoke=smoke, overrides=own, stage="test")
         out["validation"][m] = {k: [named(c.replace(seed=s), "val") for s in vseeds] for k, c in val.items()}
         out["test"][m] = {k: [named(c.replace(seed=s), "test") for s in tseeds] for k, c in test.items()}
         backbone = test["off"].backbone
         if backbone not in out["floor"]:
+            if own != overrides:  # the floor is the network as it comes, whatever batch one method trains with
+                test = candidate_configs(plan, recipe, smoke=smoke, overrides=overrides, stage="test")
             floor = floor_config(recipe, backbone, smoke=smoke, overrides=overrides, base=test["off"])
             out["floor"][backbone] = [named(floor.replace(seed=s), "test") for s in tseeds]
     return out
 
 
-#: Images in each dataset (train and test splits together): every evaluation embeds all of them once.
+#: Images in each dataset (train and test splits together): a test run's evaluation embeds all of them once.
 DATASET_IMAGES = {"flowers102": 8189, "cub200": 11788, "cars196": 16185, "sop": 120053, "inshop": 52712}
+#: Images of the seen classes (the training split): a validation run's evaluation embeds these only, the training
+#: and the validation classes (Flowers-102's classes 1-51; CUB's, Cars', SOP's and In-Shop's training splits).
+SEEN_IMAGES = {"flowers102": 3493, "cub200": 5864, "cars196": 8054, "sop": 59551, "inshop": 25882}
 
 
 def _evaluations(config) -> int:
-    """How many times a run embeds the whole dataset: every ``eval_every`` steps from step 0 when that is shorter
+    """How many times a run embeds its splits: every ``eval_every`` steps from step 0 when that is shorter
     than the run, and once at the end (an untrained network: once)."""
     if config.method == "pretrained":
         return 1
     return 1 + (config.iterations // config.eval_every if config.eval_every < config.iterations else 0)
+
+
+def _embedded(config, smoke: bool = False) -> int:
+    """Images one evaluation of ``config`` embeds: the seen classes' for a validation run, every image for a test
+    run (the fabricated Flowers-102 of ``--smoke``: 14 classes of 5)."""
+    if smoke:
+        return 14 * 5 if not config.validation_fraction else 8 * 5
+    every = DATASET_IMAGES.get(config.dataset, 10000)
+    return SEEN_IMAGES.get(config.dataset, every // 2) if config.validation_fraction else every
 
 
 def _planned(c: dict) -> list:
@@ -182,33 +268,41 @@ def _planned(c: dict) -> list:
     return list(configs.values())
 
 
-def estimate_minutes(dataset: str = "flowers102", images_per_second: float = 2500.0, methods=METHODS, *,
-                     smoke: bool = False, configs: dict | None = None, eval_speedup: float = 3.0) -> float:
+#: How much faster than training an evaluation embeds images: one forward pass against a forward and a backward
+#: pass (about three times the work), both in 16-bit precision on a GPU.
+EVAL_SPEEDUP = 3.0
+
+
+def estimate_minutes(dataset: str = "flowers102", images_per_second: float = 2500.0, methods=None, *,
+                     smoke: bool = False, configs: dict | None = None, eval_speedup: float = EVAL_SPEEDUP) -> float:
     """Minutes the campaign (or the plan ``configs`` of :func:`campaign_configs`) would take at
     ``images_per_second`` of training (an assumption or a measured rate, not a measurement of this plan): every
-    training image, plus every evaluation's images at ``eval_speedup`` times that rate (a forward pass only;
-    the image sizes of the plan's configs, e.g. the smoke run's two steps, are what is counted)."""
+    training image, plus every evaluation's images (:func:`_embedded`: a validation run embeds the seen classes
+    only) at ``eval_speedup`` times that rate (the image sizes of the plan's configs, e.g. the smoke run's two
+    steps, are what is counted)."""
+    methods = _every_method(methods)
     c = configs if configs is not None else campaign_configs(dataset, methods=methods, smoke=smoke)
     runs = _planned(c)
-    images = DATASET_IMAGES.get(runs[0].dataset, 10000) if runs else 0
-    if smoke:
-        images = 14 * 5  # the fabricated Flowers-102 (zslib.campaign.fabricate)
-    evaluated = sum(_evaluations(x) for x in runs) * images
+    evaluated = sum(_evaluations(x) * _embedded(x, smoke) for x in runs)
     return (estimated_images(runs) + evaluated / eval_speedup) / images_per_second / 60.0
 
 
-def plan_lines(dataset: str = "flowers102", *, smoke: bool = False, methods=METHODS, validation_seeds=None,
+def plan_lines(dataset: str = "flowers102", *, smoke: bool = False, methods=None, validation_seeds=None,
                test_seeds=None) -> list[str]:
     """What ``python -m zslib finetune --plan`` prints: the runs of each stage and the time they would take at
-    the rates of :data:`ASSUMED_RATES`, estimated from exactly these runs (smoke or not)."""
+    the rates of :data:`ASSUMED_RATES` (:func:`assumed_rate`), estimated from exactly these runs (smoke or not),
+    with what each figure assumes."""
+    methods = _every_method(methods)
     c = campaign_configs(dataset, smoke=smoke, methods=methods, validation_seeds=validation_seeds,
                          test_seeds=test_seeds)
     n_val = sum(len(x) for r in c["validation"].values() for x in r.values())
     n_tune = sum(len(x) for x in c["tuning"].values())
+    vseeds, tseeds = _seeds(_recipe(dataset), smoke, validation_seeds, test_seeds)
     lines = [f"{dataset}{' (smoke: two steps, tiny images, CPU)' if smoke else ''}: "
              f"{sum(len(x) for x in c['floor'].values())} floor evaluations, {n_tune} tuning runs, {n_val} "
              f"validation runs, then 'off', one setting per method ({len(c['test'])} method(s)) and "
-             f"{len(c['head'])} head-only runs at test"]
+             f"{len(c['head'])} head-only runs at test; validation seeds {', '.join(map(str, vseeds))}, test seeds "
+             f"{', '.join(map(str, tseeds))}"]
     if c["tuning"]:
         first = c["tuning"]["off"][0]
         lines.append(f"  tuning: {first.backbone}, {first.loss} baseline, up to {first.iterations} steps of "
@@ -221,12 +315,28 @@ def plan_lines(dataset: str = "flowers102", *, smoke: bool = False, methods=METH
                      + ", ".join(k for k in runs if k != "off"))
     if c["tuning"]:
         lines.append(f"  (the methods' recipe shown is {DEFAULT_TUNING!r} at full length; the tuning stage chooses it)")
-    for where, rate in ASSUMED_RATES.items():
+    for where in ASSUMED_RATES:
+        rate, source = assumed_rate(where, dataset)
         minutes = estimate_minutes(dataset, rate, methods, smoke=smoke, configs=c)
         shown = f"{minutes:.0f} min" if minutes >= 1 else f"{60 * minutes:.0f} s"
         lines.append(f"  estimated (not measured) on {where}: about {shown} at {rate:,.0f} images/s of training "
-                     f"({ASSUMED_RATE_SOURCES[where]})")
+                     f"({source})")
+    smaller = method_batches(T4_MEMORY_GB["gpu"] * 1e9 / 2**30, (first.batch_classes, first.batch_per_class),
+                             c["validation"]) if c["validation"] and not smoke else {}
+    for m, p in smaller.items():
+        lines.append(f"  on a T4 {m} trains at {p} x {first.batch_per_class} (its estimated peak memory at "
+                     f"{first.batch_classes} x {first.batch_per_class} does not fit 15 GB); the estimate counts the "
+                     "recipe's batch")
+    lines.append(f"  the estimates assume: every training image at that rate; evaluations under autocast at "
+                 f"{EVAL_SPEEDUP:g} times it, a validation run embedding the seen classes' images only, a test run "
+                 "every image; no time for downloads, the image cache or a disconnect")
     return lines
+
+
+def _every_method(methods) -> tuple:
+    """``methods``, or (``None``) every paper's method, read from the registry when called (a paper registered
+    later, e.g. by a test, is included; one removed is not)."""
+    return tuple(method_plans()) if methods is None else tuple(methods)
 
 
 def _recipe(dataset: str) -> Recipe:
@@ -275,13 +385,14 @@ class _Runner:
         return result
 
 
-def run_campaign(dataset: str = "flowers102", *, smoke: bool = False, methods=METHODS, results_dir=None,
+def run_campaign(dataset: str = "flowers102", *, smoke: bool = False, methods=None, results_dir=None,
                  device=None, validation_seeds=None, test_seeds=None, progress=False, out=print,
                  checkpoint_every: int | None = None, overrides: dict | None = None) -> Campaign:
     """Run (or resume, or load) the whole campaign on ``dataset`` and return what it found (see the module
     docstring). ``smoke``: every configuration for two steps on tiny images on the CPU (:data:`~zslib.campaign.plan.SMOKE`),
     stored apart (``<results>/smoke-campaign/``) so that they never mix with real runs. ``overrides``: Config
     fields set on every run (e.g. ``{"iterations": 100}`` for a shorter campaign; they change the runs' hashes)."""
+    methods = _every_method(methods)
     import torch
 
     from zslib.engine.profile import device as default_device
@@ -293,16 +404,26 @@ def run_campaign(dataset: str = "flowers102", *, smoke: bool = False, methods=ME
     if smoke:
         directory = directory / "smoke-campaign"
     check_writable(directory)
-    dev_overrides, described = device_settings(device, recipe, smoke)
+    dev_overrides, described = device_settings(device, recipe, smoke, methods,
+                                               batch_classes=(overrides or {}).get("batch_classes"))
     overrides = {**dev_overrides, **(overrides or {})}
+    k = overrides.get("batch_per_class", (SMOKE if smoke else recipe.settings)["batch_per_class"])
+    per_method = {m: {"batch_classes": p} for m, p in described["method_batches"].items()}
     configs = campaign_configs(recipe.dataset, smoke=smoke, methods=methods, overrides=overrides,
-                               validation_seeds=validation_seeds, test_seeds=test_seeds)
+                               validation_seeds=validation_seeds, test_seeds=test_seeds, method_overrides=per_method)
     camp = Campaign(recipe.dataset, smoke, skipped=skipped_methods(recipe, methods), device=described)
+    feed = ("images cropped on the device (where they fit)" if described["device_images"]
+            else f"{described['loader_workers']} loader worker(s)")
     out(f"fine-tuning campaign on {recipe.dataset}{' (smoke: two steps, tiny images, CPU)' if smoke else ''}: "
-        f"{described['device']}, {described['precision']}, batch {described['batch']}, "
-        f"{described['loader_workers']} loader worker(s); results in {directory}")
+        f"{described['device']}, {described['precision']}, batch {described['batch']}, {feed}; results in "
+        f"{directory}")
     if described["batch_changed"]:
         out("  the GPU has less than 12 GiB: the batch is halved (a different experiment from the recipe's)")
+    for m, p in described["method_batches"].items():
+        peak = PEAK_MEMORY_GIB.get(m, DEFAULT_PEAK_GIB)
+        out(f"  {m}: about {peak:g} GiB at {PEAK_BATCH} images (measured on an H200) does not fit this GPU's "
+            f"{described['gpu_memory_gib']} GiB: its runs and its baseline train at {p} x {k} (a different "
+            "experiment from the recipe's)")
     for m, why in camp.skipped.items():
         out(f"  {m} does not run on {recipe.dataset}: {why}")
 
@@ -328,7 +449,7 @@ def run_campaign(dataset: str = "flowers102", *, smoke: bool = False, methods=ME
                 "(an ablation of the recipe)")
         configs = campaign_configs(recipe.dataset, smoke=smoke, methods=methods, overrides=overrides,
                                    validation_seeds=validation_seeds, test_seeds=test_seeds,
-                                   tuning=camp.tuning_setting)
+                                   tuning=camp.tuning_setting, method_overrides=per_method)
     else:
         out(f"  {recipe.dataset} runs its papers' settings: no tuning stage")
 

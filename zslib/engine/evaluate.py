@@ -954,7 +954,7 @@ _ALIASES = {"cub": "cub200", "cub-200-2011": "cub200", "cars": "cars196", "stanf
 
 def evaluate(embeddings, labels, dataset: str = "cub200", query_embeddings=None, query_labels=None,
              seed: int = 0, *, metric: str = "cosine", extra: Iterable[str] = (), device=None,
-             backend: str = "auto", chunk_size: int | None = None) -> dict[str, float]:
+             backend: str = "auto", chunk_size: int | None = None, leave_one_out: bool = False) -> dict[str, float]:
     """The book's standard evaluation row for ``dataset`` (keys in :data:`STANDARD_ROWS`).
 
     Keys (all fractions in [0, 1]):
@@ -970,12 +970,19 @@ def evaluate(embeddings, labels, dataset: str = "cub200", query_embeddings=None,
     Rows: cub200 / cars196 / synthparts: R@1, R@2, R@4, R@8, NMI, F1 (CML, DeML, JRD); sop:
     R@1, R@10, R@100, R@1000; inshop: R@1, R@10, R@20, R@30, R@40, R@50; flowers102: R@1, R@2,
     R@4, R@8, kNN, NMI (Adapt-Adv).
+
+    In-Shop's test split has separate queries and gallery (Liu et al. 2016); a set without them, such as the
+    validation classes held out of its training split, is scored leave-one-out with the same row only when asked
+    (``leave_one_out=True``), so that a test split passed without its queries is an error, not another protocol.
     """
     key = _ALIASES.get(str(dataset).strip().lower(), str(dataset).strip().lower())
     if key not in STANDARD_ROWS:
         raise ValueError(f"unknown dataset {dataset!r}; use one of {sorted(STANDARD_ROWS)}.")
-    if key == "inshop" and query_embeddings is None:
-        raise ValueError("In-Shop is evaluated with separate queries: pass query_embeddings and query_labels.")
+    if leave_one_out and query_embeddings is not None:
+        raise ValueError("leave_one_out scores every item against the others of one set: pass no query_embeddings")
+    if key == "inshop" and query_embeddings is None and not leave_one_out:
+        raise ValueError("In-Shop is evaluated with separate queries: pass query_embeddings and query_labels (or, "
+                         "for a set without a query/gallery split such as its validation classes, leave_one_out=True).")
     cols = list(STANDARD_ROWS[key])
     for e in extra:
         if not (e.startswith("R@") and e[2:].isdigit() and int(e[2:]) >= 1) and e not in _EXTRA_KEYS:

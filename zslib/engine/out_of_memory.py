@@ -9,9 +9,11 @@ that names the batch and the options that shrink it.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import re
+from collections.abc import Callable
 
-__all__ = ["BatchMemoryError", "batch_memory_hint", "is_allocation_failure"]
+__all__ = ["BatchMemoryError", "batch_memory_hint", "is_allocation_failure", "advising"]
 
 
 class BatchMemoryError(MemoryError, RuntimeError):
@@ -25,9 +27,32 @@ def is_allocation_failure(err: BaseException) -> bool:
     return isinstance(err, MemoryError) or (isinstance(err, RuntimeError) and bool(_ALLOCATION.search(str(err))))
 
 
+def _train_options(p: int, k: int) -> str:
+    """What to lower, in the options of ``python -m zslib train`` (the Config fields of the same names)."""
+    return f"lower --batch-per-class (K = {k}) or --batch-classes (P = {p})"
+
+
+#: What the hint tells the reader to change, given the batch's P and K: the options of the command that is running
+#: (:func:`advising`); by default ``train``'s, which are the Config fields of the same names.
+_ADVICE: contextvars.ContextVar[Callable[[int, int], str]] = contextvars.ContextVar("zslib_batch_advice",
+                                                                                    default=_train_options)
+
+
+@contextlib.contextmanager
+def advising(advice: Callable[[int, int], str]):
+    """Inside the block, an allocation failure's hint ends with ``advice(P, K)``: what to change in the options of
+    the command that runs the block (e.g. ``python -m zslib finetune``, which has no ``--batch-per-class``)."""
+    token = _ADVICE.set(advice)
+    try:
+        yield
+    finally:
+        _ADVICE.reset(token)
+
+
 @contextlib.contextmanager
 def batch_memory_hint(config):
-    """Run the block; an allocation failure inside it becomes one line naming ``config``'s batch and what to do."""
+    """Run the block; an allocation failure inside it becomes one line naming ``config``'s batch and what to do
+    (:func:`advising`)."""
     try:
         yield
     except (RuntimeError, MemoryError) as err:
@@ -38,5 +63,4 @@ def batch_memory_hint(config):
         p, k = config.batch_classes, config.batch_per_class
         raise BatchMemoryError(f"run {config.name}: a training step on a batch of {p} classes x {k} images = {p * k} "
                           f"images does not fit in memory{size}; the loss's pair and triplet terms grow with the "
-                          f"square and cube of the batch: lower --batch-per-class (K = {k}) or --batch-classes "
-                          f"(P = {p})") from None
+                          f"square and cube of the batch: {_ADVICE.get()(p, k)}") from None

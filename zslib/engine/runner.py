@@ -152,7 +152,8 @@ def split_metrics(config: Config, model: nn.Module, data: dict, device, method=N
     from zslib.engine.evaluate import evaluate
 
     def emb(ds):
-        return embed(model, ds, batch_size=config.eval_batch_size, device=device, num_workers=config.num_workers)
+        return embed(model, ds, batch_size=config.eval_batch_size, device=device, num_workers=config.num_workers,
+                     amp=config.amp)
 
     def emb_split(split):
         if embedded is not None and split in embedded:
@@ -165,8 +166,10 @@ def split_metrics(config: Config, model: nn.Module, data: dict, device, method=N
     for split in scored_splits(config) if splits is None else splits:
         if split not in data:
             continue
+        # a held-out set without a query/gallery split (In-Shop's validation classes) is scored leave-one-out
         score = default_eval if split == "seen" else partial(evaluate, dataset=config.dataset, seed=kmeans_seed,
-                                                             extra=HELD_OUT_EXTRA)
+                                                             extra=HELD_OUT_EXTRA,
+                                                             leave_one_out=not isinstance(data[split], tuple))
         if pairwise is not None:
             if isinstance(data[split], tuple):
                 raise NotImplementedError(f"method {config.method!r} evaluates pairs of one set; separate query "
@@ -224,10 +227,14 @@ def run(config: Config, results_dir: str | os.PathLike | None = None, force: boo
     method_cls = get_method(config.method)  # resolved once, here, and handed down
     with distributed.main_first():  # process 0 downloads and caches; the others then find the files
         data = build_data(config, method_cls)
-    if config.device_images:  # the same batches, cropped and normalized on the device
-        from zslib.engine.data.device_images import on_device
+    if "unseen" not in scored_splits(config):  # a validation run: the unseen classes are neither read nor moved
+        data.pop("unseen", None)
+    moved = {}
+    if config.device_images:  # the same batches, cropped and normalized on the device (or the loader's: too big)
+        from zslib.engine.data.device_images import data_path, on_device
 
         data = on_device(data, device)
+        moved = {"data_path": data_path(data)}
     classes = np.unique(np.asarray(data["train"].labels))
     set_seed(config.seed)  # model initialization and class proxies are drawn from the seed
     with distributed.main_first():
@@ -250,7 +257,9 @@ def run(config: Config, results_dir: str | os.PathLike | None = None, force: boo
         result.save(path)
         distributed.barrier()
         return result
-    eval_sets = {k: data[k] for k in ("seen", "val", "unseen") if k in data}
+    # a validation run never embeds the unseen classes, not even in its intermediate evaluations (which run under
+    # saved-and-restored random states: leaving a set out changes no training step)
+    eval_sets = {k: data[k] for k in scored_splits(config) if k in data}
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
     spec = TrainSpec.from_config(
@@ -260,7 +269,7 @@ def run(config: Config, results_dir: str | os.PathLike | None = None, force: boo
               "data_identity": identity})
     with batch_memory_hint(config):  # an allocation failure names the batch and what to lower
         history = train(model, method, data["train"], spec, eval_sets)
-    if "unseen" not in scored_splits(config):  # a validation run keeps no unseen-class curve either
+    if "unseen" not in scored_splits(config):  # nor a curve of them from a checkpoint of older code
         for row in history.evals:
             row.pop("unseen", None)
     done = bool(history.losses) and history.losses[-1]["step"] >= config.iterations
@@ -280,7 +289,7 @@ def run(config: Config, results_dir: str | os.PathLike | None = None, force: boo
         config, device, train_seconds=round(history.elapsed, 3), wall_seconds=round(time.perf_counter() - started, 3),
         checkpoint=os.path.relpath(ckpt, path.parent), precision=Precision(device, config.amp).name,
         processes=world_size, data_wait_share=round(history.data_share, 4), data_identity=identity,
-        **_throughput(config, history, device)),
+        **moved, **_throughput(config, history, device)),
         diverged=diverged)
     result.save(path)
     if diverged:
@@ -366,7 +375,7 @@ def evaluate_checkpoint(checkpoint: str | os.PathLike, split: str = "test", devi
     if device is None:
         from zslib.engine.profile import device as default_device
         device = default_device()
-    state = load_checkpoint(checkpoint, map_location=device)
+    state = load_checkpoint(checkpoint, map_location="cpu")  # the model is moved to the device below
     # the checkpoint's own config, checked against its name and against ``config`` (a result's config is never
     # evaluated with another run's weights)
     config = checkpoint_config(checkpoint, state, config)
@@ -375,12 +384,13 @@ def evaluate_checkpoint(checkpoint: str | os.PathLike, split: str = "test", devi
 
     def emb(name):
         ds = build_dataset(config.to_profile(), name, train=False, mean=mean, std=std)
-        return embed(model, ds, batch_size=config.eval_batch_size, device=device, num_workers=config.num_workers)
+        return embed(model, ds, batch_size=config.eval_batch_size, device=device, num_workers=config.num_workers,
+                     amp=config.amp)
 
     extra = HELD_OUT_EXTRA if split == "test" else ()  # the unseen row of the run's own result
     if config.dataset == "inshop" and split == "test":
         (q, ql), (g, gl) = emb("query"), emb("gallery")
         row = evaluate(g, gl, dataset=config.dataset, query_embeddings=q, query_labels=ql, extra=extra)
     else:
-        row = evaluate(*emb(split), dataset=config.dataset, extra=extra)
+        row = evaluate(*emb(split), dataset=config.dataset, extra=extra, leave_one_out=True)
     return {str(k): float(v) for k, v in row.items()}

@@ -783,7 +783,8 @@ class Flowers102(RealImageDataset):
 
     @classmethod
     def _candidates(cls, base):
-        return [base, base / cls.name, base / "102flowers", base / "oxford_flowers102"]
+        # "flowers-102": the folder torchvision.datasets.Flowers102 downloads into (the same three official files)
+        return [base, base / cls.name, base / "102flowers", base / "oxford_flowers102", base / "flowers-102"]
 
     @classmethod
     def _is_dataset_folder(cls, folder):

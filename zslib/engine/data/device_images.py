@@ -23,10 +23,12 @@ batches as without it and the switch stays out of the config hash, like the imag
 Where the pixels go (``placement``): ``"device"`` when they take at most :data:`DEVICE_SHARE` of the device's free
 memory divided among the runs sharing it (``$ZS_CONCURRENT_RUNS``), else ``"host"``: pinned host memory (on CUDA),
 where the same gather runs on the CPU and only the crops are copied over (Stanford Online Products at 256 px
-is about 25 GB). Flowers-102 at 256 px takes about 2.1 GB. Training sets yield whole batches through
-:meth:`DeviceImages.step_batch` (used by :class:`zslib.engine.train.batches.BatchStream`); evaluation sets give
-their centre crops through :meth:`DeviceImages.tensors` (used by :func:`zslib.engine.train.embed`). An item read
-one at a time (``ds[i]``) comes from the source dataset on the CPU, as before.
+is about 25 GB), when they take at most :data:`HOST_SHARE` of the host memory available (pinned pages cannot be
+swapped out: a Colab VM has about 12 GB), else ``"loader"``: the set stays with the loader processes, as without
+this module (:func:`on_device` leaves it as it is). Flowers-102 at 256 px takes about 2.1 GB. Training sets yield
+whole batches through :meth:`DeviceImages.step_batch` (used by :class:`zslib.engine.train.batches.BatchStream`);
+evaluation sets give their centre crops through :meth:`DeviceImages.tensors` (used by :func:`zslib.engine.train.embed`,
+under autocast on CUDA). An item read one at a time (``ds[i]``) comes from the source dataset on the CPU, as before.
 """
 from __future__ import annotations
 
@@ -36,10 +38,13 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset
 
-__all__ = ["DeviceImages", "on_device", "crop_plan", "DEVICE_SHARE"]
+__all__ = ["DeviceImages", "on_device", "crop_plan", "placement_of", "data_path", "DEVICE_SHARE", "HOST_SHARE"]
 
 #: Largest share of the device's free memory (divided among the runs sharing the device) the pixels may take.
 DEVICE_SHARE = 0.5
+#: Largest share of the host memory available (``MemAvailable``, divided among the runs sharing the device) the
+#: pixels may take as pinned host memory; beyond it a set stays with the loader.
+HOST_SHARE = 0.5
 
 _CHUNK = 1 << 28  # bytes copied to the device at a time
 
@@ -81,17 +86,39 @@ def crop_plan(transform) -> dict:
     return plan
 
 
-def _placement(nbytes: int, device: torch.device, placement: str) -> str:
-    if placement not in ("auto", "device", "host"):
-        raise ValueError(f"placement must be 'auto', 'device' or 'host', got {placement!r}")
+def _sharing_runs() -> int:
+    shared = os.environ.get("ZS_CONCURRENT_RUNS", "").strip()
+    return int(shared) if shared.isdigit() and int(shared) > 0 else 1
+
+
+def host_memory_available() -> int | None:
+    """Bytes of host memory available to new allocations (``MemAvailable`` of ``/proc/meminfo``); ``None`` where
+    that is not known."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def placement_of(nbytes: int, device, placement: str = "auto") -> str:
+    """Where ``nbytes`` of pixels go for training on ``device`` (see the module docstring): ``"device"``, ``"host"``
+    (pinned, CUDA only) or ``"loader"``; ``placement`` other than ``"auto"`` is taken as given."""
+    device = torch.device(device)
+    if placement not in ("auto", "device", "host", "loader"):
+        raise ValueError(f"placement must be 'auto', 'device', 'host' or 'loader', got {placement!r}")
     if placement != "auto":
         return placement
     if device.type != "cuda":
         return "device"  # the CPU holds them either way
     free, _ = torch.cuda.mem_get_info(device)
-    shared = os.environ.get("ZS_CONCURRENT_RUNS", "").strip()
-    runs = int(shared) if shared.isdigit() and int(shared) > 0 else 1
-    return "device" if nbytes <= DEVICE_SHARE * free / runs else "host"
+    if nbytes <= DEVICE_SHARE * free / _sharing_runs():
+        return "device"
+    host = host_memory_available()
+    return "host" if host is None or nbytes <= HOST_SHARE * host / _sharing_runs() else "loader"
 
 
 class _Pixels:
@@ -103,7 +130,10 @@ class _Pixels:
         self.offsets = torch.from_numpy(np.asarray(arrays["offsets"], dtype=np.int64)[:-1] // 3)
         self.shapes_host = np.array(arrays["shapes"], dtype=np.int64)  # read per step: never a device sync
         self.shapes = torch.from_numpy(self.shapes_host)
-        self.placement = _placement(int(flat.shape[0]), device, placement)
+        self.placement = placement_of(int(flat.shape[0]), device, placement)
+        if self.placement == "loader":
+            raise ValueError("these pixels stay with the loader (they fit neither the device nor pinned host memory); "
+                             "zslib.engine.data.device_images.on_device leaves such a set as it is")
         where = device if self.placement == "device" else torch.device("cpu")
         pin = self.placement == "host" and device.type == "cuda"
         store = torch.empty(int(flat.shape[0]), dtype=torch.uint8, device=where, pin_memory=pin)
@@ -256,7 +286,10 @@ class _CentreCrops:
 def on_device(data: dict, device, *, placement: str = "auto") -> dict:
     """The datasets of a run (:func:`zslib.engine.runner.build_data`'s dict) with every pre-resized image set moved to
     ``device`` as :class:`DeviceImages`; class-disjoint subsets (:class:`~zslib.engine.data.LabeledSubset`) keep
-    their indices. Views of one cache share its pixels. ``TypeError`` when a set is not read through the cache."""
+    their indices. Views of one cache share its pixels. A set whose pixels fit neither the device nor pinned host
+    memory (:func:`placement_of`: ``"loader"``) is left as it is. ``TypeError`` when a set is not read through the
+    cache."""
+    from zslib.engine.data.cache import PreResizedCache
     from zslib.engine.data.splits import LabeledSubset
 
     shared: dict = {}
@@ -269,8 +302,23 @@ def on_device(data: dict, device, *, placement: str = "auto") -> dict:
         if isinstance(ds, DeviceImages):
             return ds
         key = getattr(getattr(ds, "arrays", {}).get("pixels"), "filename", None) or id(ds)
-        moved = DeviceImages(ds, device, placement=placement, pixels=shared.get(key))
-        shared.setdefault(key, moved)
-        return moved
+        if key not in shared:
+            if isinstance(ds, PreResizedCache) and placement_of(
+                    int(ds.arrays["pixels"].shape[0]), device, placement) == "loader":
+                return ds
+            shared[key] = DeviceImages(ds, device, placement=placement)
+            return shared[key]
+        return DeviceImages(ds, device, placement=placement, pixels=shared[key])
 
     return {name: move(ds) for name, ds in data.items()}
+
+
+def data_path(data: dict) -> str:
+    """How a run's training batches are made: ``"device images (<placement>)"`` or ``"loader"`` (recorded in a
+    result's provenance)."""
+    from zslib.engine.data.splits import LabeledSubset
+
+    train = data["train"]
+    while isinstance(train, LabeledSubset):
+        train = train.dataset
+    return f"device images ({train.placement})" if isinstance(train, DeviceImages) else "loader"

@@ -5,7 +5,9 @@ phase's optimizer, scheduler and gradient scaler, the sampler position, every ra
 NumPy, torch CPU and CUDA), the step and the history. It is written to a temporary file in the same
 folder, flushed to disk and renamed over the old one (``os.replace``), so a killed process leaves either
 the previous checkpoint or the new one, never half of one. It is read with ``weights_only=True`` (no
-pickled code runs on loading); NumPy values are stored as tensors for that reason (:func:`to_safe`).
+pickled code runs on loading); NumPy values are stored as tensors for that reason (:func:`to_safe`). It is read
+into host memory, whichever device wrote it and whichever resumes it: a run saved on a GPU resumes on the CPU, and a
+run saved on the CPU (or on a GPU) resumes on a GPU, its random states restored as the CPU tensors they are.
 """
 from __future__ import annotations
 
@@ -45,12 +47,15 @@ def rng_state(cuda: bool = True) -> dict:
 
 
 def set_rng_state(state: dict) -> None:
+    """Restore the states of :func:`rng_state`. Each is read as a CPU tensor, wherever it was loaded (the
+    generators' states are bytes in host memory, CUDA's included: :func:`torch.cuda.set_rng_state_all` takes them
+    so); the CUDA states are skipped where there is no GPU."""
     random.setstate(state["python"])
     name, keys, *rest = state["numpy"]
-    np.random.set_state((name, keys.numpy().astype(np.uint32), *rest))
-    torch.set_rng_state(state["torch"])
+    np.random.set_state((name, keys.cpu().numpy().astype(np.uint32), *rest))
+    torch.set_rng_state(state["torch"].cpu())
     if "cuda" in state and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(state["cuda"])
+        torch.cuda.set_rng_state_all([s.cpu() for s in state["cuda"]])
 
 
 class preserved_rng:
@@ -180,8 +185,10 @@ def _unreadable(err: Exception) -> str:
     return f"{type(err).__name__}: {text.splitlines()[0] if text else ''}"
 
 
-def load_checkpoint(path: str | os.PathLike, map_location=None) -> dict:
-    """Read a checkpoint written by :func:`zslib.engine.train.train` (safely: ``weights_only=True``)."""
+def load_checkpoint(path: str | os.PathLike, map_location="cpu") -> dict:
+    """Read a checkpoint written by :func:`zslib.engine.train.train` (safely: ``weights_only=True``), by default
+    into host memory whatever device wrote it: the trainer copies the model's and optimizers' tensors to its device
+    itself, and the random states must stay CPU tensors (:func:`set_rng_state`)."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"no checkpoint at {path}")

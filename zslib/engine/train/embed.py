@@ -6,6 +6,7 @@ import torch
 from torch import nn
 
 from zslib.engine.train.batches import in_memory, loader_workers
+from zslib.engine.train.precision import Precision
 
 __all__ = ["embed", "default_eval", "memory_format", "to_device"]
 
@@ -30,11 +31,13 @@ def to_device(x: torch.Tensor, device, fmt: torch.memory_format) -> torch.Tensor
 
 @torch.no_grad()
 def embed(model: nn.Module, dataset, batch_size: int = 256, device=None, num_workers: int = 0,
-          ) -> tuple[torch.Tensor, torch.Tensor]:
+          amp: bool | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """Embeddings of every image of ``dataset``, in order, with the model in eval mode.
 
     Returns ``(embeddings, labels)``: a float32 CPU tensor ``(n, d)`` and an int64 CPU tensor ``(n,)``.
-    The model's train/eval mode is restored afterwards.
+    The model's train/eval mode is restored afterwards. The forward passes run in the run's arithmetic
+    (:class:`~zslib.engine.train.precision.Precision` of ``device`` and ``amp``: autocast on CUDA unless ``amp`` is
+    false, float32 on the CPU, where nothing changes).
     """
     if device is None:
         device = next((p.device for p in model.parameters()), torch.device("cpu"))
@@ -42,20 +45,25 @@ def embed(model: nn.Module, dataset, batch_size: int = 256, device=None, num_wor
     was_training = model.training
     model.eval()
     fmt = memory_format(model)
+    precision = Precision(device, amp)
     try:
         outs, labs = [], []
         in_memory_data = in_memory(dataset)
         if in_memory_data is not None:
             images, labels = in_memory_data
             for i in range(0, len(images), batch_size):
-                outs.append(model(to_device(images[i:i + batch_size], device, fmt)).float().cpu())
+                with precision.autocast():
+                    out = model(to_device(images[i:i + batch_size], device, fmt))
+                outs.append(out.float().cpu())
             labs = [torch.as_tensor(np.asarray(labels), dtype=torch.long)]
         else:
             loader = torch.utils.data.DataLoader(dataset, batch_size=batch_size, shuffle=False,
                                                  num_workers=loader_workers(num_workers),
                                                  pin_memory=device.type == "cuda")
             for images, labels in loader:
-                outs.append(model(to_device(images, device, fmt)).float().cpu())
+                with precision.autocast():
+                    out = model(to_device(images, device, fmt))
+                outs.append(out.float().cpu())
                 labs.append(torch.as_tensor(labels, dtype=torch.long))
         if not outs:
             raise ValueError(f"cannot embed an empty dataset ({type(dataset).__name__} has no images)")

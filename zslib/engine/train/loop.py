@@ -17,6 +17,10 @@ less often never changes training. Checkpoints (:mod:`zslib.engine.train.checkpo
 point resume to bitwise the same parameters on the CPU as a run never stopped (with the same number of
 torch threads: CPU kernels sum in a thread-dependent order).
 
+The function reads in one sitting; its parts are named helpers: :func:`_start` (the state, fresh or from a
+checkpoint), :func:`_step` (the phases of one step), :func:`_log_and_evaluate` and :func:`_evaluate`, and
+:func:`_checkpoint`.
+
 Under ``torchrun`` several processes train one model together (:mod:`zslib.engine.train.distributed`): each loads
 its share of every batch, the method sees the whole batch through a gathering view of the model, and
 process 0 evaluates and writes the checkpoints. With one process none of that code runs.
@@ -26,6 +30,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
@@ -57,8 +62,9 @@ def _as_method(method):
                     f"terms, got {type(method).__name__}")
 
 
-def _sum_terms(terms, step: int, phase: str) -> tuple[torch.Tensor | None, dict[str, float]]:
-    """Sum the named loss terms; stop with an error naming the first term that is not finite."""
+def _sum_terms(terms, step: int, phase: str, scaled: bool = False) -> tuple[torch.Tensor | None, dict[str, float]]:
+    """Sum the named loss terms; stop with an error naming the first term that is not finite, unless the loss is
+    ``scaled`` (float16): then the step goes on and the gradient scaler skips it (see :data:`OVERFLOW_STEPS`)."""
     if not isinstance(terms, Mapping):
         raise TypeError(
             f"phase {phase!r} must return a dict of named loss terms, e.g. {{'triplet': loss}} (an empty dict "
@@ -69,7 +75,7 @@ def _sum_terms(terms, step: int, phase: str) -> tuple[torch.Tensor | None, dict[
             raise TypeError(f"loss term {name!r} must be a scalar tensor, got "
                             f"{type(value).__name__}{tuple(value.shape) if torch.is_tensor(value) else ''}")
         v = float(value.detach().float())
-        if not math.isfinite(v):
+        if not math.isfinite(v) and not scaled:
             kind = "nan" if math.isnan(v) else "inf"
             raise FloatingPointError(
                 f"loss term {name!r} became {kind} at step {step}; lower its weight or the learning rate"
@@ -77,6 +83,25 @@ def _sum_terms(terms, step: int, phase: str) -> tuple[torch.Tensor | None, dict[
         logged[name] = v
         total = value.float() if total is None else total + value.float()
     return total, logged
+
+
+#: Under float16 a step whose loss overflowed is skipped by the gradient scaler (:class:`torch.amp.GradScaler`: its
+#: gradients are not finite, the optimizer does not step, the scale is halved) and logged as ``{"step": t, "skipped":
+#: 1.0}``; this many such steps in a row (the scale halved from 2**16 to 2**-4) mean the run diverged, and it stops.
+OVERFLOW_STEPS = 20
+
+
+def _overflow_guard(logged: dict, step: int, skipped: int, lr: float) -> int:
+    """The number of consecutive float16 steps whose loss was not finite, this one included; an error past
+    :data:`OVERFLOW_STEPS`."""
+    bad = [name for name, v in logged.items() if not math.isfinite(v)]
+    if not bad:
+        return 0
+    if skipped + 1 >= OVERFLOW_STEPS:
+        raise FloatingPointError(f"loss term {bad[0]!r} was not finite in {skipped + 1} float16 steps in a row up to "
+                                 f"step {step} (each skipped by the loss scaler): the run diverged; lower the learning "
+                                 f"rate (lr={lr:g}) or train in float32 (amp=False)")
+    return skipped + 1
 
 
 #: A parameter larger than this in absolute value means the run diverged: in the 148 quick-profile runs of the book's
@@ -153,13 +178,90 @@ def train(model: nn.Module, method, train_set, spec: TrainSpec,
       size must be a multiple of the number of processes. The history is the same on every process; only
       process 0 evaluates, shows progress and writes the checkpoint.
     """
-    iterations, seed, lr, log_every = spec.iterations, spec.seed, spec.lr, spec.log_every
-    batch_classes, batch_per_class, grad_clip = spec.batch_classes, spec.batch_per_class, spec.grad_clip
-    eval_every, eval_batch_size, num_workers = spec.eval_every, spec.eval_batch_size, spec.num_workers
-    checkpoint_path, checkpoint_every, meta = spec.checkpoint_path, spec.checkpoint_every, spec.meta
-    if eval_sets and not eval_every:
-        eval_every = iterations  # evaluate at the end only
-    method = _as_method(method)
+    run = _start(model, _as_method(method), train_set, spec, eval_sets)  # fresh, or continued from a checkpoint
+    if run.step >= spec.iterations:  # a finished run: nothing to do
+        return run.history
+    model.train()
+    run.method.train()
+    if run.eval_sets and spec.eval_at_start and run.step == 0 and not run.history.evals:
+        _evaluate(run)
+    stop_at = spec.iterations if spec.max_steps is None else min(spec.iterations, spec.max_steps)
+    bar = progress_bar(spec.progress if run.rank == 0 else False, spec.iterations, run.step)
+    replicas = distributed.Replicas(model, run.method, run.device) if run.world_size > 1 else None
+    net = model if replicas is None else replicas.view  # what the method computes its terms with
+    cudnn_benchmark = torch.backends.cudnn.benchmark
+    if run.device.type == "cuda":  # fixed image sizes: let cuDNN pick the fastest convolution algorithms once
+        torch.backends.cudnn.benchmark = True
+    started, elapsed0, waited, overflowed = time.perf_counter(), run.history.elapsed, run.history.data_seconds, 0
+    try:
+        run.stream.start(run.step)
+        while run.step < stop_at:
+            fetched = time.perf_counter()
+            images, labels = run.stream.next()
+            images = to_device(images, run.device, run.fmt)
+            labels = labels.to(run.device, non_blocking=True)
+            waited += time.perf_counter() - fetched
+            if replicas is not None:
+                labels = replicas.labels(labels)
+            logged = _step(run, net, images, labels, replicas)  # every phase of the method, one optimizer step each
+            overflowed = _overflow_guard(logged, run.step + 1, overflowed, spec.lr)
+            logged = {"skipped": 1.0} if overflowed else {**logged, "total": float(sum(logged.values()))}
+            run.step += 1
+            _log_and_evaluate(run, logged, bar)
+            run.history.elapsed = elapsed0 + time.perf_counter() - started
+            run.history.data_seconds = waited
+            if (spec.checkpoint_every and run.step % spec.checkpoint_every == 0) or run.step == stop_at:
+                _check_healthy((model, run.method), run.step, spec.lr)
+                if run.step == spec.iterations:
+                    _check_loss_moved(run.history, run.step)
+                _checkpoint(run)
+            if bar is not None:
+                bar.update(1)
+                bar.set_postfix({k: f"{v:.4g}" for k, v in logged.items()}, refresh=False)
+            for cb in spec.callbacks:
+                cb(run.step, run.history)
+    finally:
+        run.stream.close()
+        torch.backends.cudnn.benchmark = cudnn_benchmark
+        if replicas is not None:
+            replicas.close()
+        if bar is not None:
+            bar.close()
+    return run.history
+
+
+@dataclass
+class _Run:
+    """What one call of :func:`train` holds: the spec, the model and method on their device, the optimizers (one
+    per phase with parameters), schedulers and gradient scalers, the batch stream, and where the run stands (its
+    ``step`` and ``history``)."""
+
+    spec: TrainSpec
+    model: nn.Module
+    method: object
+    phases: tuple
+    device: torch.device
+    precision: Precision
+    rank: int
+    world_size: int
+    eval_sets: dict
+    eval_every: int | None
+    eval_fn: object
+    run_key: dict
+    fmt: torch.memory_format = torch.contiguous_format
+    optimizers: dict = field(default_factory=dict)
+    schedulers: dict = field(default_factory=dict)
+    scalers: dict = field(default_factory=dict)
+    stream: BatchStream | None = None
+    every_param: list = field(default_factory=list)
+    history: History = field(default_factory=History)
+    step: int = 0
+
+
+def _start(model: nn.Module, method, train_set, spec: TrainSpec, eval_sets) -> _Run:
+    """The run's state: seeded and fresh, or continued from its checkpoint (read into host memory, then copied to
+    the device: a run resumes on any device). The method prepares (random draws leave the run's stream as it
+    was); each phase with parameters gets Adam over its groups, a schedule and a gradient scaler."""
     phases = tuple(method.phases)
     if not phases or len(set(phases)) != len(phases):
         raise ValueError(f"{type(method).__name__}.phases must be distinct names, got {phases!r}")
@@ -168,22 +270,20 @@ def train(model: nn.Module, method, train_set, spec: TrainSpec,
         from zslib.engine.profile import device as default_device
         device = default_device()
     device = torch.device(device)
-    precision = Precision(device, spec.amp)
     rank, world_size = distributed.world()
-    eval_fn = spec.eval_fn or default_eval
-    eval_sets = dict(eval_sets or {})
-    run_key = {"iterations": int(iterations), "seed": int(seed), "batch_classes": batch_classes,
-               "batch_per_class": batch_per_class, "phases": list(phases)}
-
-    # --- state: fresh, or continued from a checkpoint ---------------------------------------------
+    run_key = {"iterations": int(spec.iterations), "seed": int(spec.seed), "batch_classes": spec.batch_classes,
+               "batch_per_class": spec.batch_per_class, "phases": list(phases)}
+    run = _Run(spec, model, method, phases, device, Precision(device, spec.amp), rank, world_size,
+               dict(eval_sets or {}), spec.eval_every or (spec.iterations if eval_sets else spec.eval_every),
+               spec.eval_fn or default_eval, run_key)
     state = None
-    if checkpoint_path is not None and spec.resume and Path(checkpoint_path).exists():
-        state = load_checkpoint(checkpoint_path, map_location=device)
+    if spec.checkpoint_path is not None and spec.resume and Path(spec.checkpoint_path).exists():
+        state = load_checkpoint(spec.checkpoint_path, map_location="cpu")  # copied to the device below
         if state["run"] != run_key:
-            raise ValueError(f"checkpoint {checkpoint_path} belongs to another run ({state['run']}, this one is "
+            raise ValueError(f"checkpoint {spec.checkpoint_path} belongs to another run ({state['run']}, this one is "
                              f"{run_key}); delete it or pass resume=False")
     if state is None:
-        set_seed(seed)
+        set_seed(spec.seed)
     model.to(device)
     method.to(device)
     channels_last = spec.channels_last
@@ -191,147 +291,130 @@ def train(model: nn.Module, method, train_set, spec: TrainSpec,
         channels_last = any(isinstance(m, nn.Conv2d) for m in model.modules())
     if channels_last:
         model.to(memory_format=torch.channels_last)
-    fmt = memory_format(model)
+    run.fmt = memory_format(model)
     with preserved_rng():  # whatever the method draws here leaves the run's random stream as it was
         method.prepare(model, train_set)
-    settings = OptimSettings(lr, spec.weight_decay, spec.new_layer_mult, spec.objective_lr)
+    settings = OptimSettings(spec.lr, spec.weight_decay, spec.new_layer_mult, spec.objective_lr)
     groups = {ph: _phase_groups(method, model, ph, settings) for ph in phases}
-    optimizers = {ph: torch.optim.Adam(g) for ph, g in groups.items() if g is not None}  # none: a state phase
-    schedulers = {ph: make_scheduler(opt, spec.schedule, iterations) for ph, opt in optimizers.items()}
-    scalers = {ph: precision.scaler() for ph in optimizers}
+    run.optimizers = {ph: torch.optim.Adam(g) for ph, g in groups.items() if g is not None}  # none: a state phase
+    run.schedulers = {ph: make_scheduler(opt, spec.schedule, spec.iterations) for ph, opt in run.optimizers.items()}
+    run.scalers = {ph: run.precision.scaler() for ph in run.optimizers}
     sampler = spec.batch_sampler if spec.batch_sampler is not None else default_sampler(
-        labels_of(train_set), batch_classes, batch_per_class, seed)
-    history, step = History(), 0
+        labels_of(train_set), spec.batch_classes, spec.batch_per_class, spec.seed)
     if state is not None:
-        model.load_state_dict(state["model"])
-        method.load_state_dict(state["method"])
-        for ph in optimizers:
-            optimizers[ph].load_state_dict(state["optimizers"][ph])
-            if schedulers[ph] is not None:
-                schedulers[ph].load_state_dict(state["schedulers"][ph])
-            if state["scalers"][ph]:  # empty: saved by a run without loss scaling (float32, bfloat16)
-                scalers[ph].load_state_dict(state["scalers"][ph])
-        history, step = History.from_dict(state["history"]), int(state["step"])
-        set_rng_state(state["rng"])
-    stream = BatchStream(train_set, sampler, seed=seed, num_workers=num_workers, pin_memory=device.type == "cuda",
-                         state=from_safe(state["stream"]) if state else None, part=(rank, world_size))
-    every_param = [p for opt in optimizers.values() for g in opt.param_groups for p in g["params"]]
+        _restore(run, state)
+    run.stream = BatchStream(train_set, sampler, seed=spec.seed, num_workers=spec.num_workers,
+                             pin_memory=device.type == "cuda", state=from_safe(state["stream"]) if state else None,
+                             part=(rank, world_size))
+    run.every_param = [p for opt in run.optimizers.values() for g in opt.param_groups for p in g["params"]]
+    return run
 
-    def checkpoint():
-        if checkpoint_path is None or rank != 0:
-            return
-        save_checkpoint(checkpoint_path, {
-            "format": "zslib-checkpoint", "version": CHECKPOINT_VERSION, "run": run_key, "step": step,
-            "model": model.state_dict(), "method": method.state_dict(),
-            "optimizers": {ph: o.state_dict() for ph, o in optimizers.items()},
-            "schedulers": {ph: s.state_dict() for ph, s in schedulers.items() if s is not None},
-            "scalers": {ph: s.state_dict() for ph, s in scalers.items()},
-            "stream": to_safe(stream.state_dict(step)), "rng": rng_state(),
-            "history": history.to_dict(), "meta": to_safe(meta or {}),
-        })
 
-    def evaluate_all():
-        row = {"step": step}
-        if rank != 0:  # process 0 evaluates; the others receive its row
-            row = distributed.broadcast_object(None)
-            history.evals.append(row)
-            return row
-        with preserved_rng():
-            for name, ds in eval_sets.items():
-                if isinstance(ds, tuple):  # (queries, gallery), e.g. In-Shop
-                    q, ql = embed(model, ds[0], batch_size=eval_batch_size, device=device, num_workers=num_workers)
-                    g, gl = embed(model, ds[1], batch_size=eval_batch_size, device=device, num_workers=num_workers)
-                    metrics = eval_fn(g, gl, query_embeddings=q, query_labels=ql)
-                else:
-                    emb, lab = embed(model, ds, batch_size=eval_batch_size, device=device, num_workers=num_workers)
-                    metrics = eval_fn(emb, lab)
-                row[name] = {str(k): float(v) for k, v in metrics.items()}
-        if world_size > 1:
-            distributed.broadcast_object(row)
-        history.evals.append(row)
-        return row
+def _restore(run: _Run, state: dict) -> None:
+    """Continue from a checkpoint read on the CPU: the tensors are copied into the model's, the method's and the
+    optimizers' own (on the run's device), the random states restored from their host copies."""
+    run.model.load_state_dict(state["model"])
+    run.method.load_state_dict(state["method"])
+    for ph in run.optimizers:
+        run.optimizers[ph].load_state_dict(state["optimizers"][ph])
+        if run.schedulers[ph] is not None:
+            run.schedulers[ph].load_state_dict(state["schedulers"][ph])
+        if state["scalers"][ph]:  # empty: saved by a run without loss scaling (float32, bfloat16)
+            run.scalers[ph].load_state_dict(state["scalers"][ph])
+    run.history, run.step = History.from_dict(state["history"]), int(state["step"])
+    set_rng_state(state["rng"])
 
-    if step >= iterations:  # a finished run: nothing to do
-        return history
-    model.train()
-    method.train()
-    if eval_sets and spec.eval_at_start and step == 0 and not history.evals:
-        evaluate_all()
-    stop_at = iterations if spec.max_steps is None else min(iterations, spec.max_steps)
-    bar = progress_bar(spec.progress if rank == 0 else False, iterations, step)
-    replicas = distributed.Replicas(model, method, device) if world_size > 1 else None
-    net = model if replicas is None else replicas.view  # what the method computes its terms with
-    cudnn_benchmark = torch.backends.cudnn.benchmark
-    if device.type == "cuda":  # fixed image sizes: let cuDNN pick the fastest convolution algorithms once
-        torch.backends.cudnn.benchmark = True
-    started, elapsed0, waited = time.perf_counter(), history.elapsed, history.data_seconds
-    try:
-        stream.start(step)
-        while step < stop_at:
-            fetched = time.perf_counter()
-            images, labels = stream.next()
-            images = to_device(images, device, fmt)
-            labels = labels.to(device, non_blocking=True)
-            waited += time.perf_counter() - fetched
-            if replicas is not None:
-                labels = replicas.labels(labels)
-            logged = {}
-            for ph in phases:
-                with precision.autocast():
-                    terms = method.step_terms(ph, net, images, labels)
-                loss, named = _sum_terms(terms, step + 1, ph)
-                clash = set(named) & set(logged)
-                if clash:
-                    raise ValueError(f"phase {ph!r} repeats the term name(s) {sorted(clash)} of an earlier phase; "
-                                     "give every term of a step its own name")
-                logged.update(named)
-                if loss is None:  # the phase skips this step
-                    continue
-                if ph not in optimizers:
-                    raise ValueError(f"phase {ph!r} has no parameters to update (param_groups returned []) but "
-                                     f"returned the terms {sorted(named)}; a state phase must return {{}}")
-                for p in every_param:
-                    p.grad = None
-                scalers[ph].scale(loss).backward()
-                if replicas is not None:
-                    replicas.sync_method_grads()
-                if grad_clip is not None:
-                    scalers[ph].unscale_(optimizers[ph])
-                    torch.nn.utils.clip_grad_norm_([p for g in optimizers[ph].param_groups for p in g["params"]],
-                                                   grad_clip)
-                scalers[ph].step(optimizers[ph])
-                scalers[ph].update()
-            for scheduler in schedulers.values():
-                if scheduler is not None:
-                    scheduler.step()
-            logged["total"] = float(sum(logged.values()))
-            step += 1
 
-            if step % log_every == 0 or step == iterations:
-                history.losses.append({"step": step, **logged})
-            at_end = step == iterations
-            if eval_sets and ((step % eval_every == 0 and not at_end) or (at_end and spec.eval_at_end)):
-                row = evaluate_all()
-                if bar is not None:
-                    bar.write(f"step {step}: " + "  ".join(
-                        f"{name} R@1 {m['R@1']:.3f}" for name, m in row.items() if name != "step" and "R@1" in m))
-            history.elapsed = elapsed0 + time.perf_counter() - started
-            history.data_seconds = waited
-            if (checkpoint_every and step % checkpoint_every == 0) or step == stop_at:
-                _check_healthy((model, method), step, lr)
-                if step == iterations:
-                    _check_loss_moved(history, step)
-                checkpoint()
-            if bar is not None:
-                bar.update(1)
-                bar.set_postfix({k: f"{v:.4g}" for k, v in logged.items()}, refresh=False)
-            for cb in spec.callbacks:
-                cb(step, history)
-    finally:
-        stream.close()
-        torch.backends.cudnn.benchmark = cudnn_benchmark
+def _step(run: _Run, net, images, labels, replicas) -> dict[str, float]:
+    """One training step: for each phase, its terms under autocast, zeroed gradients, ``backward`` of their (scaled)
+    sum, optional clipping, the phase's optimizer step through its scaler; then every schedule steps. Returns the
+    step's named terms."""
+    logged = {}
+    for ph in run.phases:
+        with run.precision.autocast():
+            terms = run.method.step_terms(ph, net, images, labels)
+        loss, named = _sum_terms(terms, run.step + 1, ph, scaled=run.precision.scales_loss)
+        clash = set(named) & set(logged)
+        if clash:
+            raise ValueError(f"phase {ph!r} repeats the term name(s) {sorted(clash)} of an earlier phase; "
+                             "give every term of a step its own name")
+        logged.update(named)
+        if loss is None:  # the phase skips this step
+            continue
+        if ph not in run.optimizers:
+            raise ValueError(f"phase {ph!r} has no parameters to update (param_groups returned []) but "
+                             f"returned the terms {sorted(named)}; a state phase must return {{}}")
+        optimizer, scaler = run.optimizers[ph], run.scalers[ph]
+        for p in run.every_param:
+            p.grad = None
+        scaler.scale(loss).backward()
         if replicas is not None:
-            replicas.close()
+            replicas.sync_method_grads()
+        if run.spec.grad_clip is not None:
+            scaler.unscale_(optimizer)
+            torch.nn.utils.clip_grad_norm_([p for g in optimizer.param_groups for p in g["params"]],
+                                           run.spec.grad_clip)
+        scaler.step(optimizer)
+        scaler.update()
+    for scheduler in run.schedulers.values():
+        if scheduler is not None:
+            scheduler.step()
+    return logged
+
+
+def _log_and_evaluate(run: _Run, logged: dict, bar) -> None:
+    """After step ``run.step``: log its terms every ``log_every`` steps (and at the last), evaluate every
+    ``eval_every`` steps (at the last only if ``eval_at_end``)."""
+    spec, step = run.spec, run.step
+    if step % spec.log_every == 0 or step == spec.iterations:
+        run.history.losses.append({"step": step, **logged})
+    at_end = step == spec.iterations
+    if run.eval_sets and ((step % run.eval_every == 0 and not at_end) or (at_end and spec.eval_at_end)):
+        row = _evaluate(run)
         if bar is not None:
-            bar.close()
-    return history
+            bar.write(f"step {step}: " + "  ".join(
+                f"{name} R@1 {m['R@1']:.3f}" for name, m in row.items() if name != "step" and "R@1" in m))
+
+
+def _evaluate(run: _Run) -> dict:
+    """Evaluate every set of ``run.eval_sets`` (a ``(queries, gallery)`` pair: queries against the gallery) under
+    saved-and-restored random states, append the row to the history and return it. Process 0 evaluates; the others
+    receive its row."""
+    row = {"step": run.step}
+    if run.rank != 0:
+        row = distributed.broadcast_object(None)
+        run.history.evals.append(row)
+        return row
+    spec = run.spec
+
+    def emb(ds):
+        return embed(run.model, ds, batch_size=spec.eval_batch_size, device=run.device, num_workers=spec.num_workers,
+                     amp=spec.amp)
+
+    with preserved_rng():
+        for name, ds in run.eval_sets.items():
+            if isinstance(ds, tuple):  # (queries, gallery), e.g. In-Shop
+                (q, ql), (g, gl) = emb(ds[0]), emb(ds[1])
+                metrics = run.eval_fn(g, gl, query_embeddings=q, query_labels=ql)
+            else:
+                metrics = run.eval_fn(*emb(ds))
+            row[name] = {str(k): float(v) for k, v in metrics.items()}
+    if run.world_size > 1:
+        distributed.broadcast_object(row)
+    run.history.evals.append(row)
+    return row
+
+
+def _checkpoint(run: _Run) -> None:
+    """Write everything an exact resume needs (:mod:`zslib.engine.train.checkpoint`); process 0 only."""
+    if run.spec.checkpoint_path is None or run.rank != 0:
+        return
+    save_checkpoint(run.spec.checkpoint_path, {
+        "format": "zslib-checkpoint", "version": CHECKPOINT_VERSION, "run": run.run_key, "step": run.step,
+        "model": run.model.state_dict(), "method": run.method.state_dict(),
+        "optimizers": {ph: o.state_dict() for ph, o in run.optimizers.items()},
+        "schedulers": {ph: s.state_dict() for ph, s in run.schedulers.items() if s is not None},
+        "scalers": {ph: s.state_dict() for ph, s in run.scalers.items()},
+        "stream": to_safe(run.stream.state_dict(run.step)), "rng": rng_state(),
+        "history": run.history.to_dict(), "meta": to_safe(run.spec.meta or {}),
+    })

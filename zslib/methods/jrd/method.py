@@ -191,22 +191,37 @@ _DATASETS = {
     "sop": {"images": 59551, "batch": 120, "epochs": 80, "decay": 40, "alpha": 0.4, "margin": 0.1, "proxy_lr": 1e-1},
 }
 
+#: Datasets the paper does not train on, with the paper's dataset whose settings the book applies to them (stated
+#: in the preset's ``source``): In-Shop's 25,882 training images of 3,997 items are, like SOP's, thousands of classes
+#: of a few images each, so In-Shop takes SOP's alpha, margin, proxies' rate, batch and epochs.
+_BORROWED = {"inshop": ("sop", 25882)}
+
+_PAPER_SOURCE = "chu2020jrd Sec. 5.1; Adam eps and weight decay from the released code (github.com/YangLin122/JRD)"
+
+
+def _preset(v: dict, images: int, source: str) -> dict:
+    return {"alpha": v["alpha"], "scale": JRD_SETTINGS["am_softmax_scale"], "margin": v["margin"],
+            "proxy_lr": v["proxy_lr"], "batch_size": v["batch"],
+            "iterations": _epochs_to_steps(images, v["batch"], v["epochs"]),
+            "decay_every": _epochs_to_steps(images, v["batch"], v["decay"]), "source": source}
+
+
 #: ``JRD_PRESETS[dataset]``: the paper's alpha, AM-Softmax scale and margin, batch, training length and
-#: learning-rate schedule in steps, with the source.
-JRD_PRESETS: dict = {
-    d: {"alpha": v["alpha"], "scale": JRD_SETTINGS["am_softmax_scale"], "margin": v["margin"],
-        "proxy_lr": v["proxy_lr"], "batch_size": v["batch"],
-        "iterations": _epochs_to_steps(v["images"], v["batch"], v["epochs"]),
-        "decay_every": _epochs_to_steps(v["images"], v["batch"], v["decay"]),
-        "source": "chu2020jrd Sec. 5.1; Adam eps and weight decay from the released code (github.com/YangLin122/JRD)"}
-    for d, v in _DATASETS.items()
-}
+#: learning-rate schedule in steps, with the source; for a dataset of :data:`_BORROWED` (In-Shop, not in the paper)
+#: the settings of the paper's dataset named in its source, over its own training images.
+JRD_PRESETS: dict = {d: _preset(v, v["images"], _PAPER_SOURCE) for d, v in _DATASETS.items()}
+JRD_PRESETS.update({
+    d: _preset(_DATASETS[like], images, f"not in chu2020jrd (CUB-200-2011, Cars196 and SOP only): the book applies "
+                                        f"the paper's {like.upper()} settings ({_PAPER_SOURCE}) to {d}'s {images:,} "
+                                        "training images")
+    for d, (like, images) in _BORROWED.items()})
 
 
 def _dataset(dataset: str) -> str:
     d = str(dataset).lower()
     if d not in JRD_PRESETS:
-        raise KeyError(f"no JRD preset for dataset {dataset!r}; the paper covers {sorted(JRD_PRESETS)}")
+        raise KeyError(f"no JRD preset for dataset {dataset!r}; the paper covers {sorted(_DATASETS)}, and the book "
+                       f"adds {sorted(_BORROWED)} with the settings of the paper's dataset most like it")
     return d
 
 
