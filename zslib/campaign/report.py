@@ -17,7 +17,7 @@ from pathlib import Path
 
 from zslib.analysis.compare import regime_config
 from zslib.analysis.verdict import paired_phrase
-from zslib.campaign.plan import METHODS, RECIPES, TUNING_LOSS, length_candidates, tuning_configs
+from zslib.campaign.plan import RECIPES, TUNING_LOSS, length_candidates, method_plans, tuning_configs
 from zslib.campaign.records import hardware
 from zslib.campaign.run import (Campaign, campaign_configs, comparison_rows, load_manifest, setting_to_test,
                                 tuning_to_use)
@@ -139,7 +139,7 @@ def campaign_sentences(camp) -> str:
             out.append(f"The {r['loss']} loss alone, training every layer{tag}, reaches "
                        f"{_points(r['R@1'], signed=False)}, "
                        f"{against(r, 'vs floor', 'the untrained network', fine_tuned_chosen)}.")
-    for m in METHODS:
+    for m in method_plans():
         if m not in rows:
             continue
         r, method_choice = rows[m], camp.choices[m]
@@ -151,7 +151,7 @@ def campaign_sentences(camp) -> str:
         else:
             out.append(f"{_names()[m]}: {method_choice.sentence()} On the unseen classes it reaches "
                        f"{_points(r['R@1'], signed=False)}, {change}.")
-    missing = [m for m in METHODS if m not in rows]
+    missing = [m for m in method_plans() if m not in rows]
     if missing:
         out.append(f"No fine-tuned runs of {', '.join(_names()[m] for m in missing)} are recorded yet: `python -m zslib "
                    f"finetune --methods {','.join(missing)}` on a GPU trains them.")
