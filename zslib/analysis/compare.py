@@ -45,23 +45,31 @@ from zslib.engine.runner import build_method, build_model
 from zslib.engine.stability import stability_label
 from zslib.engine.stats import Interval, format_interval, interval, paired, summarize, verdict
 from zslib.engine.registry import PAPERS
+from zslib.campaign.plan import RECIPES
+from zslib.campaign.records import recorded_cpu_methods
 from zslib.reported import context_frame
 
 __all__ = ["PROTOCOL_FIELDS", "Entry", "all_entries", "Row", "Comparison", "regime_config",
            "validation_grid", "compare", "check_protocol", "comparison_table", "forest_plot", "findings",
            "REGIMES", "METRICS", "protocol_frame", "metric_agreement", "choice_sentences", "context_sentence",
            "mean_r1", "mean_metric", "adaptation_sentences", "method_table", "Claim", "adapted_order_sentence",
-           "backbone_caption", "power_note", "seeds_note", "rule_status"]
+           "backbone_caption", "power_note", "seeds_note", "rule_status", "FINETUNED_CPU", "test_seeds"]
 
 #: The config fields that must be equal for every row of one regime.
 PROTOCOL_FIELDS = ("profile", "dataset", "backbone", "pretrained", "embedding_dim", "image_size", "batch_classes",
                    "batch_per_class", "iterations", "lr", "feature_stages", "train_stages", "train_bn")
+
+#: The fine-tuned regime at the CPU's size: the recorded runs of ``scripts/cpu_finetune.py --methods`` (the whole
+#: network trained; each method's choice and test runs, :func:`zslib.campaign.records.recorded_cpu_methods`).
+FINETUNED_CPU = "fine-tuned (CPU)"
 
 #: The regimes of the chapter: name -> the profile they run on and a one-line description.
 REGIMES = {
     "quick": ("quick", "SynthParts, a small CNN trained from scratch"),
     "real frozen": ("real", "Flowers-102, frozen ImageNet EfficientNet-Lite0, a head trained on its cached maps"),
     "real adapted": ("real", "Flowers-102, EfficientNet-Lite0 whose last MBConv block and 1x1 head conv train too"),
+    FINETUNED_CPU: ("full", "Flowers-102, the whole EfficientNet-Lite0 (TensorFlow build) fine-tuned on small crops on "
+                            "a CPU (recorded runs)"),
 }
 
 #: Config overrides of a regime on top of its profile (the adapted regime: :data:`zslib.engine.profile.ADAPTED_REAL`).
@@ -69,10 +77,25 @@ _REGIME_OVERRIDES = {"real adapted": ADAPTED_REAL}
 
 
 def regime_config(regime: str) -> Config:
-    """The base configuration of ``regime`` (the profile's sizes, seed 0)."""
+    """The base configuration of ``regime`` (the profile's sizes, seed 0); for the fine-tuned regime, the recorded
+    baseline run's own config (its sizes are the CPU script's, not a profile's)."""
     if regime not in REGIMES:
         raise ValueError(f"unknown regime {regime!r}; choose one of {list(REGIMES)}")
+    if regime == FINETUNED_CPU:
+        stage = recorded_cpu_methods()
+        if not stage or not stage["methods"]:
+            raise ValueError("the fine-tuned regime has no recorded runs: python scripts/cpu_finetune.py --methods all, "
+                             "then python -m zslib record --profile full")
+        return next(iter(stage["methods"].values()))["off"][0].config
     return Config.from_profile(REGIMES[regime][0], **_REGIME_OVERRIDES.get(regime, {}))
+
+
+def test_seeds(regime: str) -> tuple[int, ...]:
+    """The seeds ``regime``'s test rows are trained with: its profile's, or, for the fine-tuned regime, its script's
+    (read from the recorded baseline runs)."""
+    if regime == FINETUNED_CPU:
+        return tuple(r.config.seed for r in next(iter(recorded_cpu_methods()["methods"].values()))["off"])
+    return tuple(PROFILES[regime_config(regime).profile].seeds)
 
 
 def all_entries() -> tuple[Entry, ...]:
@@ -237,7 +260,10 @@ def _vs_floor(runs: Sequence, floor, metrics=METRICS) -> dict:
 
 
 def compare(regime: str, *, train: bool = False, entries: Sequence[Entry] | None = None) -> Comparison:
-    """The comparison of ``entries`` in ``regime`` from stored runs (``train``: train the missing ones)."""
+    """The comparison of ``entries`` in ``regime`` from stored runs (``train``: train the missing ones; the
+    fine-tuned regime is read from its recorded runs only, which its script trains)."""
+    if regime == FINETUNED_CPU:
+        return _compare_finetuned()
     entries = all_entries() if entries is None else entries
     base = regime_config(regime)
     seeds = PROFILES[base.profile].seeds
@@ -288,6 +314,43 @@ def compare(regime: str, *, train: bool = False, entries: Sequence[Entry] | None
         _power(row, val)
         row.extra_parameters = _extra_parameters(entry.build(base, entry.candidates[label]), entry.build(base, None))
     return Comparison(regime, rows, floor)
+
+
+def _compare_finetuned() -> Comparison:
+    """The fine-tuned regime's rows, one per paper whose methods stage is recorded, built like the other regimes':
+    the rule's choice on the validation runs (recomputed from them), the tested setting against its same-loss
+    baseline and the untrained network, paired by seed, with the paper's claim and the parts the setting runs."""
+    stage = recorded_cpu_methods()
+    rows: list[Row] = []
+    floor = stage["untrained"][0] if stage and stage["untrained"] else None
+    for paper in PAPERS.values():
+        if paper.campaign is None:
+            continue
+        row = Row(paper.name, FINETUNED_CPU)
+        rows.append(row)
+        got = (stage or {"methods": {}})["methods"].get(paper.method)
+        if got is None:
+            row.missing = "fine-tuned runs"
+            continue
+        plan = paper.campaign(RECIPES["flowers102"])
+        row.choice, row.val_runs = got["choice"], got["validation"]
+        row.chosen, row.ablation, row.tested = row.choice.chosen, got["ablation"], got["setting"]
+        row.label = plan.parts(row.tested)
+        claim = plan.claims(row.tested)
+        row.reported_gain, row.reported_where = ((claim.gain(), claim.where()) if isinstance(claim, Claim)
+                                                 else (None, str(claim)))
+        row.runs, row.baseline = got["method"], got["off"]
+        if _one_session(row.runs + row.baseline):
+            row.seconds_per_step_ratio = _seconds_per_step(row.runs) / _seconds_per_step(row.baseline)
+        row.vs_baseline = _differences(row.baseline, row.runs)
+        if floor is not None:
+            row.vs_floor = _vs_floor(row.runs, floor)
+        row.stability, row.base_stability = stability_label(row.runs), stability_label(row.baseline)
+        row.identical = bool(row.vs_baseline) and all(
+            d == 0 for m in row.vs_baseline for d in paired(row.baseline, row.runs, m).differences)
+        _power(row, row.val_runs)
+        row.extra_parameters = _extra_parameters(row.runs[0].config, row.baseline[0].config)
+    return Comparison(FINETUNED_CPU, rows, floor)
 
 
 def _extra_parameters(config: Config, baseline: Config) -> int | None:
@@ -546,7 +609,7 @@ def protocol_frame(regimes: Sequence[str] = tuple(REGIMES)):
     cols = {}
     for regime in regimes:
         c = regime_config(regime)
-        seeds = PROFILES[c.profile].seeds
+        seeds = test_seeds(regime)
         col = {"what": REGIMES[regime][1]}
         col.update({f: ", ".join(map(str, getattr(c, f))) if isinstance(getattr(c, f), (list, tuple))
                     else str(getattr(c, f)) for f in PROTOCOL_FIELDS})

@@ -33,7 +33,7 @@ from zslib.engine.registry import PAPERS
 __all__ = ["Recipe", "RECIPES", "MethodPlan", "SMOKE", "SMOKE_SEEDS", "estimated_images", "method_plan",
            "method_plans", "base_config", "off_config", "named", "candidate_configs", "floor_config", "skipped_methods",
            "campaign_name", "TUNING_LOSS", "UNTRAINED", "head_only", "tuning_changes", "tuning_configs", "AtStep",
-           "length_candidates", "tuning_overrides"]
+           "length_candidates", "tuning_overrides", "setting_to_test"]
 
 @dataclass(frozen=True)
 class Recipe:
@@ -106,6 +106,10 @@ class MethodPlan:
     #: method parameters that follow the run's other fields once overrides are applied (``{Config field: value}``
     #: -> ``{param: value}``), e.g. ZSML's metric steps as half of the run's length at every size
     follow: Callable[[dict], dict] | None = None
+    #: the paper's gain for the variant a candidate trains (a :class:`zslib.analysis.entry.Claim`), or why it has no
+    #: such row; and the parts of the method a candidate runs, in words (the comparison's columns)
+    claims: Callable[[str], object] = lambda label: "no like-for-like row"
+    parts: Callable[[str], str] = str
 
 
 def method_plans() -> dict[str, Callable[[Recipe], MethodPlan]]:
@@ -298,3 +302,12 @@ def tuning_overrides(key: str, recipe: Recipe, iterations: int | None = None, lr
     if step:
         changes["iterations"] = int(step)
     return changes
+
+
+def setting_to_test(choice) -> str:
+    """The setting the test stage trains beside "off": the chosen one, or, when the rule kept "off", the best
+    candidate other than "off" by validation mean (its row is then labelled an ablation)."""
+    if not choice.off_won:
+        return choice.chosen
+    others = {k: v for k, v in choice.means.items() if k != choice.off}
+    return max(others, key=lambda k: others[k].mean)

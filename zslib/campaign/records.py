@@ -14,9 +14,20 @@ puts beside them, hardware included (``"fine-tuned on cuda (NVIDIA L4), bfloat16
 """
 from __future__ import annotations
 
-__all__ = ["REGIMES", "regime", "hardware", "regime_label", "finetuned_runs"]
+import json
+
+from zslib.campaign.plan import setting_to_test
+from zslib.engine.choice import choose
+from zslib.engine.store import load_result, recorded_dir
+
+__all__ = ["REGIMES", "regime", "hardware", "regime_label", "finetuned_runs", "CPU_METHODS_MANIFEST",
+           "recorded_cpu_methods"]
 
 REGIMES = ("quick", "frozen", "adapted", "fine-tuned")
+
+#: The CPU proof's methods stage (``scripts/cpu_finetune.py --methods``): each method's validation, choice and test
+#: runs at the proof's size, each method's short run, and both builds' untrained floors at 224 px.
+CPU_METHODS_MANIFEST = "flowers102-cpu-methods"
 
 
 def regime(result) -> str:
@@ -51,3 +62,38 @@ def finetuned_runs(directory=None, *, recorded_only: bool = False, **match) -> l
     runs = recorded_runs(directory) if recorded_only else load_results(directory)
     return [r for r in runs if regime(r) == "fine-tuned"
             and all(getattr(r.config, k) == v for k, v in match.items())]
+
+
+def recorded_cpu_methods(directory=None) -> dict | None:
+    """The recorded methods stage of the CPU proof (:data:`CPU_METHODS_MANIFEST` beside the recorded runs), every run
+    loaded and checked and every choice recomputed by the rule from the validation runs, or ``None``.
+
+    Returns ``{"methods": {method: {"validation": {label: [Result]}, "choice": Choice, "setting": label,
+    "ablation": bool, "off": [Result], "method": [Result]}}, "untrained": [Result], "tiny": {method: Result},
+    "floors_224": {backbone: Result}, "size": dict, "recipe": str, "recipe_ablation": bool, "images": str}``;
+    a method still training when the manifest was written is absent from ``"methods"``."""
+    folder = recorded_dir(directory)
+    path = folder / "campaign" / f"{CPU_METHODS_MANIFEST}.json"
+    if not path.is_file():
+        return None
+    manifest = json.loads(path.read_text())
+
+    def runs(names):
+        return [load_result(folder / n) for n in names]
+
+    methods = {}
+    for m, entry in manifest.get("methods", {}).items():
+        val = {k: runs(v) for k, v in entry["validation"].items()}
+        choice = choose(val, off="off", metric="R@1", split="val")
+        setting = setting_to_test(choice)
+        if setting != entry["setting"]:
+            raise ValueError(f"{path}: {m}'s test runs are of {entry['setting']!r}, but its validation runs make the "
+                             f"rule test {setting!r}; the manifest does not match its run files")
+        methods[m] = {"validation": val, "choice": choice, "setting": setting, "ablation": choice.off_won,
+                      "off": runs(entry["test"]["off"]), "method": runs(entry["test"]["method"])}
+    return {"methods": methods, "untrained": runs(manifest.get("untrained", [])),
+            "tiny": {m: load_result(folder / n) for m, n in manifest.get("tiny", {}).items()},
+            "floors_224": {b: load_result(folder / n) for b, n in manifest.get("floors_224", {}).items()},
+            "size": manifest.get("size", {}), "recipe": manifest.get("recipe", ""),
+            "recipe_ablation": bool(manifest.get("recipe_ablation")), "images": manifest.get("images", ""),
+            "path": path}

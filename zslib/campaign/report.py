@@ -18,9 +18,8 @@ from pathlib import Path
 from zslib.analysis.compare import regime_config
 from zslib.analysis.verdict import paired_phrase
 from zslib.campaign.plan import RECIPES, TUNING_LOSS, length_candidates, method_plans, tuning_configs
-from zslib.campaign.records import hardware
-from zslib.campaign.run import (Campaign, campaign_configs, comparison_rows, load_manifest, setting_to_test,
-                                tuning_to_use)
+from zslib.campaign.records import CPU_METHODS_MANIFEST, hardware, recorded_cpu_methods
+from zslib.campaign.run import (Campaign, campaign_configs, comparison_rows, load_manifest, tuning_to_use)
 from zslib.engine.choice import choose
 from zslib.engine.models import build_label
 from zslib.engine.models.adapted import entry_stage
@@ -282,9 +281,6 @@ def _hardware(result) -> str:
 # ---- the fine-tuned baseline recipe proven on the CPU (scripts/cpu_finetune.py) -------------------------------------
 
 CPU_MANIFEST = "flowers102-cpu"
-#: The CPU proof's methods stage (``scripts/cpu_finetune.py --methods``): each method's validation, choice and test
-#: runs at the proof's size, each method's short run, and both builds' untrained floors at 224 px.
-CPU_METHODS_MANIFEST = "flowers102-cpu-methods"
 #: The frozen and adapted regimes stand on the symmetric build (``efficientnet_lite0``); they would move to the
 #: TensorFlow build, and be recorded again, only if its untrained floor at the real profile's 224-px crop were higher
 #: by more than this many points of unseen Recall@1.
@@ -317,41 +313,6 @@ def recorded_cpu_proof(directory=None) -> dict | None:
             "hardware": sorted({hardware(r) for r in every}), "build": build_label(every[0]),
             "size": manifest["size"], "images": manifest.get("images", ""), "path": path,
             "builds": {b: load_result(folder / n) for b, n in manifest.get("builds", {}).items()}}
-
-
-def recorded_cpu_methods(directory=None) -> dict | None:
-    """The recorded methods stage of the CPU proof (:data:`CPU_METHODS_MANIFEST` beside the recorded runs), every run
-    loaded and checked and every choice recomputed by the rule from the validation runs, or ``None``.
-
-    Returns ``{"methods": {method: {"validation": {label: [Result]}, "choice": Choice, "setting": label,
-    "ablation": bool, "off": [Result], "method": [Result]}}, "untrained": [Result], "tiny": {method: Result},
-    "floors_224": {backbone: Result}, "size": dict, "recipe": str, "recipe_ablation": bool, "images": str}``;
-    a method still training when the manifest was written is absent from ``"methods"``."""
-    folder = recorded_dir(directory)
-    path = folder / "campaign" / f"{CPU_METHODS_MANIFEST}.json"
-    if not path.is_file():
-        return None
-    manifest = json.loads(path.read_text())
-
-    def runs(names):
-        return [load_result(folder / n) for n in names]
-
-    methods = {}
-    for m, entry in manifest.get("methods", {}).items():
-        val = {k: runs(v) for k, v in entry["validation"].items()}
-        choice = choose(val, off="off", metric="R@1", split="val")
-        setting = setting_to_test(choice)
-        if setting != entry["setting"]:
-            raise ValueError(f"{path}: {m}'s test runs are of {entry['setting']!r}, but its validation runs make the "
-                             f"rule test {setting!r}; the manifest does not match its run files")
-        methods[m] = {"validation": val, "choice": choice, "setting": setting, "ablation": choice.off_won,
-                      "off": runs(entry["test"]["off"]), "method": runs(entry["test"]["method"])}
-    return {"methods": methods, "untrained": runs(manifest.get("untrained", [])),
-            "tiny": {m: load_result(folder / n) for m, n in manifest.get("tiny", {}).items()},
-            "floors_224": {b: load_result(folder / n) for b, n in manifest.get("floors_224", {}).items()},
-            "size": manifest.get("size", {}), "recipe": manifest.get("recipe", ""),
-            "recipe_ablation": bool(manifest.get("recipe_ablation")), "images": manifest.get("images", ""),
-            "path": path}
 
 
 def cpu_proof_frame(proof):

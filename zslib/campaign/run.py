@@ -31,7 +31,7 @@ from pathlib import Path
 from zslib.campaign.records import hardware
 from zslib.campaign.plan import (RECIPES, SMOKE, SMOKE_SEEDS, UNTRAINED, Recipe, candidate_configs, estimated_images,
                                  floor_config, length_candidates, method_plan, named, skipped_methods, tuning_changes,
-                                 method_plans, tuning_configs, tuning_overrides)
+                                 method_plans, setting_to_test, tuning_configs, tuning_overrides)
 from zslib.engine.choice import choose
 from zslib.engine.stability import stability_label
 from zslib.engine.config import Config
@@ -486,15 +486,6 @@ def tuning_to_use(choice) -> str:
     if choice.chosen not in ("off", UNTRAINED):
         return choice.chosen
     others = {k: v for k, v in choice.means.items() if k not in ("off", UNTRAINED)}
-    return max(others, key=lambda k: others[k].mean)
-
-
-def setting_to_test(choice) -> str:
-    """The setting the test stage trains beside "off": the chosen one, or, when the rule kept "off", the best
-    candidate other than "off" by validation mean (its row is then labelled an ablation)."""
-    if not choice.off_won:
-        return choice.chosen
-    others = {k: v for k, v in choice.means.items() if k != choice.off}
     return max(others, key=lambda k: others[k].mean)
 
 

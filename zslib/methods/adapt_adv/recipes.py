@@ -266,5 +266,13 @@ def campaign_plan(recipe: Recipe) -> MethodPlan:
     candidates = {"+GDFL (no adversary)": {"use_gdfl": True, "use_adversary": False},
                   "+adversary (no GDFL)": {"use_gdfl": False, "use_adversary": True},
                   "GDFL + adversary": {"use_gdfl": True, "use_adversary": True}}
+    rows = {"+GDFL (no adversary)": ("Triplet / +GDFL", "GDFL attention, adversary off"),
+            "+adversary (no GDFL)": ("Triplet / +Adv", "class adversary (lambda0 = 0.5), attention off"),
+            "GDFL + adversary": ("Triplet / Adapt-Adv", "GDFL attention and class adversary (lambda0 = 0.5)")}
+
+    def claims(label):  # Table 6: each part on Flowers-102 with the triplet loss, against its Base row
+        return Claim("alkaabi2022adaptadv", ("6", rows[label][0], "R@1"), ("6", "Triplet / Base", "R@1"), "Flowers-102")
+
     return MethodPlan("adapt_adv", base, "the parts (GDFL attention, Sec. 3.1; the class adversary at lambda0 0.5, "
-                      "Eq. 22)", candidates, smoke_params={"hidden": 16})
+                      "Eq. 22)", candidates, smoke_params={"hidden": 16}, claims=claims,
+                      parts=lambda label: rows[label][1])

@@ -297,5 +297,12 @@ def campaign_plan(recipe: Recipe) -> MethodPlan:
     cands = {f"EC lambda1={l1:g}": {"lambda1": l1, "lambda2": 0.0},
              f"DC lambda2={l2:g}": {"lambda1": 0.0, "lambda2": l2},
              f"EC+DC ({l1:g}, {l2:g})": {"lambda1": l1, "lambda2": l2}}
+    rows = {f"EC lambda1={l1:g}": ("CML-e (Tri)", "CML-e, energy confusion alone"),
+            f"DC lambda2={l2:g}": ("CML-d (Tri)", "CML-d, diversity confusion alone"),
+            f"EC+DC ({l1:g}, {l2:g})": ("CML (Tri)", "CML, energy and diversity confusion")}
+
+    def claims(label):  # Table IV: the triplet loss on CUB-200 at these weights
+        return Claim("chen2022cml", ("IV", rows[label][0], "R@1"), ("IV", "Triplet", "R@1"), "CUB-200")
+
     return MethodPlan("cml", base, f"the confusion terms (lambda1, lambda2 of Eq. 11; the paper's {l1:g}, {l2:g})",
-                      cands)
+                      cands, claims=claims, parts=lambda label: f"{rows[label][1]}, {label}")

@@ -100,5 +100,10 @@ def campaign_plan(recipe: Recipe) -> MethodPlan:
     """DeML in the fine-tuning campaign: Eq. 5's own binomial deviance (alpha 2, beta 0.5, negative cost 35), as in
     the frozen and adapted regimes, and the paper's numbers of channel-attention learners J."""
     base = {"loss": "binomial_deml", "method": "deml", "method_params": {"scales": 1}}
+    def claims(label):  # Table 2 (CUB-200): DeML(1, J) against the plain 512-d embedding of Table 1
+        return Claim("chen2019deml", ("2-CUB200", f"DeML(1,{label.split('=')[1]})", "H"), ("1", "U512", "CUB R@1"),
+                     "CUB-200")
+
     return MethodPlan("deml", base, "J (channel-attention learners)",
-                      {"J=4": {"learners": 4}, "J=8": {"learners": 8}})
+                      {"J=4": {"learners": 4}, "J=8": {"learners": 8}}, claims=claims,
+                      parts=lambda label: f"DeML(1,{label.split('=')[1]}), attention and adversarial diversification")

@@ -234,4 +234,7 @@ def campaign_plan(recipe: Recipe) -> MethodPlan:
     else:
         base = {**jrd_method(d), "objective_lr": JRD_PRESETS[d]["proxy_lr"]}
     return MethodPlan("jrd", base, "alpha (Eq. 11)", {f"alpha={v:g}": {"alpha": v} for v in CAMPAIGN_ALPHAS},
-                      smoke_params={"mixture": [1, 1]})
+                      smoke_params={"mixture": [1, 1]},
+                      claims=lambda label: ("no like-for-like row (the paper's tables give no row of the same loss "
+                                            "without JRD)"),
+                      parts=lambda label: f"joint representation diversification, {label}")
