@@ -29,6 +29,8 @@ import os
 import time
 from pathlib import Path
 
+from zslib.engine.data.images import check_file_name
+
 __all__ = ["LARGE_FILE", "EDGE_BYTES", "folder_identity", "data_identity", "identity_mismatch"]
 
 #: Files above this size (bytes) are identified by their size and their first and last :data:`EDGE_BYTES` only.
@@ -48,6 +50,7 @@ def _listing(folder: Path) -> list[tuple[str, int, int]]:
             if name.startswith("."):
                 continue
             path = os.path.join(dirpath, name)
+            check_file_name(path)  # a name that is not UTF-8 can be neither hashed nor printed: refused, named
             st = os.stat(path)
             out.append((os.path.relpath(path, folder), st.st_size, st.st_mtime_ns))
     out.sort()
