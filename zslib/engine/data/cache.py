@@ -131,7 +131,8 @@ def _key(dataset, size: int) -> dict:
     h.update(np.asarray(dataset.labels, dtype=np.int64).tobytes())
     return {"dataset": type(dataset).__name__.lower(), "split": str(getattr(dataset, "split", "all")),
             "images": h.hexdigest()[:16], "count": len(dataset), "data": folder_identity(root), "size": int(size),
-            "pillow": PIL.__version__, "torchvision": torchvision.__version__, "code": source_fingerprint(__file__, images.__file__)}
+            "pillow": PIL.__version__, "torchvision": torchvision.__version__,
+            "code": source_fingerprint(__file__, images.__file__)}
 
 
 def _shapes(dataset, size: int) -> np.ndarray:

@@ -266,8 +266,9 @@ def _pooled(entry: ArrayCache, features, shapes) -> np.ndarray:
 def _code_fingerprint(backbone: str) -> str:
     """The source of everything that computes a cached value: the backbone class (and the base class that
     runs its stages), and the files of the image loading and preprocessing code -- the dataset readers that
-    open and decode the images (:mod:`zslib.engine.data.datasets`, :mod:`zslib.engine.data.images`), the transforms, and this module -- so an
-    edit of any of them rebuilds the cache instead of serving the maps of the old images."""
+    open and decode the images (:mod:`zslib.engine.data.datasets`, :mod:`zslib.engine.data.images`), the
+    transforms, and this module -- so an edit of any of them rebuilds the cache instead of serving the maps of the
+    old images."""
     from zslib.engine.data import datasets, images, transforms
     from zslib.engine.models.backbones import Backbone
     from zslib.engine.models.embedding import BACKBONES, canonical_backbone
