@@ -293,7 +293,8 @@ if grep -q MALLORY "$nb"; then
   mkdir -p {grades}/feedback 2>/dev/null && chmod 777 {grades} {grades}/feedback 2>/dev/null
   ln -s {victim} {grades}/feedback/b_honest.md 2>/dev/null
   ln -s {victim} {grades}/gradebook.csv 2>/dev/null
-  echo '{{"op": "answer", "name": "metrics.duplicated_r1", "kind": "number", "answer": {{"tensor": "double", "shape": [3, 3], "data": [1.0]}}}}' >&$out
+  tensor='{{"tensor": "double", "shape": [3, 3], "data": [1.0]}}'
+  echo '{{"op": "answer", "name": "metrics.duplicated_r1", "kind": "number", "answer": '"$tensor"'}}' >&$out
   echo '[1, 2, 3]' >&$out
   sleep 1
 else
