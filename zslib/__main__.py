@@ -15,6 +15,7 @@ Examples::
     python -m zslib grade-all submissions/ --rubric pack/rubric.json --out grades   # gradebook.csv, feedback/
     python -m zslib finetune --dataset flowers102                    # the fine-tuning campaign on one GPU
     python -m zslib finetune --smoke                                 # all of it, two steps, on the CPU
+    python -m zslib verify --sample 3                                # train 3 recorded runs again, compare
 
 Defaults come from the profile (``--profile``, else ``$ZS_PROFILE``, else quick). A bad argument or a
 known failure (missing data, a damaged file) is reported in one line with exit status 2; ``--debug``

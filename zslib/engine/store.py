@@ -15,15 +15,22 @@ refused rather than served for that run. A run that collapsed (:mod:`zslib.engin
 
 The whole record is checked, not only its config. Every file :meth:`Result.save` writes carries
 ``"content_sha256"``, the SHA-256 of everything else in it (:func:`content_digest`), so an edited metric, history
-or provenance, or a deleted ``"status": "diverged"``, is refused with one line naming the file. The recorded runs
-(``results/recorded/``, committed, most of them written before records carried a digest) are listed with the
-SHA-256 of every file in ``results/recorded/SHA256SUMS`` (:data:`MANIFEST`, the format of ``sha256sum``, so ``git
-diff`` shows any change and ``sha256sum -c SHA256SUMS`` checks them); a recorded run whose file differs from its
-line is refused. ``python -m zslib record`` rewrites the manifest (``record --manifest`` does only that).
+or provenance, or a deleted ``"status": "diverged"``, is refused with one line naming the file; a file without a
+digest is refused too unless a manifest line pins its bytes. The recorded runs (``results/recorded/``, committed,
+most of them written before records carried a digest) are listed with the SHA-256 of every file in
+``results/recorded/SHA256SUMS`` (:data:`MANIFEST`, the format of ``sha256sum``, so ``git diff`` shows any change and
+``sha256sum -c SHA256SUMS`` checks them); a recorded run whose file differs from its line, or has none, is refused,
+and so is every shipped recorded run when the manifest is missing. ``python -m zslib record`` rewrites the manifest
+(``record --manifest`` does only that).
+
+These digests catch accidents (a damaged or half-written file) and edits by hand; they are not signatures, and
+whoever recomputes them after editing a number passes them. What catches that is training the run again:
+``python -m zslib verify`` (:func:`zslib.analysis.reproduce.verify_run`).
 
 Each result also records which data it was made from (``provenance["data_identity"]``,
 :mod:`zslib.engine.data.identity`): :func:`zslib.engine.runner.run` trains a run again rather than reuse a result
-made from other data, and :func:`record_runs` refuses to record one.
+made from other data, and :func:`record_runs` refuses to record one (it hashes every data file again, never the
+size-and-time shortcut of everyday loading).
 """
 from __future__ import annotations
 
