@@ -991,7 +991,9 @@ def _needs_key(items) -> bool:
 def _unchecked(name: str, run: dict) -> str:
     """Why exercise ``name`` has no answer, from the notebook's cells and its run: no cell calls its check, the check
     cell ran and raised (which error), the run stopped before it, or it ran without handing an answer over."""
-    cells = run.get("check_cells", {}).get(name)
+    if "check_cells" not in run:  # the notebook was not run
+        return f"not checked: {run['status']}."
+    cells = run["check_cells"].get(name)
     if not cells:
         return f"not checked: no cell of the notebook calls check('{name}', ...) (was its check cell deleted?)."
     raised = {e["cell"]: e["error"] for e in run.get("errors", [])}
@@ -1140,7 +1142,8 @@ def grade_submission(notebook, rubric=None, *, student: str | None = None, timeo
             else:
                 key = runner.run(read_submission(key_file), list(items), seed, timeout, memory_mb)["answers"]
         run = _not_run(problem) if problem else runner.run(source, list(items), seed, timeout, memory_mb)
-    run["check_cells"] = check_cells(nb)
+    if not problem:
+        run["check_cells"] = check_cells(nb)
     graded = _score(student or path.stem, path.name, chapter or path.stem, items, run, seed,
                     run["answers"] if as_key else key)
     graded.note = "; ".join(n for n in (note, items_note) if n)
@@ -1325,10 +1328,9 @@ def _run_keys(pool, run_one, keys: dict, items_of: dict, seed: int, say) -> dict
     for chapter, job in jobs.items():
         path = keys[chapter][0]
         try:
-            runs[chapter] = job.result()
+            runs[chapter] = dict(job.result(), check_cells=check_cells(_parse_notebook(keys[chapter][1])[0]))
         except Exception as err:  # noqa: BLE001  (said, and its chapter's questions are then not scored)
             runs[chapter] = _not_run(f"the key could not be run ({type(err).__name__}: {err})")
-        runs[chapter]["check_cells"] = check_cells(_parse_notebook(keys[chapter][1])[0])
         g = _score("(instructor)", path.name, chapter, items_of[chapter], runs[chapter], seed, runs[chapter]["answers"])
         note = "" if g.points == g.total else " (the key should earn every point: check its notebook)"
         say(f"instructor {path.name}: {g.points:g} / {g.total:g} ({g.status}){note}")
@@ -1347,10 +1349,9 @@ def _graded_entry(e: _Entry, job, started: float, key_runs: dict, items_of: dict
         seconds = time.monotonic() - started
     else:
         try:
-            run = job.result()
+            run = dict(job.result(), check_cells=check_cells(e.nb))
         except Exception as err:  # noqa: BLE001  (one notebook's failure is its own row, not the class's end)
             run = _not_run(f"not graded: the grader could not run it ({type(err).__name__}: {err})")
-        run["check_cells"] = check_cells(e.nb)
         key = key_runs[e.chapter]["answers"] if e.chapter in key_runs else None
         g = _score(e.student, e.shown, e.chapter, items, run, seed, key)
         seconds = run.get("seconds", 0.0)
