@@ -571,11 +571,11 @@ def record_runs(profile: str, directory: str | os.PathLike | None = None, dry_ru
     # every file is checked (its config against its recorded hash and its name) before anything is copied: a
     # mismatching file is refused, never rewritten with a fresh config_hash that would hide the mismatch
     todo = [(path, load_result(path)) for path in sorted(root.glob("*.json"))]
-    out = []
+    out, fresh = [], {}
     for path, result in todo:
         if result.config.profile != profile or (path.name in have and not replace):
             continue
-        _check_same_data(path, result)
+        _check_same_data(path, result, fresh)
         target = recorded / path.name
         old = load_result(target) if path.name in have else None
         if old is not None and old.provenance.get("timestamp", "") >= result.provenance.get("timestamp", ""):
@@ -594,19 +594,23 @@ def record_runs(profile: str, directory: str | os.PathLike | None = None, dry_ru
     return out
 
 
-def _check_same_data(path: Path, result: Result) -> None:
+def _check_same_data(path: Path, result: Result, fresh: dict) -> None:
     """Refuse to record a run unless its data identity holds when computed again from the contents of the dataset
     on disk now (``$ZS_DATA``; every file read, never the size-and-time shortcut of
     :func:`zslib.engine.data.identity.folder_identity`): a run made from other data (a subset, a fabricated tree,
     photographs rewritten in place), a run whose provenance records no identity, and a run whose dataset is not on
-    disk here, where it cannot be checked."""
+    disk here, where it cannot be checked. ``fresh``: the identities hashed so far in this call, by dataset."""
     from zslib.engine.data.identity import data_identity, identity_mismatch
 
     stored = result.provenance.get("data_identity")
     if not stored:
         raise ResultFileError(f"{path} records no data identity, so the data it was made from cannot be checked: not "
                               "recorded; train it again with this zslib")
-    current = data_identity(result.config, fresh=True)
+    c = result.config
+    which = (c.dataset, c.image_size, c.synth_images_per_class)  # what data_identity reads of a config
+    if which not in fresh:
+        fresh[which] = data_identity(c, fresh=True)
+    current = fresh[which]
     if current is None:
         raise ResultFileError(f"{path}: its dataset ({result.config.dataset}) is not on disk here, so its data "
                               "identity cannot be checked: not recorded; point ZS_DATA at the data it was trained on")
