@@ -100,7 +100,7 @@ def reproduction_mode(stored, device: str = "cpu") -> tuple[str, str]:
         return "tolerance", "its provenance does not name the CPU it was recorded on"
     if recorded_cpu != cpu_model():
         return "tolerance", f"recorded on {recorded_cpu}, trained again on {cpu_model() or 'an unnamed CPU'}"
-    return "exact", f"the CPU it was recorded on ({recorded_cpu})"
+    return "exact", f"on the CPU it was recorded on, {recorded_cpu}"
 
 
 def verify_run(stored, scratch, tolerance: float = 0.01, device: str = "cpu") -> dict:
@@ -138,6 +138,7 @@ def verify_run(stored, scratch, tolerance: float = 0.01, device: str = "cpu") ->
     ok = gap <= allowed
     verdict = "reproduces" if ok else "does NOT reproduce"
     bound = "exactly" if mode == "exact" else f"within {tolerance}"
+    found = (f"all {len(gaps)} metrics equal to the last bit" if gap == 0 else
+             f"largest difference {split} {metric}: recorded {recorded:.6g}, trained again {retrained:.6g}")
     return {"run": name, "mode": mode, "why": why, "ok": ok, "worst": (split, metric, recorded, retrained, gap),
-            "message": f"{name}: {verdict} {bound} ({why}); largest difference {split} {metric}: recorded "
-                       f"{recorded:.6g}, trained again {retrained:.6g}"}
+            "message": f"{name}: {verdict} {bound} ({why}); {found}"}
