@@ -169,24 +169,31 @@ def test_a_stored_result_of_other_pixels_is_trained_again_and_not_recorded(tmp_p
 
 
 def test_a_result_recorded_before_data_identities_is_still_served(tmp_path):
-    """The recorded runs (no data identity in their provenance) stay usable: reused, not trained again."""
+    """The recorded runs (no data identity and no digest in their provenance, their bytes listed in SHA256SUMS) stay
+    usable: reused, not trained again. The same file anywhere else is refused: every file this zslib writes carries
+    both, so one without them was written by older code or edited (the digest and identity deleted)."""
     import json
 
     from zslib.engine.config import Config
     from zslib.engine.runner import run
-    from zslib.engine.store import DIGEST_KEY
+    from zslib.engine.store import DIGEST_KEY, ResultFileError, write_manifest
 
     config = Config(iterations=4, eval_every=4, batch_classes=4, batch_per_class=2, synth_images_per_class=8,
                     image_size=32, resize_size=36, embedding_dim=16)
-    first = run(config, results_dir=tmp_path, progress=False)
+    first = run(config, results_dir=tmp_path / "made", progress=False)
     d = json.loads(first.path.read_text())
     d["provenance"].pop("data_identity")
     d.pop(DIGEST_KEY)  # as code before the identity and the digest wrote it
-    first.path.write_text(json.dumps(d))
+    (tmp_path / "recorded").mkdir()
+    (tmp_path / "recorded" / first.path.name).write_text(json.dumps(d))
+    write_manifest(tmp_path)
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)
         again = run(config, results_dir=tmp_path, progress=False)
     assert again.metrics == first.metrics and "data_identity" not in again.provenance
+    first.path.write_text(json.dumps(d))
+    with pytest.raises(ResultFileError, match="has no 'content_sha256'"):
+        run(config, results_dir=tmp_path / "made", progress=False)
 
 
 def test_finetune_smoke_on_another_tree_trains_again(tmp_path, capsys):

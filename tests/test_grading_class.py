@@ -42,7 +42,7 @@ def _nb(cells, chapter="tiny"):
             "nbformat": 4, "nbformat_minor": 5}
 
 
-def _class(root: Path, pidfile: Path) -> tuple[Path, Path]:
+def _class(root: Path) -> tuple[Path, Path]:
     subs, pack = root / "subs", root / "pack"
     (pack / "instructor").mkdir(parents=True)
     subs.mkdir()
@@ -60,12 +60,25 @@ def _class(root: Path, pidfile: Path) -> tuple[Path, Path]:
                     "import subprocess\n"
                     f"p = subprocess.Popen(['setsid', 'env', '-i', 'sh', '-c', 'sleep 300; echo forged > "
                     f"{root}/grades_j1/gradebook.csv'])\n"
-                    f"open({str(pidfile)!r}, 'w').write(str(p.pid))", "check('metrics.duplicated_r1', 1.0)"],
+                    "check('metrics.duplicated_r1', 1.0)"],
     }
     for name, cells in notebooks.items():
         (subs / f"{name}.ipynb").write_text(json.dumps(_nb(cells)))
     (subs / "mallory.ipynb").symlink_to(pack / "instructor" / "tiny.ipynb")  # the solutions, by a link
     return subs, pack
+
+
+def _running(line: str) -> list[int]:
+    """The live processes whose command line holds ``line``."""
+    found = []
+    for entry in (e for e in os.listdir("/proc") if e.isdigit()):
+        try:
+            text = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode("utf-8", "replace")
+        except OSError:
+            continue
+        if line in text and _alive(int(entry)):
+            found.append(int(entry))
+    return found
 
 
 def _alive(pid: int) -> bool:
@@ -78,8 +91,8 @@ def _alive(pid: int) -> bool:
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
     root = tmp_path_factory.mktemp("class44")
-    pidfile = root / "leftover.pid"
-    subs, pack = _class(root, pidfile)
+    subs, pack = _class(root)
+    leftover = f"{root}/grades_j1/gradebook.csv"  # in the command line of forger2's detached shell
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([HERE, os.environ.get("PYTHONPATH", "")]))
     runs = {}
     for jobs in (1, 2):
@@ -89,9 +102,10 @@ def graded(tmp_path_factory):
         assert out.returncode == 0, out.stdout + out.stderr
         runs[jobs] = out.stdout
         if jobs == 1:
-            leftover_alive = _alive(int(pidfile.read_text()))
-            if leftover_alive:  # clean up before the test fails
-                os.kill(int(pidfile.read_text()), 9)
+            survivors = _running(leftover)  # found by its command line: a pid it saw may be a PID namespace's
+            leftover_alive = bool(survivors)
+            for pid in survivors:  # clean up before the test fails
+                os.kill(pid, 9)
     with open(root / "grades_j1" / "gradebook.csv", newline="") as fh:
         rows = {r["student"]: r for r in csv.DictReader(fh)}
     return {"root": root, "rows": rows, "stdout": runs, "leftover_alive": leftover_alive, "pack": pack}

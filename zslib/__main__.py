@@ -15,6 +15,7 @@ Examples::
     python -m zslib grade-all submissions/ --rubric pack/rubric.json --out grades   # gradebook.csv, feedback/
     python -m zslib finetune --dataset flowers102                    # the fine-tuning campaign on one GPU
     python -m zslib finetune --smoke                                 # all of it, two steps, on the CPU
+    python -m zslib verify --sample 3                                # train 3 recorded runs again, compare
 
 Defaults come from the profile (``--profile``, else ``$ZS_PROFILE``, else quick). A bad argument or a
 known failure (missing data, a damaged file) is reported in one line with exit status 2; ``--debug``
@@ -262,6 +263,24 @@ def _parser(config_cls=None) -> argparse.ArgumentParser:
     r.add_argument("--replace", action="store_true",
                    help="also rewrite recorded runs of which the folder holds a newer run of the same config (its "
                         "provenance keeps the replaced run's date, commit and metric changes)")
+
+    v = sub.add_parser("verify", help="train recorded runs again and fail on a number that does not reproduce",
+                       description="Train recorded runs again from their configs (every file's data hashed again, "
+                                   "with the thread count of its provenance) in a scratch folder, and compare every "
+                                   "metric with the record: to the last bit on the CPU model the run's provenance "
+                                   "names, within --tolerance elsewhere (zslib.analysis.reproduce.verify_run). The "
+                                   "store's digests catch accidents and edits by hand; this catches a number forged "
+                                   "together with its digest. Exit status 1 when a run does not reproduce.")
+    v.add_argument("runs", nargs="*", metavar="RUN.json", help="recorded run files (default: every recorded run)")
+    v.add_argument("--sample", type=int, metavar="N", help="only N recorded runs drawn at random (see --seed)")
+    v.add_argument("--seed", type=int, default=0, help="the seed of --sample's draw (default 0)")
+    v.add_argument("--results-dir", help="the folder whose recorded/ runs are verified (default: $ZS_RESULTS or "
+                                         "results/)")
+    v.add_argument("--scratch", help="the folder to train in (default: a temporary folder)")
+    v.add_argument("--tolerance", type=float, default=0.01,
+                   help="the largest difference allowed on another machine (a fraction; clustering metrics: from the "
+                        "range of five k-means seeds; default 0.01)")
+    v.add_argument("--device", default="cpu", help="cpu (default), cuda ...")
 
     a = sub.add_parser("assignments", help="write the assignment pack (student and instructor notebooks, rubric)",
                        description="Generate the assignment pack from the book's chapters: student notebooks "
@@ -648,6 +667,41 @@ def _record_weights(files, scratch, tolerance) -> int:
     return 0
 
 
+def _verify(args) -> int:
+    import random
+    import tempfile
+    from pathlib import Path
+
+    from zslib.analysis.reproduce import verify_run
+    from zslib.engine.store import load_result, recorded_runs
+
+    if args.tolerance < 0 or (args.sample is not None and args.sample < 1):
+        raise UsageError("--tolerance must be >= 0 and --sample >= 1")
+    missing = [f for f in args.runs if not Path(f).is_file()]
+    if missing:
+        raise UsageError(f"no such run file: {missing[0]}")
+    runs = [load_result(f) for f in args.runs] if args.runs else recorded_runs(args.results_dir)
+    if args.sample is not None and args.sample < len(runs):
+        runs = sorted(random.Random(args.seed).sample(runs, args.sample), key=lambda r: r.path.name)
+    if not runs:
+        raise UsageError("no recorded run to verify (results/recorded/ is empty)")
+    print(f"verifying {len(runs)} run(s), each trained again from its config", flush=True)
+    failed = skipped = 0
+    with tempfile.TemporaryDirectory(prefix="zslib-verify-") as tmp:
+        for result in runs:
+            if str(result.provenance.get("device", "")).startswith("cuda") and not str(args.device).startswith("cuda"):
+                print(f"{result.path.name}: skipped, recorded on {result.provenance['device']} (--device cuda on a "
+                      "GPU machine verifies it)", flush=True)
+                skipped += 1
+                continue
+            scratch = Path(args.scratch) if args.scratch else Path(tmp) / result.path.stem
+            verdict = verify_run(result, scratch, args.tolerance, args.device)
+            failed += not verdict["ok"]
+            print(verdict["message"], flush=True)
+    print(f"{len(runs) - failed - skipped} reproduced, {failed} did not, {skipped} skipped")
+    return 1 if failed else 0
+
+
 def _assignments(args) -> int:
     from zslib.teaching.assignments import build_pack
 
@@ -765,7 +819,7 @@ def main(argv=None, config_cls=None) -> int:
     args = _parser(config_cls).parse_args(argv)
     command = {"train": lambda a: _train(a, config_cls), "evaluate": _evaluate, "methods": _methods, "record": _record,
                "assignments": _assignments, "grade": _grade, "grade-all": _grade_all,
-               "finetune": _finetune}[args.command]
+               "finetune": _finetune, "verify": _verify}[args.command]
     if args.debug:
         return command(args)
     try:

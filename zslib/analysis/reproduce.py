@@ -19,13 +19,18 @@ So :func:`reproduction_gaps` asks two things. A retrieval metric must be close t
 clustering metric must be close to the range the retrained embedding gives over several k-means seeds (its
 gap is the distance from the stored value to that range, zero inside it). A run that trained differently
 moves its embedding, and with it both its Recall@K and the whole range of its NMI.
+
+:func:`verify_run` (``python -m zslib verify``) is what anyone can run against a recorded number: it trains the run
+again and compares every metric, to the last bit on the machine the run's provenance names, within a tolerance
+elsewhere (:func:`reproduction_mode`). The digests of the store catch accidents and edits by hand; only this
+catches a number forged together with its digest.
 """
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-__all__ = ["CLUSTER_METRICS", "EXACT", "reproduction_gaps", "check_reproduced", "same_machine", "reproduction_rule",
-           "check_reproduced_here"]
+__all__ = ["CLUSTER_METRICS", "EXACT", "reproduction_gaps", "check_reproduced", "reproduction_mode",
+           "reproduction_rule", "check_reproduced_here", "verify_run"]
 
 CLUSTER_METRICS = frozenset({"NMI", "F1", "ACC", "Purity"})  # metrics of one k-means (or spectral) clustering
 
@@ -34,28 +39,14 @@ CLUSTER_METRICS = frozenset({"NMI", "F1", "ACC", "Purity"})  # metrics of one k-
 EXACT = 1e-9
 
 
-def same_machine(stored) -> bool:
-    """Whether this process sums as the one that recorded ``stored`` did: the same processor model (provenance
-    ``cpu``), the same torch version, and as many threads (:func:`torch.get_num_threads`)."""
-    import torch
-
-    from zslib.engine.store import cpu_model
-
-    p = stored.provenance
-    return (bool(p.get("cpu")) and p.get("cpu") == cpu_model() and p.get("torch_version") == torch.__version__
-            and int(p.get("torch_threads", -1)) == torch.get_num_threads())
-
-
-def reproduction_rule(stored, elsewhere: float) -> tuple[float, str]:
-    """``(tolerance, why)`` for retraining ``stored`` here: :data:`EXACT` on the machine kind that recorded it
-    (:func:`same_machine`), else ``elsewhere``, the caller's stated tolerance for another processor."""
-    p = stored.provenance
-    if same_machine(stored):
-        return EXACT, f"exact: recorded on this processor ({p.get('cpu')}) with the same threads and torch"
-    return float(elsewhere), (f"within {elsewhere:g}: recorded on {p.get('cpu') or 'an unnamed processor'} "
-                              f"(torch {p.get('torch_version')}, {p.get('torch_threads')} thread(s)), which sums "
-                              "in another order than this one")
-
+def reproduction_rule(stored, elsewhere: float, device: str = "cpu") -> tuple[float, str]:
+    """``(tolerance, why)`` for retraining ``stored`` here with the thread count of its provenance:
+    :data:`EXACT` where :func:`reproduction_mode` says this is the machine that recorded it, else ``elsewhere``, the
+    caller's stated tolerance for another processor or device."""
+    mode, why = reproduction_mode(stored, device)
+    if mode == "exact":
+        return EXACT, f"exact: {why}"
+    return float(elsewhere), f"within {elsewhere:g}: {why}"
 
 def reproduction_gaps(stored, again, device="cpu", cluster_seeds: Iterable[int] = range(5)
                       ) -> dict[tuple[str, str], float]:
@@ -139,3 +130,66 @@ def check_reproduced_here(stored, again, elsewhere: float, device="cpu") -> tupl
                                    "code_fingerprint) with this checkout.")
             worst = max(worst, gap)
     return worst, why
+
+
+def reproduction_mode(stored, device: str = "cpu") -> tuple[str, str]:
+    """How closely a run trained again here must match ``stored``: ``("exact", why)`` (every metric to the last bit)
+    when this is the machine its provenance names (a CPU run, the same CPU model: the same code, seed and thread
+    count then give the same bits), else ``("tolerance", why)`` (:func:`reproduction_gaps`)."""
+    import torch
+
+    from zslib.engine.store import cpu_model
+
+    recorded_device = str(stored.provenance.get("device", ""))
+    recorded_cpu = stored.provenance.get("cpu")
+    if not recorded_device.startswith("cpu") or str(device) != "cpu":
+        return "tolerance", f"recorded on {recorded_device or 'an unnamed device'}, trained again on {device}"
+    if not recorded_cpu:
+        return "tolerance", "its provenance does not name the CPU it was recorded on"
+    if recorded_cpu != cpu_model():
+        return "tolerance", f"recorded on {recorded_cpu}, trained again on {cpu_model() or 'an unnamed CPU'}"
+    recorded_torch = stored.provenance.get("torch_version")
+    if recorded_torch and recorded_torch != torch.__version__:
+        return "tolerance", f"recorded with torch {recorded_torch}, trained again with {torch.__version__}"
+    return "exact", f"on the CPU it was recorded on, {recorded_cpu}"
+
+
+def verify_run(stored, scratch, tolerance: float = 0.01, device: str = "cpu") -> dict:
+    """Train the recorded run ``stored`` again from its config in the folder ``scratch`` (its data hashed again,
+    with the thread count of its provenance) and compare every metric: exactly, or within ``tolerance`` where
+    :func:`reproduction_mode` says the machine differs. Returns ``{"run", "mode", "why", "ok", "worst", "message"}``:
+    ``worst`` is ``(split, metric, recorded, again, gap)`` of the largest difference, ``message`` one line."""
+    import torch
+
+    from zslib.engine.runner import run, scored_splits
+
+    mode, why = reproduction_mode(stored, device)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(int(stored.provenance.get("torch_threads") or 1))
+    try:
+        again = run(stored.config, results_dir=scratch, force=True, progress=False, device=device)
+    finally:
+        torch.set_num_threads(threads)
+    name = stored.path.name if getattr(stored, "path", None) else stored.config.name
+    if stored.status != again.status:
+        return {"run": name, "mode": mode, "why": why, "ok": False, "worst": None,
+                "message": f"{name}: recorded {stored.status}, trained again {again.status}"}
+    if mode == "exact":
+        scored = set(scored_splits(stored.config))
+        gaps = {(s, m): abs(again.metrics.get(s, {}).get(m, float("nan")) - v)
+                for s, row in stored.metrics.items() if s in scored for m, v in row.items()}
+        gaps = {k: (float("inf") if g != g else g) for k, g in gaps.items()}
+        allowed = 0.0
+    else:
+        gaps, allowed = reproduction_gaps(stored, again, device), tolerance
+    if not gaps:
+        return {"run": name, "mode": mode, "why": why, "ok": True, "worst": None, "message": f"{name}: no metric"}
+    (split, metric), gap = max(gaps.items(), key=lambda kv: kv[1])
+    recorded, retrained = stored.metrics[split][metric], again.metrics.get(split, {}).get(metric, float("nan"))
+    ok = gap <= allowed
+    verdict = "reproduces" if ok else "does NOT reproduce"
+    bound = "exactly" if mode == "exact" else f"within {tolerance}"
+    found = (f"all {len(gaps)} metrics equal to the last bit" if gap == 0 else
+             f"largest difference {split} {metric}: recorded {recorded:.6g}, trained again {retrained:.6g}")
+    return {"run": name, "mode": mode, "why": why, "ok": ok, "worst": (split, metric, recorded, retrained, gap),
+            "message": f"{name}: {verdict} {bound} ({why}); {found}"}

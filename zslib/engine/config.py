@@ -75,6 +75,21 @@ def _same_kind(value, default, name: str) -> None:
         raise TypeError(f"{name} must be {kind} (default {default!r}), got {value!r}")
 
 
+def _check_possible(config, parametric_loss: bool) -> None:
+    """Refuse, naming the setting, a config that cannot train or be scored, before any data is built: a pair loss
+    with one image per class in a batch has no positive pair to learn from (its loss is constant, and the run would
+    end "diverged", blaming the learning rate), and SynthParts with one image per class has no second image of an
+    unseen class for a query to retrieve. Only refuses: the fields and their hash are untouched."""
+    if config.batch_per_class < 2 and not parametric_loss:
+        raise ValueError(f"Config.batch_per_class={config.batch_per_class}: a batch then holds one image per class, "
+                         f"so loss {config.loss!r} has no positive pair to learn from; use batch_per_class >= 2 "
+                         "(--batch-per-class 2), or a proxy loss (proxy_nca, am_softmax)")
+    if str(config.dataset).lower() == "synthparts" and config.synth_images_per_class < 2:
+        raise ValueError(f"Config.synth_images_per_class={config.synth_images_per_class}: each class then has one "
+                         "image, so no query has an image of its own class to retrieve and no batch a positive pair; "
+                         "use synth_images_per_class >= 2 (--synth-images-per-class 2)")
+
+
 @dataclass(frozen=True)
 class Config:
     """Everything that determines a training run (and therefore its result file).
@@ -207,6 +222,7 @@ class Config:
                              f"{sorted(LOSSES[self.loss].defaults)}")
         for key, value in self.loss_params.items():
             _same_kind(value, LOSSES[self.loss].defaults[key], f"loss {self.loss!r} parameter {key}")
+        _check_possible(self, LOSSES[self.loss].parametric)
         object.__setattr__(self, "method_params", get_method(self.method).validate(self.method_params))
         if not self.name:
             object.__setattr__(self, "name", f"{self.method}-{self.loss}-{self.dataset}-s{self.seed}")

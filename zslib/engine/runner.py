@@ -208,7 +208,7 @@ def run(config: Config, results_dir: str | os.PathLike | None = None, force: boo
     if not isinstance(config, Config):
         raise TypeError(f"run() needs a zslib.engine.config.Config, got {type(config).__name__}")
     directory = _results(results_dir)
-    identity = _data_identity(config)
+    identity = _data_identity(config, fresh=force)  # force: every data file hashed again (identity.py)
     slot = resume.locate(config, directory, force, identity)  # reuse, resume or start over: zslib.engine.resume
     if slot.stored and not distributed.launched():
         return resume.reuse(slot)
@@ -317,12 +317,12 @@ def _throughput(config: Config, history, device) -> dict:
     return out
 
 
-def _data_identity(config: Config) -> str | None:
+def _data_identity(config: Config, fresh: bool = False) -> str | None:
     """The identity of the data ``config`` reads (:func:`zslib.engine.data.identity.data_identity`), recorded in its
     result's provenance and checked before a stored result is reused; ``None`` when the data is not on disk."""
     from zslib.engine.data.identity import data_identity
 
-    return data_identity(config)
+    return data_identity(config, fresh=fresh)
 
 
 def _results(directory) -> Path:

@@ -15,15 +15,22 @@ refused rather than served for that run. A run that collapsed (:mod:`zslib.engin
 
 The whole record is checked, not only its config. Every file :meth:`Result.save` writes carries
 ``"content_sha256"``, the SHA-256 of everything else in it (:func:`content_digest`), so an edited metric, history
-or provenance, or a deleted ``"status": "diverged"``, is refused with one line naming the file. The recorded runs
-(``results/recorded/``, committed, most of them written before records carried a digest) are listed with the
-SHA-256 of every file in ``results/recorded/SHA256SUMS`` (:data:`MANIFEST`, the format of ``sha256sum``, so ``git
-diff`` shows any change and ``sha256sum -c SHA256SUMS`` checks them); a recorded run whose file differs from its
-line is refused. ``python -m zslib record`` rewrites the manifest (``record --manifest`` does only that).
+or provenance, or a deleted ``"status": "diverged"``, is refused with one line naming the file; a file without a
+digest is refused too unless a manifest line pins its bytes. The recorded runs (``results/recorded/``, committed,
+most of them written before records carried a digest) are listed with the SHA-256 of every file in
+``results/recorded/SHA256SUMS`` (:data:`MANIFEST`, the format of ``sha256sum``, so ``git diff`` shows any change and
+``sha256sum -c SHA256SUMS`` checks them); a recorded run whose file differs from its line, or has none, is refused,
+and so is every shipped recorded run when the manifest is missing. ``python -m zslib record`` rewrites the manifest
+(``record --manifest`` does only that).
+
+These digests catch accidents (a damaged or half-written file) and edits by hand; they are not signatures, and
+whoever recomputes them after editing a number passes them. What catches that is training the run again:
+``python -m zslib verify`` (:func:`zslib.analysis.reproduce.verify_run`).
 
 Each result also records which data it was made from (``provenance["data_identity"]``,
 :mod:`zslib.engine.data.identity`): :func:`zslib.engine.runner.run` trains a run again rather than reuse a result
-made from other data, and :func:`record_runs` refuses to record one.
+made from other data, and :func:`record_runs` refuses to record one (it hashes every data file again, never the
+size-and-time shortcut of everyday loading).
 """
 from __future__ import annotations
 
@@ -35,6 +42,7 @@ import os
 import platform
 import re
 import subprocess
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -331,14 +339,18 @@ def content_digest(record: Mapping) -> str:
     return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
-def _check_digest(d: Mapping, path) -> None:
+def _check_digest(d: Mapping, path, pinned: bool) -> None:
+    """The record's :data:`DIGEST_KEY` must match its contents (its provenance's data identity among them). Every
+    file this zslib writes carries a digest; a file without one is served only where ``pinned`` (its bytes listed in
+    a recorded folder's :data:`MANIFEST`: a recorded run written before records carried digests). Anywhere else it
+    was written by older code or edited (the digest deleted, e.g. with the identity, to pass an edited metric as an
+    old record)."""
     stored = d.get(DIGEST_KEY)
-    if stored is None:
-        if isinstance(d.get("provenance"), Mapping) and "data_identity" in d["provenance"]:
-            raise ResultFileError(f"{path} has no '{DIGEST_KEY}', yet the zslib that wrote it writes one: the file was "
-                                  f"edited; " + _WHAT_TO_DO)
-        return  # written before records carried a digest
-    if stored != content_digest(d):
+    if stored is None and not pinned:
+        raise ResultFileError(f"{path} has no '{DIGEST_KEY}': every result this zslib writes carries one, so it was "
+                              f"edited (the digest deleted) or written by zslib before results carried one; "
+                              + _WHAT_TO_DO)
+    if stored is not None and stored != content_digest(d):
         raise ResultFileError(f"{path}: its contents do not match the digest it was written with (a metric, the "
                               f"status, the history or the provenance was changed after the run wrote it); "
                               + _WHAT_TO_DO)
@@ -362,16 +374,38 @@ def _manifest_entries(manifest: Path) -> dict[str, str]:
     return entries
 
 
-def _check_manifest(path: Path, data: bytes) -> None:
-    """A file listed in the :data:`MANIFEST` of its folder must have the SHA-256 listed there."""
+def _shipped_recorded(folder: Path) -> bool:
+    """Whether ``folder`` holds the recorded runs shipped with zslib (the checkout's ``results/recorded/`` or the
+    installed copy), whose :data:`MANIFEST` must be there."""
+    root = repository_root()
+    shipped = [installed_recorded_dir()] + ([root / "results" / "recorded"] if root is not None else [])
+    try:
+        return any(folder.resolve() == s.resolve() for s in shipped)
+    except OSError:
+        return False
+
+
+def _check_manifest(path: Path, data: bytes) -> bool:
+    """A file in a folder with a :data:`MANIFEST` (the recorded runs) must be listed there with the SHA-256 of its
+    bytes: a changed file, and a file not listed (its line deleted), are refused; so is any file of the shipped
+    recorded runs when their manifest is missing. Returns whether the file is pinned by a manifest line."""
     manifest = path.parent / MANIFEST
     if not manifest.is_file():
-        return
+        if _shipped_recorded(path.parent):
+            raise ResultFileError(f"{path} is not checked: {manifest} is missing; restore it from version control "
+                                  "(or, if the recorded runs are meant as they are, run `python -m zslib record "
+                                  "--manifest` and commit it)")
+        return False
     want = _manifest_entries(manifest).get(path.name)
-    if want is not None and want != hashlib.sha256(data).hexdigest():
+    if want is None:
+        raise ResultFileError(f"{path} is not listed in {manifest}, so it cannot be checked; restore the line from "
+                              "version control, or if the file is meant to be recorded run `python -m zslib record "
+                              "--manifest` and commit both")
+    if want != hashlib.sha256(data).hexdigest():
         raise ResultFileError(f"{path} differs from the SHA-256 that {manifest} lists for it (it was changed after it "
                               "was recorded); restore it from version control, or if the change is meant run "
                               "`python -m zslib record --manifest` and commit both")
+    return True
 
 
 def check_listed(path: Path, data: bytes, folder: Path) -> None:
@@ -484,19 +518,35 @@ def load_result(path: str | os.PathLike) -> Result:
         raise ResultFileError(f"{path}: 'status' must be 'ok' or 'diverged' (with a 'diverged_reason'), got "
                               f"{status!r}; {what_to_do}")
     history = _check_history(d["history"], path)
-    _check_manifest(path, data)  # the whole record: a valid file may still have been edited
-    _check_digest(d, path)
+    pinned = _check_manifest(path, data)  # the whole record: a valid file may still have been edited
+    _check_digest(d, path, pinned)
     return Result(config, metrics, history, dict(d["provenance"]), path,
                   d.get("diverged_reason") if status == "diverged" else None)
 
 
 def load_results(directory: str | os.PathLike | None = None, **match) -> list[Result]:
-    """Every stored result in ``directory`` and its ``recorded/`` sub-folder whose config matches ``match``
-    (e.g. ``loss="triplet"``). A file that cannot be read is an error, not a silently missing run."""
+    """Every stored run in ``directory`` and its ``recorded/`` sub-folder whose config matches ``match`` (e.g.
+    ``loss="triplet"``), each run once. A run is its config hash: a file whose name does not carry the hash it
+    holds (a copy saved as ``myrun.json``) is named in a warning and skipped, and of two files of one run the one
+    in ``directory`` is kept (as :func:`zslib.engine.runner.run` reuses it), with a warning when their metrics
+    differ. A file that cannot be read is an error, not a silently missing run."""
+    seen: dict[str, Result] = {}
     out = []
     root = results_dir(directory)
     for p in sorted(root.glob("*.json")) + sorted(recorded_dir(root).glob("*.json")):
         r = load_result(p)
+        h = config_hash(r.config)
+        if hash_in_name(p) != h:
+            warnings.warn(f"{p} is not named by its config hash ({h}), so it is not counted as run {r.config.name}: "
+                          f"rename it {file_slug(r.config.name)}-{h}.json, or delete the copy", stacklevel=2)
+            continue
+        if h in seen:
+            kept = seen[h]
+            if kept.metrics != r.metrics or kept.diverged != r.diverged:
+                warnings.warn(f"{p} and {kept.path} are both run {r.config.name} ({h}) with other numbers; "
+                              f"{kept.path} is counted (delete the one that is wrong)", stacklevel=2)
+            continue
+        seen[h] = r
         if all(getattr(r.config, k) == v for k, v in match.items()):
             out.append(r)
     return out
@@ -521,11 +571,11 @@ def record_runs(profile: str, directory: str | os.PathLike | None = None, dry_ru
     # every file is checked (its config against its recorded hash and its name) before anything is copied: a
     # mismatching file is refused, never rewritten with a fresh config_hash that would hide the mismatch
     todo = [(path, load_result(path)) for path in sorted(root.glob("*.json"))]
-    out = []
+    out, fresh = [], {}
     for path, result in todo:
         if result.config.profile != profile or (path.name in have and not replace):
             continue
-        _check_same_data(path, result)
+        _check_same_data(path, result, fresh)
         target = recorded / path.name
         old = load_result(target) if path.name in have else None
         if old is not None and old.provenance.get("timestamp", "") >= result.provenance.get("timestamp", ""):
@@ -539,17 +589,32 @@ def record_runs(profile: str, directory: str | os.PathLike | None = None, dry_ru
                                           "git_commit": old.provenance.get("git_commit"),
                                           "metric_changes": metric_changes(old, result)}
             Result(result.config, result.metrics, result.history, provenance, diverged=result.diverged).save(target)
+    if out and not dry_run:
+        write_manifest(root)  # a recorded file is served only when its manifest lists it
     return out
 
 
-def _check_same_data(path: Path, result: Result) -> None:
-    """Refuse to record a run made from other data than the dataset on disk now (``$ZS_DATA``): e.g. a run of the
-    full profile trained on a subset or a fabricated tree. A run without a data identity (made by older code) or
-    whose dataset is not on disk here is recorded as before."""
+def _check_same_data(path: Path, result: Result, fresh: dict) -> None:
+    """Refuse to record a run unless its data identity holds when computed again from the contents of the dataset
+    on disk now (``$ZS_DATA``; every file read, never the size-and-time shortcut of
+    :func:`zslib.engine.data.identity.folder_identity`): a run made from other data (a subset, a fabricated tree,
+    photographs rewritten in place), a run whose provenance records no identity, and a run whose dataset is not on
+    disk here, where it cannot be checked. ``fresh``: the identities hashed so far in this call, by dataset."""
     from zslib.engine.data.identity import data_identity, identity_mismatch
 
     stored = result.provenance.get("data_identity")
-    other = identity_mismatch(f"{path}", stored, data_identity(result.config) if stored else None)
+    if not stored:
+        raise ResultFileError(f"{path} records no data identity, so the data it was made from cannot be checked: not "
+                              "recorded; train it again with this zslib")
+    c = result.config
+    which = (c.dataset, c.image_size, c.synth_images_per_class)  # what data_identity reads of a config
+    if which not in fresh:
+        fresh[which] = data_identity(c, fresh=True)
+    current = fresh[which]
+    if current is None:
+        raise ResultFileError(f"{path}: its dataset ({result.config.dataset}) is not on disk here, so its data "
+                              "identity cannot be checked: not recorded; point ZS_DATA at the data it was trained on")
+    other = identity_mismatch(f"{path}", stored, current)
     if other:
         raise ResultFileError(f"{other}: not recorded; train it again on this data, or point ZS_DATA at the data it "
                               "was trained on")

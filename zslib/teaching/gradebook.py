@@ -13,16 +13,18 @@ Without a roster the name goes into ``Student`` and ``SIS Login ID``, which Canv
 submissions are named after the students' logins.
 
 Each chapter's column is ``<chapter> (zslib)``, its value the points the student's notebook of that chapter
-earned (the sum, should a student hand in two). Set the points possible of a new column's assignment in Canvas
-after the import (the rubric's totals are in ``gradebook.csv``).
+earned: one notebook per chapter counts (a grade whose ``counted`` is false, another copy the grader listed and
+ignored, adds nothing). Set the points possible of a new column's assignment in Canvas after the import (the
+rubric's totals are in ``gradebook.csv``).
 """
 from __future__ import annotations
 
 import csv
+import io
 import re
 from pathlib import Path
 
-__all__ = ["CANVAS_IDENTITY", "write_canvas", "read_roster"]
+__all__ = ["CANVAS_IDENTITY", "write_canvas", "canvas_text", "read_roster"]
 
 #: the identity columns of a Canvas Gradebook CSV, in Canvas's order
 CANVAS_IDENTITY = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
@@ -53,26 +55,36 @@ def _match(name: str, roster: list[dict]) -> dict | None:
     return None
 
 
+def canvas_text(grades: list, roster=None, chapters=None) -> tuple[str, list[str]]:
+    """The CSV text of :func:`write_canvas` and the students no roster row matched."""
+    rows = read_roster(roster) if roster is not None else None
+    counted = [g for g in grades if getattr(g, "counted", True)]
+    chapters = [c for c in dict.fromkeys(g.chapter for g in counted) if chapters is None or c in chapters]
+    points: dict = {}
+    for g in grades:
+        points.setdefault(g.student, {})
+    for g in counted:
+        points[g.student][g.chapter] = points[g.student].get(g.chapter, 0.0) + float(g.points)
+    unmatched = []
+    fh = io.StringIO()
+    w = csv.writer(fh)
+    w.writerow([*CANVAS_IDENTITY, *(f"{c} (zslib)" for c in chapters)])
+    for student, earned in points.items():
+        row = _match(student, rows) if rows is not None else None
+        if rows is not None and row is None:
+            unmatched.append(student)
+        identity = ([row.get(c, "") for c in CANVAS_IDENTITY] if row is not None
+                    else [student, "", "", student, ""])
+        w.writerow([*identity, *(f"{earned[c]:g}" if c in earned else "" for c in chapters)])
+    return fh.getvalue(), unmatched
+
+
 def write_canvas(grades: list, path, roster=None, chapters=None) -> list[str]:
     """Write ``path``: one row per student, Canvas's identity columns, then one column per chapter (``chapters``,
     default those of ``grades``; a notebook of another chapter, e.g. a refused file, gives no column). ``grades``:
-    :class:`zslib.teaching.grading.Graded` objects; ``roster``: a Canvas Gradebook export (path), or ``None``.
-    Returns the students that no roster row matched (their rows keep the submission's name)."""
-    rows = read_roster(roster) if roster is not None else None
-    chapters = [c for c in dict.fromkeys(g.chapter for g in grades) if chapters is None or c in chapters]
-    points: dict = {}
-    for g in grades:
-        points.setdefault(g.student, {}).setdefault(g.chapter, 0.0)
-        points[g.student][g.chapter] += float(g.points)
-    unmatched = []
-    with open(Path(path), "w", newline="", encoding="utf-8") as fh:
-        w = csv.writer(fh)
-        w.writerow([*CANVAS_IDENTITY, *(f"{c} (zslib)" for c in chapters)])
-        for student, earned in points.items():
-            row = _match(student, rows) if rows is not None else None
-            if rows is not None and row is None:
-                unmatched.append(student)
-            identity = ([row.get(c, "") for c in CANVAS_IDENTITY] if row is not None
-                        else [student, "", "", student, ""])
-            w.writerow([*identity, *(f"{earned[c]:g}" if c in earned else "" for c in chapters)])
+    :class:`zslib.teaching.grading.Graded` objects (those not ``counted`` add nothing); ``roster``: a Canvas
+    Gradebook export (path), or ``None``. Returns the students that no roster row matched (their rows keep the
+    submission's name)."""
+    text, unmatched = canvas_text(grades, roster, chapters)
+    Path(path).write_text(text, encoding="utf-8", newline="")
     return unmatched

@@ -13,7 +13,8 @@ line to ``OUT_FD`` at once, so a notebook that later hangs or dies keeps what it
   values against its own run of the instructor notebook and decides from that run, never from these);
 * a function: the grader sends the inputs (published and hidden) on ``IN_FD`` only now; the function runs
   on each under a time limit and its outputs (and the gradient of the case's argument) go back as numbers
-  (an untouched ``...`` stub is reported as not attempted).
+  (an untouched ``...`` stub is reported as not attempted; a function that raises, ``NotImplementedError``
+  included, as raising it).
 
 A cell that raises is reported too (its index and the error's first line), and the next cells still run.
 
@@ -107,9 +108,6 @@ def run_function(fn, cases: list, seconds: float | None = None) -> list:
             got = call_limited(fn, tuple(args), kwargs, seconds)
         except TimeLimit:
             results.append({"error": "did not return within the time limit (an endless loop?)"})
-            continue
-        except NotImplementedError:
-            results.append({"unanswered": True})
             continue
         except Exception as err:  # noqa: BLE001  (the student's code)
             results.append({"error": f"raised {type(err).__name__}: {err}"[:500]})
@@ -236,14 +234,45 @@ def _public_module(channel: _Channel, public: dict, kinds) -> types.ModuleType:
 
 
 class _Refuse(importlib.abc.MetaPathFinder):
-    """Refuses the modules that hold references (they are not needed to run a chapter)."""
+    """Refuses the modules that hold references (they are not needed to run a chapter). The grader's own module is
+    replaced by :func:`_grading_stub`, so that what imports a name of it to run a chapter (the chapter card's
+    :mod:`zslib.teaching.assignments`) still runs."""
 
-    BLOCKED = ("zslib.teaching.exercises.bank", "zslib.teaching.grading", "zslib.teaching.assignments")
+    BLOCKED = ("zslib.teaching.exercises.bank", "zslib.teaching.grading")
 
     def find_spec(self, fullname, path=None, target=None):
         if fullname.startswith(self.BLOCKED):
             raise ImportError(f"{fullname} is not available while a notebook is graded")
         return None
+
+
+def code_sources(nb: dict) -> list[str]:
+    """The source of every code cell of a notebook (a parsed ``.ipynb``), in order: the cells the sandbox runs,
+    numbered as the grader numbers them (cell ``k`` is ``code_sources(nb)[k - 1]``)."""
+    out = []
+    for cell in nb.get("cells", []) if isinstance(nb, dict) else []:
+        if isinstance(cell, dict) and cell.get("cell_type") == "code":
+            src = cell.get("source", "")
+            out.append("".join(map(str, src)) if isinstance(src, list) else str(src))
+    return out
+
+
+def _grading_stub() -> types.ModuleType:
+    """``zslib.teaching.grading`` during grading: :func:`exercise_names` only (which reads a notebook and holds no
+    reference); any other name raises, saying why."""
+    import re
+
+    mod = types.ModuleType("zslib.teaching.grading", "The grader is not available while a notebook is graded.")
+    pattern = re.compile(r"""check\(\s*["']([\w.]+)["']""")
+
+    def exercise_names(nb: dict) -> list[str]:
+        return list(dict.fromkeys(n for src in code_sources(nb) for n in pattern.findall(src)))
+
+    def missing(name):
+        raise AttributeError(f"zslib.teaching.grading.{name} is not available while a notebook is graded")
+
+    mod.exercise_names, mod.__getattr__ = exercise_names, missing
+    return mod
 
 
 def _install(channel: _Channel, public: dict) -> None:
@@ -258,18 +287,13 @@ def _install(channel: _Channel, public: dict) -> None:
     mod.__path__ = []  # a package with no importable submodules but the loaded kinds
     mod.kinds = kinds
     sys.modules["zslib.teaching.exercises"] = mod
+    sys.modules["zslib.teaching.grading"] = _grading_stub()
     sys.meta_path.insert(0, _Refuse())
 
 
 def _cells(path: str) -> list[str]:
     with open(path, encoding="utf-8") as fh:
-        nb = json.load(fh)
-    out = []
-    for cell in nb.get("cells", []):
-        if cell.get("cell_type") == "code":
-            src = cell.get("source", "")
-            out.append("".join(src) if isinstance(src, list) else str(src))
-    return out
+        return code_sources(json.load(fh))
 
 
 def main(argv=None) -> int:

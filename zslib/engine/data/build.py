@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 from zslib.engine.data.datasets import get_dataset_class, open_dataset
+from zslib.engine.data.splits import check_zero_shot_split
 from zslib.engine.data.synthparts import SynthParts
 from zslib.engine.data.transforms import IMAGENET_MEAN, IMAGENET_STD, test_transform, train_transform
 
@@ -61,6 +62,8 @@ def build_dataset(profile=None, split: str = "train", train: bool | None = None,
     make = train_transform if train else test_transform
     transform = make(profile.image_size, profile.resize_size, mean, std)
     dataset = open_dataset(cls, root=root, split=_TO_REAL.get(split, split), transform=transform)
+    if split in ("train", "seen", "test", "unseen"):
+        check_zero_shot_split(dataset, split)  # before an image cache is built from it
     if getattr(profile, "image_cache", False):
         from zslib.engine.data.cache import cached
 

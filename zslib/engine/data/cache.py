@@ -121,6 +121,7 @@ def _key(dataset, size: int) -> dict:
     import torchvision
 
     from zslib.engine.cache import source_fingerprint
+    from zslib.engine.data import images
     from zslib.engine.data.identity import folder_identity
 
     root = Path(getattr(dataset, "root", "/"))
@@ -130,20 +131,17 @@ def _key(dataset, size: int) -> dict:
     h.update(np.asarray(dataset.labels, dtype=np.int64).tobytes())
     return {"dataset": type(dataset).__name__.lower(), "split": str(getattr(dataset, "split", "all")),
             "images": h.hexdigest()[:16], "count": len(dataset), "data": folder_identity(root), "size": int(size),
-            "pillow": PIL.__version__, "torchvision": torchvision.__version__, "code": source_fingerprint(__file__)}
+            "pillow": PIL.__version__, "torchvision": torchvision.__version__,
+            "code": source_fingerprint(__file__, images.__file__)}
 
 
 def _shapes(dataset, size: int) -> np.ndarray:
     """The resized ``(height, width)`` of every image, from the file headers (nothing is decoded)."""
-    from PIL import Image
+    from zslib.engine.data.images import image_size
 
     out = np.empty((len(dataset), 2), dtype=np.int64)
     for i, p in enumerate(dataset.paths):
-        try:
-            with Image.open(p) as im:
-                w, h = im.size
-        except (OSError, SyntaxError, ValueError) as err:  # an OSError here is the file's fault, not the cache's
-            raise _unreadable(p, f"{type(err).__name__}: {err}") from None
+        w, h = image_size(p)  # a file it cannot read (damaged, oversized, badly named) is refused naming it
         out[i] = resized_shape(h, w, size)
     return out
 

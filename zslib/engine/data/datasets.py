@@ -58,21 +58,11 @@ _IMAGE_EXT = {".jpg", ".jpeg", ".png", ".bmp", ".gif", ".webp", ".tif", ".tiff"}
 
 
 def load_image(path: str | os.PathLike):
-    """Open an image as PIL RGB, decoding it fully; a missing or unreadable file raises an error."""
-    from PIL import Image, UnidentifiedImageError
+    """Open an image as PIL RGB, decoding it fully; a missing, unreadable or oversized file, a high-depth image
+    without an 8-bit form or a name that is not UTF-8 raises an error naming it (:mod:`zslib.engine.data.images`)."""
+    from zslib.engine.data.images import load_image as decode
 
-    path = Path(path)
-    try:
-        with Image.open(path) as im:
-            im.load()
-            return im.convert("RGB")
-    except FileNotFoundError as e:
-        raise MissingDataError(f"image {path} is missing. Re-extract the dataset archive (or run the "
-                               "dataset's download()) so that it is back in place.") from e
-    except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as e:
-        raise CorruptFileError(f"image {path} cannot be read ({type(e).__name__}: {e}); it is truncated "
-                               "or damaged. Delete it and re-extract it from the dataset archive (or run "
-                               "the dataset's download() again).") from e
+    return decode(path)
 
 
 def _read_lines(path: Path) -> list[str]:

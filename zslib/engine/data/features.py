@@ -34,6 +34,7 @@ import torch
 
 from zslib.engine.cache import ArrayCache, source_fingerprint
 from zslib.engine.data.identity import folder_identity
+from zslib.engine.data.splits import check_zero_shot_split
 from zslib.engine.models.registry import layout
 
 __all__ = ["feature_cache", "FeatureDataset", "CacheInfo", "describe"]
@@ -112,6 +113,7 @@ def feature_cache(dataset: str, backbone: str, stages, image_size: int, resize_s
         transform = test_transform(image_size, resize_size, mean, std)
         train = open_dataset(cls, root=root, split="train", transform=transform)
         test = open_dataset(cls, root=root, split="test", transform=transform)
+        check_zero_shot_split(train, "train"), check_zero_shot_split(test, "test")  # before the cache is built
         identity, name = _identity(train, test), cls.name
     key = {"dataset": name, "images": identity, "backbone": backbone,
            "weights_sha256": _weights_digest(backbone), "image_size": int(image_size), "resize_size": int(resize_size),
@@ -264,14 +266,15 @@ def _pooled(entry: ArrayCache, features, shapes) -> np.ndarray:
 def _code_fingerprint(backbone: str) -> str:
     """The source of everything that computes a cached value: the backbone class (and the base class that
     runs its stages), and the files of the image loading and preprocessing code -- the dataset readers that
-    open and decode the images (:mod:`zslib.engine.data.datasets`), the transforms, and this module -- so an
-    edit of any of them rebuilds the cache instead of serving the maps of the old images."""
-    from zslib.engine.data import datasets, transforms
+    open and decode the images (:mod:`zslib.engine.data.datasets`, :mod:`zslib.engine.data.images`), the
+    transforms, and this module -- so an edit of any of them rebuilds the cache instead of serving the maps of the
+    old images."""
+    from zslib.engine.data import datasets, images, transforms
     from zslib.engine.models.backbones import Backbone
     from zslib.engine.models.embedding import BACKBONES, canonical_backbone
 
     return source_fingerprint(BACKBONES[canonical_backbone(backbone)], Backbone, Path(datasets.__file__),
-                              Path(transforms.__file__), Path(__file__))
+                              Path(images.__file__), Path(transforms.__file__), Path(__file__))
 
 
 class FeatureDataset(torch.utils.data.Dataset):
@@ -364,6 +367,7 @@ def view_cache(dataset: str, backbone: str, stage: str, image_size: int, resize_
     transform = test_transform(image_size, resize_size, mean, std)
     train = open_dataset(cls, root=root, split="train", transform=transform)
     test = open_dataset(cls, root=root, split="test", transform=transform)
+    check_zero_shot_split(train, "train"), check_zero_shot_split(test, "test")  # before the cache is built
     key = {"dataset": cls.name, "images": _identity(train, test), "backbone": backbone,
            "weights_sha256": _weights_digest(backbone), "image_size": int(image_size),
            "resize_size": int(resize_size), "stages": [stage], "views": list(VIEWS),

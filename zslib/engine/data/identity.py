@@ -13,7 +13,10 @@ provenance (``provenance["data_identity"]``); a stored result or cache made from
   same names, sizes and labels differ as soon as one pixel does; it is done once per folder: the identity is kept
   in the cache folder (``$ZS_CACHE/data-identity/``) with a stamp of every file's size and modification time, and
   computed again only when one of them changes (or a file comes or goes). Its cost on Flowers-102: see
-  :func:`folder_identity`.
+  :func:`folder_identity`. That size-and-time shortcut serves everyday loading; it misses a file rewritten in
+  place whose size and time were restored. ``train --force`` (:func:`zslib.engine.runner.run` with ``force``) and
+  ``record`` never take it: they hash every file again (``fresh=True``), and the identity they find replaces the
+  kept one, so a feature or image cache made from the old contents is rebuilt.
 * SynthParts, generated in memory (:func:`zslib.engine.data.synthparts.generator_identity`): a digest of its
   generator's parameters and of the source that renders it.
 
@@ -28,6 +31,8 @@ import json
 import os
 import time
 from pathlib import Path
+
+from zslib.engine.data.images import check_file_name
 
 __all__ = ["LARGE_FILE", "EDGE_BYTES", "folder_identity", "data_identity", "identity_mismatch"]
 
@@ -48,6 +53,7 @@ def _listing(folder: Path) -> list[tuple[str, int, int]]:
             if name.startswith("."):
                 continue
             path = os.path.join(dirpath, name)
+            check_file_name(path)  # a name that is not UTF-8 can be neither hashed nor printed: refused, named
             st = os.stat(path)
             out.append((os.path.relpath(path, folder), st.st_size, st.st_mtime_ns))
     out.sort()
@@ -86,9 +92,12 @@ def _record_path(folder: Path) -> Path | None:
     return root / "data-identity" / (hashlib.sha256(str(folder).encode()).hexdigest()[:16] + ".json")
 
 
-def folder_identity(folder: str | os.PathLike) -> str:
+def folder_identity(folder: str | os.PathLike, fresh: bool = False) -> str:
     """16 hex digits identifying the contents of ``folder`` (see the module docstring), computed once and then
-    read back while no file's size or modification time changed.
+    read back while no file's size or modification time changed. That shortcut is for everyday loading: a file
+    rewritten in place with its size and time restored keeps the old identity. ``fresh``: every file is read and
+    hashed now (what ``train --force`` and ``record`` use), and the kept identity replaced by the result, so that
+    the caches keyed by it are rebuilt.
 
     Measured on the shared 2-core machine (Flowers-102: 8,192 files, 8,189 of them JPEGs at 160 px, 89 MB;
     2026-11-27, the files in the page cache; a cold disk adds the time to read them once): computed in 0.26-0.34 s
@@ -100,11 +109,11 @@ def folder_identity(folder: str | os.PathLike) -> str:
     listing = _listing(folder)
     stamp = _stamp(listing)
     memo = _MEMO.get(str(folder))
-    if memo is not None and memo[0] == stamp:
+    if memo is not None and memo[0] == stamp and not fresh:
         return memo[1]
     record = _record_path(folder)
     identity = None
-    if record is not None and record.is_file():
+    if record is not None and record.is_file() and not fresh:
         try:
             stored = json.loads(record.read_text())
             if stored.get("folder") == str(folder) and stored.get("stamp") == stamp:
@@ -133,11 +142,11 @@ def _store(path: Path, data: dict) -> None:
         tmp.unlink(missing_ok=True)
 
 
-def data_identity(profile, root=None) -> str | None:
+def data_identity(profile, root=None, fresh: bool = False) -> str | None:
     """The identity of the data ``profile`` (a :class:`~zslib.engine.profile.Profile` or a
     :class:`~zslib.engine.config.Config`) reads: ``"synthparts-<16 hex>"`` from SynthParts' generator, else
     ``"<dataset>-<16 hex>"`` of the dataset's folder under ``root`` (default :func:`~zslib.engine.data.data_root`);
-    ``None`` when that folder is not on disk."""
+    ``None`` when that folder is not on disk. ``fresh``: hash every file now (:func:`folder_identity`)."""
     from zslib.engine.data.datasets import get_dataset_class
     from zslib.engine.data.errors import MissingDataError
 
@@ -152,7 +161,7 @@ def data_identity(profile, root=None) -> str | None:
         folder = cls.locate(root)
     except MissingDataError:
         return None
-    return f"{cls.name}-{folder_identity(folder)}"
+    return f"{cls.name}-{folder_identity(folder, fresh)}"
 
 
 def identity_mismatch(what: str, stored: str | None, current: str | None) -> str | None:

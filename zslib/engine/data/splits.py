@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-__all__ = ["split_classes", "LabeledSubset", "labels_of"]
+__all__ = ["split_classes", "LabeledSubset", "labels_of", "check_zero_shot_split"]
 
 
 def labels_of(dataset) -> np.ndarray:
@@ -22,6 +22,19 @@ def labels_of(dataset) -> np.ndarray:
         raise TypeError(f"{type(dataset).__name__} has no `.labels`; the class-balanced sampler needs the "
                         "label of every image (or pass your own batch_sampler)")
     return np.asarray(labels.cpu() if torch.is_tensor(labels) else labels, dtype=np.int64)
+
+
+def check_zero_shot_split(dataset, split: str) -> None:
+    """Refuse, before anything is built from it, a split of a real dataset whose labels leave it without a class
+    (e.g. a label file whose ids all fall among the seen classes leaves no unseen class to test on)."""
+    labels = labels_of(dataset)
+    which = "seen (training)" if split in ("train", "seen") else "unseen (test)"
+    where = getattr(dataset, "label_files", None) or [getattr(dataset, "root", "the dataset")]
+    files = " and ".join(str(f) for f in where)
+    if labels.size == 0:
+        raise ValueError(f"{getattr(dataset, 'title', type(dataset).__name__)} has no image in its {which} split: "
+                         f"the labels ({files}) give no class there, so there is nothing to "
+                         f"{'train on' if which.startswith('seen') else 'test on'}; use the official label file")
 
 
 def split_classes(labels, fraction: float, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
