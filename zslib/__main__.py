@@ -351,7 +351,7 @@ _FINETUNE_METHODS = tuple(p["method"] for p in _catalog()["papers"] if p["finetu
 #: Minutes of the Flowers-102 campaign at the throughputs of zslib.campaign.run.ASSUMED_RATES (2,500 and
 #: 500 training images per second, evaluations included); tests/test_campaign.py checks them against estimate_minutes().
 #: "t4 cml" is ``--methods cml`` alone on the T4.
-_FINETUNE_ESTIMATE = {"gpu": 27, "t4": 135, "t4 cml": 55}
+_FINETUNE_ESTIMATE = {"gpu": 32, "t4": 158, "t4 cml": 55}
 
 
 def _finetune_t4_minutes() -> dict[str, int]:

@@ -103,8 +103,9 @@ class MethodPlan:
     smoke_params: dict = field(default_factory=dict)
     datasets: tuple[str, ...] | None = None  # None: every dataset
     why_not: str = ""  # said when a dataset is left out
-    #: method parameters that follow the run's other fields once overrides are applied (``{Config field: value}``
-    #: -> ``{param: value}``), e.g. ZSML's metric steps as half of the run's length at every size
+    #: the changes of the method's candidates (not of "off") that follow the run's other fields once overrides are
+    #: applied: ``{Config field: value}`` -> ``{Config field: value}`` (``"method_params"`` merged), e.g. ZSML's
+    #: relation network trained after an embedding trained as long as the baseline, at every size
     follow: Callable[[dict], dict] | None = None
     #: the paper's gain for the variant a candidate trains (a :class:`zslib.analysis.entry.Claim`), or why it has no
     #: such row; and the parts of the method a candidate runs, in words (the comparison's columns)
@@ -157,10 +158,17 @@ def base_config(plan: MethodPlan, recipe: Recipe, *, smoke: bool = False, overri
         values.update(SMOKE)
         values["method_params"].update(plan.smoke_params)
     values.update(overrides or {})
-    if plan.follow is not None and not smoke:
-        values["method_params"].update(plan.follow(values))
     values["eval_every"] = values["iterations"]  # no intermediate evaluation: images/s measures training only
     return Config.from_profile("full", dataset=recipe.dataset, **values)
+
+
+def _followed(config: Config, plan: MethodPlan) -> Config:
+    """``config`` with the changes of ``plan.follow`` (Config fields; ``"method_params"`` merged), evaluated once at
+    its end as every campaign run is."""
+    changes = dict(plan.follow(config.as_dict()))
+    params = {**config.method_params, **changes.pop("method_params", {})}
+    config = config.replace(method_params=params, **changes)
+    return config.replace(eval_every=config.iterations)
 
 
 def named(config: Config, stage: str) -> Config:
@@ -182,7 +190,10 @@ def candidate_configs(plan: MethodPlan, recipe: Recipe, *, smoke: bool = False, 
     base = base.replace(validation_fraction=fraction)
     out = {"off": off_config(base, stage)}
     for label, params in plan.candidates.items():
-        out[label] = named(base.replace(method_params={**base.method_params, **params}), stage)
+        config = base.replace(method_params={**base.method_params, **params})
+        if plan.follow is not None and not smoke:
+            config = _followed(config, plan)
+        out[label] = named(config, stage)
     return out
 
 
@@ -306,8 +317,10 @@ def tuning_overrides(key: str, recipe: Recipe, iterations: int | None = None, lr
 
 def setting_to_test(choice) -> str:
     """The setting the test stage trains beside "off": the chosen one, or, when the rule kept "off", the best
-    candidate other than "off" by validation mean (its row is then labelled an ablation)."""
+    candidate other than "off" by validation mean (its row is then labelled an ablation), passing over candidates
+    with a diverged validation run unless every one has one."""
     if not choice.off_won:
         return choice.chosen
     others = {k: v for k, v in choice.means.items() if k != choice.off}
-    return max(others, key=lambda k: others[k].mean)
+    healthy = {k: v for k, v in others.items() if k not in set(choice.diverged)} or others
+    return max(healthy, key=lambda k: healthy[k].mean)
