@@ -146,15 +146,27 @@ def test_the_paper_gains_are_the_differences_of_the_paper_tables():
 
 
 def test_the_walk_check_states_the_measured_mixing_and_rejects_a_wrong_matrix():
-    from zslib.methods.deml.object_attention import dissimilarity_graph, transition_matrix
+    from zslib.methods.deml.object_attention import dissimilarity_graph, object_attention, transition_matrix
 
     fmap = present.walk_map()
     P = transition_matrix(dissimilarity_graph(fmap))[0].numpy()
     second = np.sort(np.abs(np.linalg.eigvals(P)))[-2]
-    assert f"second eigenvalue's modulus {second:.3f}" in present.walk_section(fmap, P).markdown()
+    pi = object_attention(fmap, None).flatten().numpy()
+    assert f"second eigenvalue's modulus {second:.3f}" in present.walk_section(fmap, P, pi).markdown()
     W = dissimilarity_graph(fmap)[0].numpy()  # the graph itself: its rows do not sum to one
     with pytest.raises(AssertionError):
-        present.walk_section(fmap, W)
+        present.walk_section(fmap, W, pi)
+
+
+def test_the_walk_figure_puts_more_than_the_uniform_share_of_mass_on_the_birds():
+    import re
+
+    section = present.walk_figure(count=2)
+    text = section.markdown()
+    uniform = int(re.search(r"The bird covers (\d+)%", text).group(1))
+    shares = {name: int(v) for v, name in re.findall(r"(\d+)% \(([^)]+)\)", text)}
+    assert shares["as printed, T = 10"] == uniform  # the literal reading stays at the uniform start
+    assert shares["limit π"] > uniform  # the walk on dissimilarities moves mass onto the objects
 
 
 def test_the_cam_sentences_state_the_means_of_the_records():

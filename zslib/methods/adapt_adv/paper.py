@@ -48,9 +48,10 @@ PAPER = register_paper(Paper(
     title=("A framework to enhance generalization of deep metric learning methods using "
            "general discriminative feature learning and class adversarial neural networks"),
     bibkey="alkaabi2022adaptadv", citation="Al-Kaabi, Monsefi and Zabihzadeh, Applied Intelligence 2022",
-    methods=("adapt_adv",), chapters=("adapt_adv", "adapt_adv_experiments"), position=3,
+    methods=("adapt_adv",), chapters=("adapt_adv", "adapt_adv_experiments", "adapt_adv_appendix"), position=3,
     recipes=recipes, reported=partial(paper_tables, "alkaabi2022adaptadv"),
     deviations=_deviations, exercises=_exercises, key_findings=_key_findings,
     explorer=_explorer, analyses=_analyses,
     comparison=recipes.COMPARISON, campaign=recipes.campaign_plan,
-    prerequisites={"adapt_adv": ("deep_metric_learning", "cml"), "adapt_adv_experiments": ("adapt_adv",)}))
+    prerequisites={"adapt_adv": ("deep_metric_learning", "cml"), "adapt_adv_experiments": ("adapt_adv",),
+                   "adapt_adv_appendix": ("adapt_adv",)}))

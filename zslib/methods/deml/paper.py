@@ -46,9 +46,10 @@ PAPER = register_paper(Paper(
     key="deml", name="DeML",
     title="Hybrid-Attention based Decoupled Metric Learning for Zero-Shot Image Retrieval",
     bibkey="chen2019deml", citation="Chen and Deng, CVPR 2019",
-    methods=("deml",), chapters=("deml", "deml_experiments"), position=1,
+    methods=("deml",), chapters=("deml", "deml_experiments", "deml_appendix"), position=1,
     recipes=recipes, reported=partial(paper_tables, "chen2019deml"),
     deviations=_deviations, exercises=_exercises, key_findings=_key_findings,
     explorer=_explorer, analyses=_analyses,
     comparison=recipes.COMPARISON, campaign=recipes.campaign_plan,
-    prerequisites={"deml": ("deep_metric_learning", "cml"), "deml_experiments": ("deml",)}))
+    prerequisites={"deml": ("deep_metric_learning", "cml"), "deml_experiments": ("deml",),
+                   "deml_appendix": ("deml",)}))

@@ -46,9 +46,10 @@ PAPER = register_paper(Paper(
     key="jrd", name="JRD",
     title="Distance Metric Learning with Joint Representation Diversification",
     bibkey="chu2020jrd", citation="Chu, Lin, Wang, Wang, Yu, Gao and Tong, ICML 2020",
-    methods=("jrd", "intra"), chapters=("jrd", "jrd_experiments"), position=2,
+    methods=("jrd", "intra"), chapters=("jrd", "jrd_experiments", "jrd_appendix"), position=2,
     recipes=recipes, reported=partial(paper_tables, "chu2020jrd"),
     deviations=_deviations, exercises=_exercises, key_findings=_key_findings,
     explorer=_explorer, analyses=_analyses,
     comparison=recipes.COMPARISON, campaign=recipes.campaign_plan,
-    prerequisites={"jrd": ("generalization_gap", "cml"), "jrd_experiments": ("jrd",)}))
+    prerequisites={"jrd": ("generalization_gap", "cml"), "jrd_experiments": ("jrd",),
+                   "jrd_appendix": ("jrd",)}))

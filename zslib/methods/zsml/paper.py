@@ -46,9 +46,10 @@ PAPER = register_paper(Paper(
     key="zsml", name="ZSML",
     title="Zero-shot Metric Learning",
     bibkey="xu2019zsml", citation="Xu, Cao, Yang, Yang and Deng, IJCAI 2019",
-    methods=("zsml", "nca"), chapters=("zsml", "zsml_experiments"), position=4,
+    methods=("zsml", "nca"), chapters=("zsml", "zsml_experiments", "zsml_appendix"), position=4,
     recipes=recipes, reported=partial(paper_tables, "xu2019zsml"),
     deviations=_deviations, exercises=_exercises, key_findings=_key_findings,
     explorer=_explorer, analyses=_analyses,
     comparison=recipes.COMPARISON, campaign=recipes.campaign_plan,
-    prerequisites={"zsml": ("metrics", "cml"), "zsml_experiments": ("zsml",)}))
+    prerequisites={"zsml": ("metrics", "cml"), "zsml_experiments": ("zsml",),
+                   "zsml_appendix": ("zsml",)}))

@@ -12,12 +12,14 @@ box and list). The runs themselves and the choice rule are named by :mod:`zslib.
 * ``pages.py`` -- :class:`CmlExperiments` and :class:`CmlAblations`, the runs of the two further pages;
 * ``sweep.py`` -- the experiments page's lambda sweep and what the book's rule chose from it (Tables VII-VIII);
 * ``experiments.py`` -- diversity (Table X), the curves (Fig. 3), the attention maps (Figs. 6-7), the probes;
-* ``ablations.py`` -- dropout (Table VI), the embedding size (Table IX), the t-SNE maps (Figs. 4-5).
+* ``ablations.py`` -- dropout (Table VI), the embedding size (Table IX), the t-SNE maps (Figs. 4-5);
+* ``figures.py`` -- what each confusion term does to two Gaussian classes in 2-D (the derivation's figure).
 """
 from zslib.present.cml.ablations import (dropout_figure, dropout_section, full_profile_section, setting_section,
                                          size_section, size_verdicts, tsne_section)
 from zslib.present.cml.experiments import (attention_figure, curves_figure, diversity_section, diversity_table,
                                            probe_section)
+from zslib.present.cml.figures import confusion_figure
 from zslib.present.cml.pages import CmlAblations, CmlExperiments
 from zslib.present.cml.photos import photo_section
 from zslib.present.cml.sentences import (LOSS_NAMES, full_runs_section, key_findings, real_verdict_section,
@@ -32,4 +34,4 @@ __all__ = ["CmlStudy", "LOSS_NAMES", "grid_section", "quick_section", "verdict_s
            "full_runs_section", "key_findings", "what_we_found", "photo_section", "CmlExperiments", "CmlAblations",
            "lambda_sweep_section", "lambda_sweep_figure", "diversity_table", "diversity_section", "curves_figure",
            "attention_figure", "probe_section", "setting_section", "dropout_section", "dropout_figure",
-           "size_section", "size_verdicts", "tsne_section", "full_profile_section"]
+           "size_section", "size_verdicts", "tsne_section", "full_profile_section", "confusion_figure"]

@@ -9,7 +9,7 @@ in a line or two; the runs they read are named by :mod:`zslib.methods.jrd.recipe
 * ``quick.py`` -- the quick profile's sections (Tables 2 and 3, how lambda is scaled);
 * ``tables.py`` -- the headline, the full profile and the experiments page's Table 2, Figs. 4-6 and Table 4;
 * ``bound.py``, ``bound_tables.py`` -- Table 3's rows and paired differences, and its real-profile sections;
-* ``figures.py`` -- the sweep, mixture and (K, K') figures;
+* ``figures.py`` -- the derivation's kernels and joint similarities; the sweep, mixture and (K, K') figures;
 * ``photos.py`` -- the retrieval grid and t-SNE of AM-Softmax and JRD on the photographs;
 * ``sentences.py`` -- the "Key findings" box and the "What we found" lists;
 * ``cells.py`` -- how a number, a row, a paper's cell and a missing section are written.
@@ -19,6 +19,7 @@ Every ``*_section`` function returns a :class:`~zslib.present.base.Section` (or 
 from zslib.present.jrd.bound import bound_rows, bound_table, lambda_scale, paired_values, quick_bound
 from zslib.present.jrd.bound_tables import (bound_variants_kernels_section, moved_5nn_section, real_bound_5nn_section,
                                             real_bound_section)
+from zslib.present.jrd.figures import kernel_figure
 from zslib.present.jrd.photos import photo_section
 from zslib.present.jrd.quick import (bound_verdicts_section, lambda_scale_section, quick_bound_section, quick_table,
                                      quick_table_section, quick_variants_section)
@@ -28,7 +29,7 @@ from zslib.present.jrd.tables import (alpha_sweep_section, full_profile_section,
                                       kernels_chosen_section, kernels_chosen_table, kernels_section,
                                       mixture_grid_section, mixtures_section, rule_words, variants_section)
 
-__all__ = ["photo_section",
+__all__ = ["photo_section", "kernel_figure",
            "JRDStudy", "quick_bound", "bound_rows", "bound_table", "paired_values", "lambda_scale", "quick_table",
            "quick_table_section", "quick_variants_section", "quick_bound_section", "bound_verdicts_section",
            "lambda_scale_section", "headline_section", "rule_words", "full_profile_section", "variants_section",

@@ -13,7 +13,7 @@ from zslib.engine.stats import format_interval, summarize
 from zslib.methods.jrd.recipes import (AM_SOFTMAX, GRID_SEEDS, GRID_SIZES, MIXTURE_SEEDS, MIXTURES,
                                        REGULARIZER_NAMES, SWEEP_ALPHAS, SWEEP_SEEDS)
 
-__all__ = ["sweep_figure", "mixture_figure", "grid_heatmap"]
+__all__ = ["sweep_figure", "mixture_figure", "grid_heatmap", "kernel_figure"]
 
 
 def sweep_figure(study):
@@ -94,3 +94,58 @@ def grid_heatmap(study) -> tuple[object, np.ndarray]:
     fig.colorbar(im, ax=ax, label="mean unseen Recall@1 (%)")
     fig.tight_layout()
     return fig, means
+
+
+# ------------------------------------------------------------------------------- the derivation's figure
+
+def kernel_figure(seed: int = 0):
+    """The main chapter's figure at the derivation, a :class:`~zslib.present.base.Section`: left, the kernels of JRD
+    against the squared distance in units of the bandwidth tau (each computed by the library's kernel on points at
+    those distances: the Gaussian at tau/2, tau and 2 tau, their mixture, and the Laplace kernel); right, five
+    classes in 2-D and their joint similarities ``S_JRS(I, J)`` (Eq. 8, :func:`kernel_mean_embeddings` with the
+    mixture at the batch's own tau), whose mean over the pairs of different classes is the JRS term (Eq. 11,
+    :func:`jrs_regularizer`)."""
+    import matplotlib.pyplot as plt
+    import torch
+
+    from zslib.methods.jrd import diversification as D
+    from zslib.present.base import Section
+
+    d2 = torch.linspace(0.0, 4.0, 81, dtype=torch.float64)
+    line = torch.stack([d2.sqrt(), torch.zeros_like(d2)], 1)  # points at squared distance d2 from the first
+    curves = {f"Gaussian, σ² = {s:g}τ": D.gaussian_kernel(line, scales=(s,), tau=1.0)[0] for s in (0.5, 1.0, 2.0)}
+    curves["mixture of the three (pooling, embedding)"] = D.gaussian_kernel(line, tau=1.0)[0]
+    curves["Laplace, σ = 1"] = D.laplace_kernel(line, sigma=1.0)[0]
+    gen = torch.Generator().manual_seed(seed)
+    centres = torch.tensor([[0.0, 0.0], [0.8, 0.3], [3.0, 0.0], [3.0, 2.5], [-2.5, -1.0]], dtype=torch.float64)
+    labels = torch.arange(5).repeat_interleave(12)
+    points = centres[labels] + 0.5 * torch.randn(len(labels), 2, generator=gen, dtype=torch.float64)
+    means = D.kernel_mean_embeddings([points], labels, [D.GAUSSIAN_SCALES])
+    jrs = float(D.jrs_regularizer([points], labels, [D.GAUSSIAN_SCALES]))
+
+    fig, axes = plt.subplots(1, 3, figsize=(11, 3.3), gridspec_kw={"width_ratios": [1.3, 1, 1]})
+    for (name, k), style in zip(curves.items(), (":", ":", ":", "-", "--")):
+        axes[0].plot(d2, k, style, label=name, lw=2 if style == "-" else 1.2)
+    axes[0].set_xlabel("squared distance ‖x − x′‖² / τ"); axes[0].set_ylabel("k(x, x′)")
+    axes[0].legend(fontsize=7); axes[0].set_title("JRD's kernels against distance", fontsize=9)
+    for c in range(5):
+        p = points[labels == c]
+        axes[1].scatter(p[:, 0], p[:, 1], s=9, label=f"class {c}")
+    axes[1].set_aspect("equal"); axes[1].set_title("five classes of a batch", fontsize=9)
+    axes[1].legend(fontsize=6, loc="upper left")
+    image = axes[2].imshow(means.inner.numpy(), cmap="viridis", vmin=0)
+    axes[2].set_xticks(range(5)); axes[2].set_yticks(range(5))
+    axes[2].set_xlabel("class J"); axes[2].set_ylabel("class I")
+    axes[2].set_title("joint similarity S(I, J), Eq. 8", fontsize=9)
+    fig.colorbar(image, ax=axes[2], fraction=0.046)
+    fig.tight_layout()
+    inner = means.inner.numpy()
+    off = ~np.eye(5, dtype=bool)
+    i, j = np.unravel_index(np.where(off, inner, -1).argmax(), inner.shape)
+    far = np.unravel_index(np.where(off, inner, 2).argmin(), inner.shape)
+    return Section(figure=fig, notes=[
+        f"Off the diagonal, the most similar pair of classes is ({i}, {j}), S = {inner[i, j]:.3f}, the least similar "
+        f"({far[0]}, {far[1]}), S = {inner[far]:.2g}; the diagonal holds each class's ‖μ̂_I‖², between "
+        f"{inner.diagonal().min():.2f} and {inner.diagonal().max():.2f}. The JRS term of this batch, the mean of S over "
+        f"its ordered pairs of different classes weighted by n_I n_J, is {jrs:.4f}: minimizing it pushes the classes "
+        "that are close at the scale τ apart, and hardly moves those already far."])

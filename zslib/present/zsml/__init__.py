@@ -4,6 +4,7 @@ or an object holding its sections. The runs are named by :mod:`zslib.methods.zsm
 :mod:`zslib.methods.zsml`.
 
 * ``study.py`` -- :class:`ZSMLStudy`, the recorded real-profile grids of both pages;
+* ``figures.py`` -- the labels of Eq. 3 against the distance (the derivation's figure);
 * ``quick.py`` -- the quick profile's table and verdicts, the paper's tables, Fig. 5;
 * ``real.py`` -- ZSML on frozen Flowers-102 features against the same features' cosine and Euclidean distance, the
   photographs, the full-profile runs;
@@ -13,6 +14,7 @@ or an object holding its sections. The runs are named by :mod:`zslib.methods.zsm
 * ``numbers.py`` -- metrics by seed, paired differences, table cells.
 """
 from zslib.present.zsml.experiments import real_experiments
+from zslib.present.zsml.figures import labels_figure
 from zslib.present.zsml.outcomes import Experiments
 from zslib.present.zsml.quick import Fig5, QuickComparison, fig5, paper_section, quick_comparison
 from zslib.present.zsml.real import (RealComparison, full_profile_section, not_recorded, photo_figures,
@@ -22,4 +24,4 @@ from zslib.present.zsml.study import ZSMLStudy
 
 __all__ = ["ZSMLStudy", "QuickComparison", "quick_comparison", "paper_section", "Fig5", "fig5", "RealComparison",
            "real_comparison", "not_recorded", "photo_figures", "full_profile_section", "Experiments",
-           "real_experiments", "chapter_findings", "experiment_findings", "key_findings"]
+           "real_experiments", "chapter_findings", "experiment_findings", "key_findings", "labels_figure"]

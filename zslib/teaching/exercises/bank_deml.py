@@ -74,6 +74,16 @@ def _raises_or_lowers(plain, gaussian) -> str:
     return "raises" if float(gaussian) > float(plain) else "lowers"
 
 
+class _VerbChoice(ChoiceExercise):
+    """A choice between verbs that accepts each verb as the question writes it ("raise") and in its third person
+    ("raises")."""
+
+    def run(self, answer, **context):
+        text = str(answer).strip().lower() if isinstance(answer, str) else answer
+        full = {option[:-1]: option for option in self.options if option.endswith("s")}
+        return super().run(full.get(text, answer), **context)
+
+
 EXERCISES = [
     FunctionExercise("deml.activation_decay", "activation decay with its non-trivial term (DeML Eq. 6)",
                      "Eq. 6 with L = I J learners and N images: lambda1 / (2 L N) times the sum of all squared "
@@ -102,9 +112,9 @@ EXERCISES = [
                    "A channel is in a random set of 64 with probability 64 / 1280, in both with its square: count "
                    "the expected size of the intersection, then of the union (64 + 64 minus the intersection), and "
                    "divide.", expected=_random_overlap, tol=5e-4),
-    ChoiceExercise("deml_experiments.gaussian_peak",
-                   "does the released code's spatial Gaussian raise or lower how often the attention peaks on the bird?",
-                   "Read the 'peak on bird' column of the localization table: the row 'both, T=10 (paper)' is Eq. 2, "
-                   "the row 'both, T=10, Gaussian 0.15' the released code's graph.",
-                   options=("raises", "lowers"), context=("plain", "gaussian"), decide=_raises_or_lowers),
+    _VerbChoice("deml_experiments.gaussian_peak",
+                "does the released code's spatial Gaussian raise or lower how often the attention peaks on the bird?",
+                "Read the 'peak on bird' column of the localization table: the row 'both, T=10 (paper)' is Eq. 2, "
+                "the row 'both, T=10, Gaussian 0.15' the released code's graph.",
+                options=("raises", "lowers"), context=("plain", "gaussian"), decide=_raises_or_lowers),
 ]
