@@ -27,11 +27,13 @@ from zslib.engine.registry import PAPERS
 from zslib.engine.stability import stability_label
 from zslib.engine.stats import format_interval, interval, paired
 from zslib.engine.store import load_result, recorded_dir
+from zslib.analysis.entry import Claim
+from zslib.reported import reported_value
 
 __all__ = ["recorded_campaign", "campaign_frame", "campaign_sentences", "campaign_recipe_note", "regime_differences",
            "session_data_line", "recorded_cpu_proof", "cpu_proof_frame", "cpu_proof_sentences", "ASPECTS",
            "CPU_MANIFEST", "CPU_METHODS_MANIFEST", "BUILD_SWITCH_POINTS", "recorded_cpu_methods", "build_floors",
-           "build_floor_sentence"]
+           "build_floor_sentence", "finetuned_section"]
 
 
 
@@ -448,3 +450,57 @@ def build_floor_sentence(proof, methods=None) -> str:
                        f"({gap:+.2f}), so the frozen and adapted regimes lose at most that by standing on the symmetric "
                        "build, and they stay on it; the fine-tuned regime uses the TensorFlow build.")
     return " ".join(out)
+
+
+def _paper_cell(claim, dataset_title: str = "Flowers-102") -> str:
+    """The paper's number for a fine-tuned row's variant: its R@1 and gain where the paper reports the same variant on
+    the same dataset, else "none" and the nearest variant it does report."""
+    if not isinstance(claim, Claim):
+        return f"none ({claim})"
+    (tm, rm, cm), _ = claim.method, claim.base
+    value = reported_value(tm, rm, cm, claim.paper)
+    if claim.dataset == dataset_title:
+        return f"{value:.1f} ({claim.gain():+.1f} over its baseline; {claim.where()})"
+    return f"none on {dataset_title} (nearest: {claim.gain():+.1f} points on {claim.dataset}, {claim.where()})"
+
+
+def finetuned_section(method: str, stage=None):
+    """One method's fine-tuned rows on the CPU (:func:`zslib.campaign.records.recorded_cpu_methods`), test runs only:
+    the untrained network, the same-loss baseline ("off") and the tested setting, unseen Recall@1 and MAP@R over the
+    test seeds with 95% intervals, the paired changes, and beside the setting the paper's number for the same variant
+    and dataset (or "none" and the nearest variant it reports). A :class:`zslib.present.base.Section`."""
+    import pandas as pd
+
+    from zslib.present.base import Section
+
+    stage = recorded_cpu_methods() if stage is None else stage
+    got = (stage or {"methods": {}})["methods"].get(method)
+    name = _names().get(method, method)
+    if got is None:
+        return Section(caption=f"No fine-tuned CPU runs of {name} are recorded yet: `python scripts/cpu_finetune.py "
+                               f"--methods {method}` trains them and `python -m zslib record --profile full` records "
+                               "them.")
+    plan = method_plans()[method](RECIPES["flowers102"])
+    untrained, off, runs = stage["untrained"], got["off"], got["method"]
+    status = "an ablation: the rule kept off" if got["ablation"] else "chosen by the rule"
+    rows = []
+    for label, rs, paper in (("untrained network", untrained, "-"),
+                             (f"{off[0].config.loss} baseline (off)", off, "-"),
+                             (f"{name}, {plan.parts(got['setting'])} ({status})", runs,
+                              _paper_cell(plan.claims(got["setting"])))):
+        row = {"row": label, "test seeds": ", ".join(str(r.config.seed) for r in rs)}
+        for metric in ("R@1", "MAP@R"):
+            row[f"unseen {metric} %"] = format_interval(tuple(interval([r.metric(metric, "unseen") for r in rs]))[:3])
+        for other, col in ((off, "vs baseline (R@1 pts)"), (untrained, "vs untrained (R@1 pts)")):
+            if other is rs or rs is untrained:
+                row[col] = "-"
+                continue
+            d = paired(other, rs, "R@1", "unseen")
+            row[col] = f"{format_interval(tuple(d.diff)[:3], signed=True)} ({d.verdict})"
+        row["paper, same variant and dataset"] = paper
+        rows.append(row)
+    c = runs[0].config
+    caption = (f"{name} fine-tuned end to end on the CPU ({build_label(c)}, {c.image_size}-px crops, {c.iterations} "
+               f"steps of {c.batch_classes} x {c.batch_per_class}; test runs only, on the unseen classes). "
+               + got["choice"].sentence())
+    return Section(caption=caption, table=pd.DataFrame(rows).set_index("row"))

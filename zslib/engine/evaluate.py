@@ -343,6 +343,18 @@ def _torch_knn_chunks(query, gallery, k, metric, exclude_self, device, chunk_siz
         yield start, _to_values(keys, qc, metric).cpu(), idx.cpu()
 
 
+def _search(faiss, index, queries: np.ndarray, k: int):
+    """``index.search`` with as many threads as torch uses (:func:`torch.get_num_threads`, which a result's provenance
+    records): faiss sums each score in blocks that depend on its thread count, so a near tie deep in a ranking
+    (MAP@R reads the first R neighbours) would otherwise depend on the machine's OpenMP setting, not the run's."""
+    before = faiss.omp_get_max_threads()
+    faiss.omp_set_num_threads(torch.get_num_threads())
+    try:
+        return index.search(queries, k)
+    finally:
+        faiss.omp_set_num_threads(before)
+
+
 def _faiss_knn_chunks(query, gallery, k, metric, exclude_self, chunk_size):
     try:
         import faiss
@@ -363,7 +375,7 @@ def _faiss_knn_chunks(query, gallery, k, metric, exclude_self, chunk_size):
     c = chunk_size or max(4096, (2**22 // kf) // 4096 * 4096)
     for start in range(0, query.shape[0], c):
         qc = g[start:start + c] if same else query[start:start + c].cpu()
-        D, I = index.search(qc.numpy(), kf)
+        D, I = _search(faiss, index, qc.numpy(), kf)
         D, I = torch.from_numpy(D), torch.from_numpy(I)
         keys = -D if metric == "euclidean" else D  # larger = nearer
         if ex:
