@@ -14,7 +14,8 @@ from zslib.engine import losses, stats
 from zslib.methods.cml import confusion as regularizers
 from zslib.methods.jrd import intra
 from zslib.engine.profile import PROFILES
-from zslib.teaching.exercises.kinds import Case, ChoiceExercise, FunctionExercise, NumberExercise
+from zslib.teaching.exercises.kinds import (Case, ChoiceExercise, ExperimentExercise, FunctionExercise,
+                                            NumberExercise, PredictionExercise, ReasoningExercise)
 
 # ----------------------------------------------------------------------------------------------------
 # Generated inputs
@@ -148,6 +149,49 @@ def _interval_cases():
             Case("2 values", (torch.tensor([1.0, 2.0], dtype=torch.float64),), grad=None)]
 
 
+def toy_two_classes(n_i: int, n_j: int, seed: int, gap: float = 3.0) -> tuple[torch.Tensor, torch.Tensor]:
+    """Two 2-D Gaussian classes of ``n_i`` and ``n_j`` points (unit spread), the second's mean ``gap`` to the right
+    (float64, seeded): the toy of the chapters' experiment exercises."""
+    g = torch.Generator().manual_seed(seed)
+    xi = torch.randn(n_i, 2, generator=g, dtype=torch.float64)
+    xj = torch.randn(n_j, 2, generator=g, dtype=torch.float64) + torch.tensor([gap, 0.0], dtype=torch.float64)
+    return xi, xj
+
+
+def decomposition(xi: torch.Tensor, xj: torch.Tensor) -> torch.Tensor:
+    """``[||mu_I - mu_J||^2, tr Sigma_I, tr Sigma_J]`` of two classes (covariances with 1/N): the three parts of
+    CML's energy confusion (Eq. 3 = their sum)."""
+    mi, mj = xi.mean(0), xj.mean(0)
+    return torch.stack([(mi - mj).pow(2).sum(), (xi - mi).pow(2).sum(1).mean(), (xj - mj).pow(2).sum(1).mean()])
+
+
+def _ec_descent(xi, xj, lr, steps):
+    """``steps`` steps of plain gradient descent on the energy confusion of two classes alone (both move), then
+    :func:`decomposition` of the result."""
+    xi, xj = xi.detach().clone().requires_grad_(True), xj.detach().clone().requires_grad_(True)
+    for _ in range(int(steps)):
+        gi, gj = torch.autograd.grad(_ec_two_classes(xi, xj), (xi, xj))
+        with torch.no_grad():
+            xi -= lr * gi
+            xj -= lr * gj
+    return decomposition(xi.detach(), xj.detach())
+
+
+def _toy_cases():
+    """Three 2-D toys with a step size and a number of steps (no gradient compared: an experiment's outcome)."""
+    return [Case(desc, (*toy_two_classes(n_i, n_j, seed), lr, steps), grad=None)
+            for desc, (n_i, n_j, seed, lr, steps) in {
+                "10 and 10 points, step size 0.5, 5 steps": (10, 10, 91, 0.5, 5),
+                "6 and 12 points, step size 0.3, 8 steps": (6, 12, 92, 0.3, 8),
+                "8 and 8 points, step size 1.0, 3 steps": (8, 8, 93, 1.0, 3)}.items()]
+
+
+def _ec_rates(n_i: int = 10, n_j: int = 10, lr: float = 0.5) -> tuple[float, float]:
+    """The factors by which one EC step multiplies ``||mu_I - mu_J||^2`` and ``tr Sigma_I`` (from the gradient
+    (2 / N_I)(x_i - mu_J) of Eq. 3)."""
+    return (1 - 2 * lr * (1 / n_i + 1 / n_j)) ** 2, (1 - 2 * lr / n_i) ** 2
+
+
 # ----------------------------------------------------------------------------------------------------
 # Deciding an experiment question from the numbers a chapter printed
 
@@ -170,8 +214,8 @@ def _t975(df: int) -> float:
     return float(sstats.t.ppf(0.975, df))
 
 
-def _best_of(table) -> str:
-    return max(table, key=lambda k: float(table[k])).lower()
+def _sigmoid(z: float) -> float:
+    return 1.0 / (1.0 + math.exp(-z))
 
 
 EXERCISES = [
@@ -259,11 +303,11 @@ EXERCISES = [
                    expected=lambda: ((PROFILES["quick"].batch_classes - 1) * PROFILES["quick"].batch_per_class
                                      / (PROFILES["quick"].batch_classes * PROFILES["quick"].batch_per_class - 1)),
                    tol=1e-3),
-    ChoiceExercise("deep_metric_learning_compare.best_loss", "which loss reaches the highest unseen Recall@1?",
-                   "Read the mean unseen Recall@1 of each loss in the chapter's table (and notice whether the "
-                   "intervals overlap).",
-                   options=(),  # the losses of the chapter's table
-                   context=("table",), decide=_best_of),
+    NumberExercise("deep_metric_learning_compare.hard_negatives",
+                   "how many times harder a negative pair at cosine 0.6 pulls than one at 0.3 (binomial deviance)",
+                   "A negative term is softplus(2 * 25 (D - 0.5)); its derivative is 50 * sigmoid(50 (D - 0.5)). "
+                   "Take the ratio of the two derivatives (the 50 cancels).",
+                   expected=lambda: _sigmoid(50 * 0.1) / _sigmoid(50 * -0.2), tol=0.01, relative=True),
     # -- deep_metric_learning_compare_proxies
     FunctionExercise("deep_metric_learning_compare_proxies.proxy_nca", "the Proxy-NCA loss",
                      "Normalize embeddings and proxies, take squared distances d to every proxy, and average "
@@ -308,10 +352,21 @@ EXERCISES = [
     NumberExercise("cml.hoeffding", "Lemma 5's deviation bound for b = 64, delta = 0.05, zeta = 1",
                    "Lemma 5: zeta * sqrt(log(4 / delta) / (2 b)).",
                    expected=lambda: regularizers.hoeffding_bound(64, 0.05), tol=1e-4),
-    ChoiceExercise("cml.confusion_effect", "did the confusion terms raise unseen Recall@1 on this run?",
-                   "Compare the mean unseen Recall@1 of the baseline and of CML in the chapter's table.",
-                   options=("raised", "lowered"), context=("baseline", "cml"),
-                   decide=_direction("baseline", "cml", "raised", "lowered")),
+    NumberExercise("cml.ec_rates", "what one gradient step on EC alone does to the gap and to the spread",
+                   "The gradient of Eq. 3 with respect to x_i of class I is (2 / N_I)(x_i - mu_J). A step moves the "
+                   "mean mu_I by -2 lr / N_I (mu_I - mu_J) and multiplies each x_i - mu_I by 1 - 2 lr / N_I; square "
+                   "the factors, since the gap and tr Sigma are squared lengths.",
+                   expected=_ec_rates, tol=1e-3),
+    ExperimentExercise("cml.ec_descent", "EC alone on a 2-D toy: the gap and the spreads after a few steps",
+                       "Clone both classes with requires_grad, then for each step: ec = the mean of ||x_i - x_j||^2 "
+                       "over all pairs, gi, gj = torch.autograd.grad(ec, (x_i, x_j)), and x <- x - lr * g for both "
+                       "(inside torch.no_grad()). Return torch.stack([||mu_I - mu_J||^2, tr Sigma_I, tr Sigma_J]), "
+                       "tr Sigma the mean squared distance of a class's points to its mean (1/N, not 1/(N - 1)).",
+                       reference=_ec_descent, cases=_toy_cases),
+    PredictionExercise("cml.confusion_effect", "did the confusion terms change unseen Recall@1 on this run?",
+                       "Read the 95% interval of the paired difference CML minus baseline over the seeds: 'raised' "
+                       "only if it lies above 0, 'lowered' only if below, otherwise 'no clear effect'.",
+                       options=("raised", "lowered", "no clear effect")),
     # -- cml_experiments
     FunctionExercise("cml_experiments.diversity", "diversity (CML Definition 1)",
                      "The sum of the covariance's eigenvalues is its trace: the mean squared distance of the rows "
