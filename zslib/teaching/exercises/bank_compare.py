@@ -13,7 +13,6 @@ from types import SimpleNamespace
 import torch
 
 from zslib.engine.choice import choose
-from zslib.engine.stats import interval
 from zslib.teaching.exercises.kinds import (Case, FunctionExercise, NumberExercise, PredictionExercise,
                                             ReasoningExercise)
 
