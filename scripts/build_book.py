@@ -77,6 +77,26 @@ print(sorted(times)[1])
 """
 
 
+#: The committed record of the chapters' last measured times (zslib.teaching.path.COMPUTE_RECORD), relative to root.
+COMPUTE_RECORD = Path("zslib") / "teaching" / "compute_times.json"
+
+
+def compute_record(report: dict, date: str, profile: str) -> dict | None:
+    """The record of :data:`COMPUTE_RECORD` from a build's report: each chapter's seconds, the date and the machine;
+    ``None`` (keep the old record) unless the build ran the quick profile and every chapter has a time and none
+    failed, so that one record never mixes builds."""
+    chapters = report.get("chapters", {})
+    if profile != "quick" or not chapters or any(e.get("seconds") is None or e.get("status") == "FAILED"
+                                                  for e in chapters.values()):
+        return None
+    machine = report.get("machine", {})
+    return {"measured": date,
+            "how": (f"scripts/build_book.py, quick profile, {machine.get('cpus', '?')} CPUs"
+                    + (f", calibration {report['speed_factor']:.2f} times the reference machine's time"
+                       if report.get("speed_factor") else "")),
+            "chapters": {Path(name).stem: round(float(e["seconds"]), 1) for name, e in sorted(chapters.items())}}
+
+
 # ----------------------------------------------------------------------------------------------------
 # Machine speed and load
 
@@ -428,6 +448,10 @@ def main(argv=None) -> int:
     (root / "_build" / "build_report.json").write_text(json.dumps(report, indent=1))
     (root / "_build" / "execution_times.json").write_text(
         json.dumps({r["chapter"]: r["seconds"] for r in rows}, indent=2))
+    record = compute_record(report, dt.date.today().isoformat(), os.environ.get("ZS_PROFILE", "quick"))
+    if record is not None:
+        (root / COMPUTE_RECORD).write_text(json.dumps(record, indent=1) + "\n")
+        print(f"Chapter times recorded in {COMPUTE_RECORD} (the chapter cards of a clean clone read them; commit it).")
 
     print("\nChapter execution (quick profile unless ZS_PROFILE says otherwise):")
     if factor:

@@ -7,11 +7,13 @@ import pytest
 import torch
 
 from zslib.teaching.exercises import REGISTRY, check, verdict
-from zslib.teaching.exercises.kinds import ChoiceExercise, FunctionExercise, NumberExercise
+from zslib.teaching.exercises.kinds import (FunctionExercise, NumberExercise, PredictionExercise, ReasoningExercise,
+                                            interval_word)
 
 FUNCTIONS = [e for e in REGISTRY.values() if isinstance(e, FunctionExercise)]
 NUMBERS = [e for e in REGISTRY.values() if isinstance(e, NumberExercise)]
-CHOICES = [e for e in REGISTRY.values() if isinstance(e, ChoiceExercise)]
+PREDICTIONS = [e for e in REGISTRY.values() if isinstance(e, PredictionExercise)]
+REASONING = [e for e in REGISTRY.values() if isinstance(e, ReasoningExercise)]
 
 
 def _copy_of(ref):
@@ -87,31 +89,51 @@ def test_known_numbers_from_independent_arithmetic():
     assert verdict("generalization_gap.triangle_penalty", 8 / 3).passed
     assert verdict("cml_experiments.dc_and_diversity", (5, 1)).passed
     assert verdict("deep_metric_learning_compare_proxies.positive_gradient", 1.4621172).passed
+    assert verdict("deep_metric_learning_compare.hard_negatives", 0.99330715 / 4.5397868e-05).passed
+    assert verdict("cml.ec_rates", (0.8 ** 2, 0.9 ** 2)).passed
+    assert not verdict("cml.ec_rates", (0.8, 0.9)).passed  # the factors of the lengths, not of the squared lengths
+    assert verdict("generalization_gap.penalty_step", 1.2).passed
+    assert verdict("compare.detectable", (2.7764451 * 1.2 / math.sqrt(5), 4.3026527 * 1.2 / math.sqrt(3))).passed
+    assert verdict("compare.map_at_r_by_hand", (1, (1 + 2 / 3) / 4, 0, (1 / 2 + 2 / 3 + 3 / 4) / 4)).passed
+    assert verdict("adapt_adv_experiments.lambda_lag", 4).passed
+    assert not verdict("adapt_adv_experiments.lambda_lag", 3).passed  # lambda reads the previous epoch's loss
 
 
-@pytest.mark.parametrize("ex", CHOICES, ids=lambda e: e.name)
-def test_a_choice_check_follows_the_printed_numbers(ex):
-    if ex.context == ("table",):
-        table = {"triplet": 0.3, "contrastive": 0.5}
-        assert verdict(ex.name, "contrastive", table=table).passed
-        out = verdict(ex.name, "triplet", table=table)
-    else:
-        a, b = ex.context
-        low_high = {a: 0.2, b: 0.4}
-        right = ex.decide(**low_high)
-        assert verdict(ex.name, right, **low_high).passed
-        assert verdict(ex.name, f" {right.swapcase()} ", **low_high).passed  # read without regard to case
-        wrong = next(o for o in ex.options if o != right)
-        out = verdict(ex.name, wrong, **low_high)
-        assert not out.passed and ex.hint in out.message
-        swapped = {a: 0.4, b: 0.2}
-        assert verdict(ex.name, ex.decide(**swapped), **swapped).passed
-        assert ex.decide(**swapped) != right or ex.name == "how_to_use.variant_leaves_profile"
-        assert verdict(ex.name, "unchanged", before=1, after=1).passed if ex.name.startswith("how_to") else True
-    assert not out.passed
-    assert "answer one of" in verdict(ex.name, "perhaps", **{k: {"a": 1} if k == "table" else 0 for k in ex.context}).message
+@pytest.mark.parametrize("ex", PREDICTIONS, ids=lambda e: e.name)
+def test_a_prediction_follows_the_interval_the_chapter_passes(ex):
+    extra = {ex.against: 0.05} if ex.against else {}
+    ref = extra.get(ex.against, 0.0)
+    above, below, across = (ref + 0.03, ref + 0.01, ref + 0.05), (ref - 0.03, ref - 0.05, ref - 0.01), \
+        (ref + 0.03, ref - 0.01, ref + 0.07)
+    for interval, right in ((above, ex.options[0]), (below, ex.options[1]), (across, ex.options[2])):
+        assert verdict(ex.name, right, interval=interval, **extra).passed
+        assert verdict(ex.name, f" {right.swapcase()} ", interval=interval, **extra).passed  # read without regard to case
+        for wrong in (o for o in ex.options if o != right):
+            out = verdict(ex.name, wrong, interval=interval, **extra)
+            assert not out.passed and ex.hint in out.message and "interval" in out.message
+    assert "answer one of" in verdict(ex.name, "perhaps", interval=above, **extra).message
     with pytest.raises(TypeError, match="needs the chapter's"):
-        verdict(ex.name, (ex.options or ("triplet",))[0])
+        verdict(ex.name, ex.options[0])
+
+
+def test_the_interval_word_reads_the_ends_never_the_mean():
+    assert interval_word((5.0, -0.1, 10.1)) == "no clear effect"
+    assert interval_word((0.2, 0.1, 0.3)) == "up" and interval_word((-0.2, -0.3, -0.1)) == "down"
+    assert interval_word((0.043, 0.0372, 0.0488), 0.0486, ("larger", "smaller", "within")) == "within"
+    assert interval_word((0.043, 0.0372, 0.0480), 0.0486, ("larger", "smaller", "within")) == "smaller"
+    with pytest.raises(ValueError, match="one seed"):
+        interval_word((0.1, math.nan, math.nan))
+
+
+@pytest.mark.parametrize("ex", REASONING, ids=lambda e: e.name)
+def test_a_reasoning_check_accepts_its_answer_only(ex):
+    assert verdict(ex.name, ex.answer).passed
+    assert verdict(ex.name, f" {ex.answer.upper()} ").passed
+    for wrong in (o for o in ex.options if o != ex.answer):
+        out = verdict(ex.name, wrong)
+        assert not out.passed and ex.hint in out.message
+    assert "answer one of" in verdict(ex.name, "perhaps").message
+    assert "not answered yet" in verdict(ex.name, ...).message
 
 
 def test_independent_brute_force_solutions_pass():

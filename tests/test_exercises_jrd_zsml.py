@@ -74,9 +74,10 @@ def test_the_zsml_experiments_exercises():
     assert not one_over_c.passed  # a share of 1/C ignores that a sample is never paired with itself
     assert verdict("zsml_experiments.every_pair_cost", (22_052_416, 84.12)).passed
     assert not verdict("zsml_experiments.every_pair_cost", (4696 * 4695, 84.12 * 8)).passed  # float64 is 8 bytes
-    assert verdict("zsml_experiments.chosen_alpha", "raised", paper=0.381, chosen=0.395).passed
-    assert not verdict("zsml_experiments.chosen_alpha", "raised", paper=0.395, chosen=0.381).passed
-    missing = verdict("zsml_experiments.chosen_alpha", "raised", paper=0.381, chosen=None)  # runs not recorded here
+    assert verdict("zsml_experiments.chosen_alpha", "raised", interval=(0.014, 0.004, 0.024)).passed
+    assert verdict("zsml_experiments.chosen_alpha", "no clear effect", interval=(0.014, -0.004, 0.032)).passed
+    assert not verdict("zsml_experiments.chosen_alpha", "raised", interval=(0.014, -0.004, 0.032)).passed
+    missing = verdict("zsml_experiments.chosen_alpha", "raised", interval=None)  # runs not recorded here
     assert not missing.passed and "could not be read" in missing.message
 
 
@@ -108,5 +109,5 @@ def test_the_experiments_page_exercises_by_independent_answers():
     assert verdict("jrd_experiments.paired_interval", by_seed).passed
     out = verdict("jrd_experiments.paired_interval", by_position)
     assert not out.passed and "input 1 of 3" in out.message  # the first input lists the second arm backwards
-    assert verdict("jrd_experiments.first_fall", "jmmd", jmmd=0.8, jintra=2.0).passed
-    assert not verdict("jrd_experiments.first_fall", "jmmd", jmmd=math.inf, jintra=2.0).passed
+    assert verdict("jrd_experiments.smallest_weight", "down", interval=(-0.02, -0.03, -0.01)).passed
+    assert verdict("jrd_experiments.smallest_weight", "no clear effect", interval=(-0.02, -0.05, 0.01)).passed

@@ -276,7 +276,7 @@ def test_shared_cells_are_split_and_unchecked_solutions_stubbed(exported):
     purity = {q["name"]: q for q in _questions(masters["metrics"])}["metrics.purity"]
     assert purity["points"] == 2 and purity["all_or_nothing"] is True
     # the comparison chapter's solution cell holds its own check: it is the solution, the stub before stays
-    compare = {q["name"]: q for q in _questions(masters["compare"])}["compare.cml_vs_floor"]
+    compare = {q["name"]: q for q in _questions(masters["compare"])}["compare.selection_bias"]
     assert "check(" in _text(compare["solution"][0]) and not compare["after"]
     # the jrd chapter's "More exercises" solution has no check: the master holds its stub only
     jrd = "\n".join(_text(c) for c in masters["jrd"]["cells"])

@@ -131,8 +131,8 @@ def test_numbers_beyond_a_float_fail_the_check_with_a_message():
 
 
 def test_a_string_context_and_an_int_name_fail_the_check_with_a_message(capsys):
-    out = verdict("metrics.purity_or_nmi", "purity", purity="abc", nmi=0.5)
-    assert not out.passed and "could not be read as numbers" in out.message and "purity='abc'" in out.message
+    out = verdict("cml.confusion_effect", "raised", interval="abc")
+    assert not out.passed and "could not be read as numbers" in out.message and "interval='abc'" in out.message
     out = check(3, 1.0)
     assert not out.passed and "must be the exercise's name as a string" in out.message
     assert "✘" in capsys.readouterr().out
@@ -143,7 +143,7 @@ def test_a_string_context_and_an_int_name_fail_the_check_with_a_message(capsys):
 # ----------------------------------------------------------------------------------------------------
 # A class: solved, unsolved, forged, looping and dying notebooks graded in their own processes
 
-RUBRIC = {"tiny": {"metrics.duplicated_r1": 1, "metrics.purity": 2, "metrics.purity_or_nmi": 1,
+RUBRIC = {"tiny": {"metrics.duplicated_r1": 1, "metrics.purity": 2, "cml.confusion_effect": 1,
                    "deep_metric_learning.proxy_nca_floor": 1, "cml.diversity_confusion": 1,
                    "zero_shot_problem.unit_distance": 1, "how_to_use.batch_size": 1}}
 
@@ -151,7 +151,7 @@ PURITY = ("def purity(labels, clusters):\n    return sum(max(int(((clusters == c
           " for k in labels.unique()) for c in clusters.unique()) / len(labels)")
 SOLUTIONS = ["check('metrics.duplicated_r1', 1.0)",
              PURITY + "\ncheck('metrics.purity', purity)",
-             "check('metrics.purity_or_nmi', 'purity', purity=0.8, nmi=0.5)",
+             "check('cml.confusion_effect', 'raised', interval=(0.02, 0.01, 0.03))",
              "import math\ncheck('deep_metric_learning.proxy_nca_floor', math.log(1 + 49 * math.exp(-4)))",
              "check('cml.diversity_confusion', lambda x: (x ** 2).sum(1).mean())",
              "check('zero_shot_problem.unit_distance', (2 - 2 * 0.6) ** 0.5)",
@@ -170,8 +170,8 @@ IMPORT = "from zslib.teaching.exercises import check"
 
 FORGED = [  # each forgery aims at its own exercises; the grader before this one gave every one of them its points
     IMPORT,
-    # 1. verdict lines written into the old grader's log: metrics.duplicated_r1, metrics.purity_or_nmi
-    "import json, os\nfor n in ['metrics.duplicated_r1', 'metrics.purity_or_nmi']:\n"
+    # 1. verdict lines written into the old grader's log: metrics.duplicated_r1, cml.confusion_effect
+    "import json, os\nfor n in ['metrics.duplicated_r1', 'cml.confusion_effect']:\n"
     "    if os.environ.get('ZS_GRADE_LOG'):\n"
     "        open(os.environ['ZS_GRADE_LOG'], 'a').write(json.dumps({'name': n, 'passed': True}) + '\\n')",
     # 2. the reference read from the caller's frame: metrics.purity

@@ -23,15 +23,19 @@ IMPORT = "from zslib.teaching.exercises import check"
 PURITY = ("def purity(labels, clusters):\n    return sum(max(int(((clusters == c) & (labels == k)).sum())"
           " for k in labels.unique()) for c in clusters.unique()) / len(labels)\ncheck('metrics.purity', purity)")
 STUB = "def purity(labels, clusters):\n    ...  # your code here\ncheck('metrics.purity', purity)"
-# the chapter's own experiment (deep_metric_learning, "do the norms grow?"), computed in the notebook
-NORMS = ("import torch\nfrom zslib.engine import losses\ntorch.manual_seed(0)\n"
-         "free = (0.1 * torch.randn(32, 8)).requires_grad_()\nfree_labels = torch.arange(8).repeat_interleave(4)\n"
-         "sgd = torch.optim.SGD([free], lr=0.5)\nnorm_before = free.norm(dim=1).mean().item()\n"
-         "for _ in range(50):\n    step = losses.contrastive_loss(free, free_labels, normalize=False)\n"
-         "    sgd.zero_grad()\n    step.backward()\n    sgd.step()\nnorm_after = free.norm(dim=1).mean().item()")
-CHOICE = "check('deep_metric_learning.unnormalized_norms', '{}', before=norm_before, after=norm_after)"
-RUBRIC = {"tiny": {"metrics.duplicated_r1": 1, "metrics.purity": 2, "deep_metric_learning.unnormalized_norms": 1}}
-KEY = [IMPORT, "check('metrics.duplicated_r1', 1.0)", PURITY, NORMS, CHOICE.format("grow")]
+# an experiment computed in the notebook (deep_metric_learning's "do the norms grow?", over three seeds), whose paired
+# interval decides a prediction: the grader's own run of the key computes it, whatever a submission hands over
+NORMS = ("import torch\nfrom zslib.engine import losses\nfrom zslib.engine.stats import interval\ngrowth = []\n"
+         "for seed in range(3):\n    torch.manual_seed(seed)\n    free = (0.1 * torch.randn(32, 8)).requires_grad_()\n"
+         "    free_labels = torch.arange(8).repeat_interleave(4)\n    sgd = torch.optim.SGD([free], lr=0.5)\n"
+         "    before = free.norm(dim=1).mean().item()\n    for _ in range(50):\n"
+         "        step = losses.contrastive_loss(free, free_labels, normalize=False)\n"
+         "        sgd.zero_grad()\n        step.backward()\n        sgd.step()\n"
+         "    growth.append(free.norm(dim=1).mean().item() - before)\neffect = tuple(interval(growth))[:3]")
+PREDICTION = "cml_experiments.unseen_diversity"  # a prediction: up, down or no clear effect, from `interval`
+CHOICE = "check('" + PREDICTION + "', '{}', interval=effect)"
+RUBRIC = {"tiny": {"metrics.duplicated_r1": 1, "metrics.purity": 2, PREDICTION: 1}}
+KEY = [IMPORT, "check('metrics.duplicated_r1', 1.0)", PURITY, NORMS, CHOICE.format("up")]
 
 
 def _nb(cells, chapter="tiny"):
@@ -51,12 +55,12 @@ def _class(root: Path) -> tuple[Path, Path]:
     notebooks = {
         "honest": KEY,
         "erroring": [IMPORT, "raise RuntimeError('boom in cell 2')", *KEY[1:]],
-        # untouched stubs, and the chapter's numbers forged: before and after typed in, the answer made to fit them
+        # untouched stubs, and the chapter's numbers forged: an interval typed in, the answer made to fit it
         "forger": [IMPORT, "check('metrics.duplicated_r1', ...)", STUB,
-                   "check('deep_metric_learning.unnormalized_norms', 'grow', before=1.0, after=2.0)"],
+                   "check('" + PREDICTION + "', 'up', interval=(1.0, 0.5, 1.5))"],
         # the other answer, with numbers made to fit it; and a process that leaves the session and clears its
         # environment, left to rewrite the gradebook after grading
-        "forger2": [IMPORT, "check('deep_metric_learning.unnormalized_norms', 'shrink', before=2.0, after=1.0)",
+        "forger2": [IMPORT, "check('" + PREDICTION + "', 'down', interval=(-1.0, -1.5, -0.5))",
                     "import subprocess\n"
                     f"p = subprocess.Popen(['setsid', 'env', '-i', 'sh', '-c', 'sleep 300; echo forged > "
                     f"{root}/grades_j1/gradebook.csv'])\n"
@@ -137,10 +141,10 @@ def test_numbers_handed_to_a_choice_check_decide_nothing(graded):
     """The key (the instructor notebook, run by the grader) computes the chapter's numbers; numbers the
     submission types in earn nothing, whichever answer they were made to fit."""
     for who in ("forger", "forger2"):
-        assert graded["rows"][who]["deep_metric_learning.unnormalized_norms"] == "0"
-    assert graded["rows"]["honest"]["deep_metric_learning.unnormalized_norms"] == "1"
+        assert graded["rows"][who][PREDICTION] == "0"
+    assert graded["rows"]["honest"][PREDICTION] == "1"
     feedback = (graded["root"] / "grades_j1" / "feedback" / "forger.md").read_text()
-    assert "before, after handed to check are not what the chapter's cells compute" in feedback
+    assert "interval handed to check are not what the chapter's cells compute" in feedback
     assert "instructor tiny.ipynb: 4 / 4 (completed)" in graded["stdout"][1]
 
 

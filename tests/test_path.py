@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import nbformat
@@ -49,3 +50,38 @@ def test_every_chapter_has_a_card_and_known_prerequisites():
         assert set(P.prerequisites(chapter)) <= chapters, chapter
         sources = [c.source for c in nbformat.read(REPO / "book" / f"{chapter}.ipynb", as_version=4).cells]
         assert any(f'chapter_card("{chapter}")' in s for s in sources), chapter
+
+
+def test_the_card_shows_the_last_build_else_the_committed_record_with_its_date(tmp_path, monkeypatch):
+    record = tmp_path / "compute_times.json"
+    record.write_text(json.dumps({"measured": "2026-11-29", "chapters": {"cml": 61.0}}))
+    monkeypatch.setattr(P, "COMPUTE_RECORD", record)
+    monkeypatch.setattr(P, "quick_seconds", lambda chapter, report=None: None)  # a clean clone: no build yet
+    assert "**Compute, quick profile:** 61 s when last measured (2026-11-29)" in P.chapter_card("cml").data
+    assert P.recorded_quick_seconds("zsml", record) is None
+    monkeypatch.setattr(P, "quick_seconds", lambda chapter, report=None: 93.5)
+    assert "94 s in the last book build" in P.chapter_card("cml").data
+
+
+def test_the_committed_record_has_a_measured_time_for_every_chapter():
+    data = json.loads(P.COMPUTE_RECORD.read_text())
+    assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", data["measured"]) and data["how"]
+    assert set(data["chapters"]) == {p.stem for p in (REPO / "book").glob("*.ipynb")}
+    assert all(isinstance(s, (int, float)) and s > 0 for s in data["chapters"].values())
+
+
+def test_the_build_rewrites_the_record_only_from_a_complete_quick_build():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("build_book", REPO / "scripts" / "build_book.py")
+    build = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(build)
+    report = {"machine": {"cpus": 2}, "speed_factor": 1.3,
+              "chapters": {"book/cml.ipynb": {"seconds": 61.04, "status": "ok"},
+                           "book/zsml.ipynb": {"seconds": 40.0, "status": "-"}}}
+    record = build.compute_record(report, "2026-12-01", "quick")
+    assert record["chapters"] == {"cml": 61.0, "zsml": 40.0} and record["measured"] == "2026-12-01"
+    assert (REPO / build.COMPUTE_RECORD) == P.COMPUTE_RECORD
+    assert build.compute_record(report, "2026-12-01", "real") is None
+    report["chapters"]["book/zsml.ipynb"] = {"seconds": None, "status": "FAILED"}
+    assert build.compute_record(report, "2026-12-01", "quick") is None

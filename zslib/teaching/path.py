@@ -3,8 +3,10 @@
 :func:`chapter_card` is the line under each chapter's title. The prerequisites are the book's structure
 (:func:`prerequisites`); the numbers are measured, never typed: the reading time is counted from the chapter's own
 notebook (words of its text at 200 a minute, lines of its visible code at 20 a minute), the quick profile's compute
-time is the chapter's execution time in the last book build (``_build/build_report.json``), and the real profile's
-compute time is the training time the recorded runs of the chapter's methods took (their provenance).
+time is the chapter's execution time in the last book build (``_build/build_report.json``) or, where this copy has
+not built the book (a clean clone, a pip install), the last measured time recorded with zslib
+(:data:`COMPUTE_RECORD`, written by ``scripts/build_book.py``, with its date), and the real profile's compute time is
+the training time the recorded runs of the chapter's methods took (their provenance).
 """
 from __future__ import annotations
 
@@ -15,7 +17,13 @@ from pathlib import Path
 from zslib.engine.registry import PAPERS
 
 __all__ = ["PREREQUISITES", "prerequisites", "SHARED_METHODS", "chapter_methods", "reading_minutes", "quick_seconds",
-           "real_seconds", "title", "chapter_card"]
+           "COMPUTE_RECORD", "recorded_quick_seconds", "real_seconds", "title", "chapter_card"]
+
+#: The chapters' quick-profile execution times as last measured, with the date and how: ``{"measured": date,
+#: "how": ..., "chapters": {stem: seconds}}``. ``scripts/build_book.py`` rewrites it after every quick-profile build
+#: in which every chapter has a time and none failed; it is committed and installed with zslib, so that the cards of
+#: a book built from a clean clone (whose own times exist only once its build has ended) show a measured number.
+COMPUTE_RECORD = Path(__file__).with_name("compute_times.json")
 
 #: chapter -> the chapters a reader should have read first (their titles are read from the notebooks), for the
 #: chapters that belong to no paper; a paper's chapters declare theirs on its record
@@ -89,6 +97,16 @@ def quick_seconds(chapter: str, report: str | Path | None = None) -> float | Non
     return entry.get("seconds")
 
 
+def recorded_quick_seconds(chapter: str, record: str | Path | None = None) -> tuple[float, str] | None:
+    """(seconds, date measured) of the chapter in the committed record (:data:`COMPUTE_RECORD`), if it is there."""
+    path = Path(record) if record else COMPUTE_RECORD
+    if not path.is_file():
+        return None
+    data = json.loads(path.read_text())
+    seconds = data.get("chapters", {}).get(chapter)
+    return None if seconds is None else (float(seconds), str(data.get("measured", "an unknown date")))
+
+
 def real_seconds(chapter: str, runs=None) -> tuple[float, int] | None:
     """(seconds of training, number of runs) of the recorded real-profile runs of the chapter's methods."""
     from zslib.engine.store import recorded_runs
@@ -134,9 +152,14 @@ def chapter_card(chapter: str):
     notebook = _chapter_file(chapter)
     if notebook.is_file():
         parts.append(f"**Reading:** about {reading_minutes(notebook)} min")
-    quick = quick_seconds(chapter)
-    parts.append("**Compute, quick profile:** " + (f"{_duration(quick)} in the last book build" if quick is not None
-                                                   else "measured by each book build"))
+    quick, recorded = quick_seconds(chapter), recorded_quick_seconds(chapter)
+    if quick is not None:
+        compute = f"{_duration(quick)} in the last book build"
+    elif recorded is not None:
+        compute = f"{_duration(recorded[0])} when last measured ({recorded[1]})"
+    else:
+        compute = "not measured yet"
+    parts.append("**Compute, quick profile:** " + compute)
     real = real_seconds(chapter)
     if real is not None:
         parts.append(f"**real profile:** {_duration(real[0])} of training in its {real[1]} recorded runs (one core each)")

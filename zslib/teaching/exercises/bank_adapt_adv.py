@@ -1,7 +1,9 @@
 """The Adapt-Adv chapter's checked exercises. ``book/adapt_adv.ipynb``: additive attention pooling (Eqs. 11,
-13, 14) written by hand, Eq. 22 inverted by hand, and which of the two additions gained more on this run.
-``book/adapt_adv_experiments.ipynb``: the per-epoch schedule of lambda (Eq. 22) replayed by hand, the loss on
-which Adapt-Adv gained most (Table 5 analogue), and whether Adapt-Adv stopped at its chosen length beats +GDFL.
+13, 14) written by hand, Eq. 22 inverted by hand, the class-adversarial game played on a toy (an experiment), and
+whether +GDFL and +Adv can be told apart on this run (decided by the paired interval).
+``book/adapt_adv_experiments.ipynb``: the per-epoch schedule of lambda (Eq. 22) replayed by hand, the epoch in which
+lambda turns positive (it lags the loss by an epoch), and whether Adapt-Adv stopped at its chosen length differs from
++GDFL (decided by the paired interval).
 
 Generated inputs are float64 and seeded, so a check gives the same verdict on every machine.
 """
@@ -10,11 +12,13 @@ from __future__ import annotations
 import math
 
 import torch
+import torch.nn.functional as F
 from torch.func import functional_call
 
-from zslib.methods.adapt_adv.class_adversary import replay_lambda
+from zslib.methods.adapt_adv.class_adversary import adaptive_lambda, replay_lambda
 from zslib.methods.adapt_adv.spatial_attention import SpatialAttention
-from zslib.teaching.exercises.kinds import Case, ChoiceExercise, FunctionExercise, NumberExercise
+from zslib.teaching.exercises.kinds import (Case, ExperimentExercise, FunctionExercise, NumberExercise,
+                                            PredictionExercise)
 
 
 def _additive_attention(fmap, u, w1, w):
@@ -41,8 +45,43 @@ def _attention_cases():
     return out
 
 
-def _gdfl_or_adv(gdfl, adv) -> str:
-    return "gdfl" if float(gdfl) > float(adv) else "adv"
+def _game(z, labels, a, v, lr, steps, l_thresh, lambda0):
+    """Adapt-Adv's class-adversarial game (Algorithm 1, steps 2.4 and 2.6; Eqs. 18, 19 and 22) on a toy: features
+    ``f = z a^T``, a linear classifier ``v``; each step sets lambda from the current loss, takes the extractor's
+    step on ``-lambda L_c`` (classifier frozen), then the classifier's step on ``L_c`` of the new features. Returns
+    ``L_c`` before each step (lambda set every step here, not every epoch)."""
+    a, v, out = a.detach().clone(), v.detach().clone(), []
+    for _ in range(int(steps)):
+        extractor = a.clone().requires_grad_(True)
+        loss = F.cross_entropy(z @ extractor.T @ v.T, labels)
+        lam = adaptive_lambda(float(loss.detach()), l_thresh, lambda0)
+        (grad,) = torch.autograd.grad(-lam * loss, extractor)
+        a = a - lr * grad
+        classifier = v.clone().requires_grad_(True)
+        (grad,) = torch.autograd.grad(F.cross_entropy(z @ a.T @ classifier.T, labels), classifier)
+        v = v - lr * grad
+        out.append(float(loss.detach()))
+    return torch.tensor(out, dtype=torch.float64)
+
+
+def game_toy(classes: int, per_class: int, dim: int, seed: int):
+    """Points of ``classes`` Gaussian classes (means 2 apart on average), their labels, the identity extractor and
+    a small random classifier: ``(z, labels, a, v)``."""
+    g = torch.Generator().manual_seed(seed)
+    labels = torch.arange(classes).repeat_interleave(per_class)
+    centres = 2.0 * torch.randn(classes, dim, generator=g, dtype=torch.float64)
+    z = torch.randn(len(labels), dim, generator=g, dtype=torch.float64) + centres[labels]
+    return z, labels, torch.eye(dim, dtype=torch.float64), 0.1 * torch.randn(classes, dim, generator=g,
+                                                                               dtype=torch.float64)
+
+
+def _game_cases():
+    return [Case("3 classes x 10 points in 2-D, step size 0.5, 30 steps, l_thresh 0.6, lambda0 1",
+                 (*game_toy(3, 10, 2, 1), 0.5, 30, 0.6, 1.0), grad=None),
+            Case("4 classes x 5 points in 3-D, step size 0.3, 20 steps, l_thresh 1.0, lambda0 0.5",
+                 (*game_toy(4, 5, 3, 2), 0.3, 20, 1.0, 0.5), grad=None),
+            Case("2 classes x 8 points in 2-D, step size 1, 10 steps, lambda0 0 (no adversary)",
+                 (*game_toy(2, 8, 2, 3), 1.0, 10, 0.6, 0.0), grad=None)]
 
 
 def _lambda_schedule(losses, epoch_steps, num_classes, lambda0, l_thresh):
@@ -67,12 +106,15 @@ def _schedule_cases():
                  (_falling_losses(30, 4, 83), 7, 4, 0.1, 2.0), grad=None)]
 
 
-def _largest(table) -> str:
-    return max(table, key=lambda k: float(table[k])).lower()
+#: the mean classification loss of each epoch of a made-up run of 50 classes (the lag exercise)
+EPOCH_LOSSES = (3.2, 1.9, 1.4, 0.9, 0.7)
 
 
-def _stopped_or_gdfl(gdfl, adapt_adv) -> str:
-    return "adapt_adv" if float(adapt_adv) > float(gdfl) else "gdfl"
+def _first_positive_epoch(losses=EPOCH_LOSSES, num_classes: int = 50, l_thresh: float = 1.5) -> float:
+    """The first epoch (from 1) whose lambda is positive: epoch 1 reads ln(num_classes), epoch e the mean loss of
+    epoch e - 1 (:class:`zslib.methods.adapt_adv.class_adversary.EpochLambda`)."""
+    levels = [math.log(num_classes), *losses]
+    return float(next(e for e, level in enumerate(levels, 1) if adaptive_lambda(level, l_thresh) > 0))
 
 
 EXERCISES = [
@@ -85,25 +127,30 @@ EXERCISES = [
                    "Set -tanh(L_c - 1.5) = 0.5 and solve for L_c with artanh (math.atanh); lambda is positive, "
                    "so the loss is below the threshold.",
                    expected=lambda: 1.5 - math.atanh(0.5 / 1.0), tol=1e-3),
-    ChoiceExercise("adapt_adv.larger_gain", "which addition alone reaches the higher mean unseen Recall@1, gdfl or adv?",
-                   "Compare the mean unseen Recall@1 of the +GDFL and +Adv rows of the ablation table (the paper's "
-                   "conclusion II says GDFL; the paired interval printed under the table says whether this run "
-                   "can tell them apart).",
-                   options=("gdfl", "adv"), context=("gdfl", "adv"), decide=_gdfl_or_adv),
+    ExperimentExercise("adapt_adv.game", "the class-adversarial game on a toy: where the classification loss goes",
+                       "Each step: loss = cross_entropy(z @ a.T @ v.T, labels) with a requiring grad; lam = "
+                       "-tanh(loss - l_thresh) * lambda0 as a plain float; a <- a - lr * grad of (-lam * loss); then "
+                       "the classifier's step v <- v - lr * grad of the cross-entropy of the new features z @ a.T. "
+                       "Record the loss before each step and return the float64 tensor of them.",
+                       reference=_game, cases=_game_cases),
+    PredictionExercise("adapt_adv.larger_gain", "+GDFL against +Adv: which addition alone reaches the higher unseen "
+                       "Recall@1, or can this run not tell?",
+                       "Read the 95% interval of the paired difference +GDFL minus +Adv, seed by seed: 'gdfl' only if "
+                       "it lies above 0, 'adv' only if below, otherwise 'no clear effect' (the paper's conclusion II "
+                       "says GDFL).",
+                       options=("gdfl", "adv", "no clear effect")),
     FunctionExercise("adapt_adv_experiments.lambda_schedule", "lambda at every step, replayed from the losses (Eq. 22)",
                      "Walk through the steps an epoch at a time: every step of an epoch gets -tanh(level - l_thresh) "
                      "* lambda0, where level is ln(num_classes) for the first epoch and the mean loss of the "
                      "previous epoch after it. A last, partial epoch still gets the value set before it.",
                      reference=_lambda_schedule, cases=_schedule_cases, forbidden=(replay_lambda,)),
-    ChoiceExercise("adapt_adv_experiments.largest_gain", "on which loss does Adapt-Adv gain most against its own base?",
-                   "Read the column 'vs base (pts)' of the three Adapt-Adv rows of the Table 5 analogue: the mean "
-                   "paired difference against the same loss's base.",
-                   options=(),  # the losses of the table
-                   context=("table",), decide=_largest),
-    ChoiceExercise("adapt_adv_experiments.stopped_vs_gdfl",
-                   "stopped at its chosen length, does Adapt-Adv reach a higher unseen Recall@1 than +GDFL?",
-                   "Compare the mean unseen Recall@1 of Adapt-Adv stopped at the length chosen on validation "
-                   "classes with that of +GDFL (the attention alone, 200 steps); the paired interval in the "
-                   "sentences under the stopping figure says whether the difference is clear.",
-                   options=("adapt_adv", "gdfl"), context=("gdfl", "adapt_adv"), decide=_stopped_or_gdfl),
+    NumberExercise("adapt_adv_experiments.lambda_lag", "the first epoch whose lambda is positive",
+                   "lambda of epoch 1 is -tanh(ln 50 - 1.5) lambda0; lambda of epoch e > 1 reads the mean loss of epoch "
+                   "e - 1. It is positive when that level is below l_thresh = 1.5: find the first epoch whose level is.",
+                   expected=_first_positive_epoch, tol=0.4),
+    PredictionExercise("adapt_adv_experiments.stopped_vs_gdfl",
+                       "stopped at its chosen length, does Adapt-Adv differ from +GDFL in unseen Recall@1?",
+                       "Read the 95% interval of the paired difference Adapt-Adv (stopped) minus +GDFL, seed by seed: "
+                       "'adapt_adv' only if it lies above 0, 'gdfl' only if below, otherwise 'no clear effect'.",
+                       options=("adapt_adv", "gdfl", "no clear effect")),
 ]

@@ -1,8 +1,9 @@
 """The DeML chapter's checked exercises. The main page (book/deml.ipynb): activation decay (Eq. 6) written by
-hand, the stationary mass of the object-attention walk on a toy map, and whether the adversary of Eq. 4 made this
-run's learners less alike. The experiments page (book/deml_experiments.ipynb): the centre share that scores the
+hand, the stationary mass of the object-attention walk on a toy map, the walk run step by step against its limit (an
+experiment) and what it does on a two-valued map, and whether the adversary of Eq. 4 made this run's learners less
+alike (decided by the paired interval). The experiments page (book/deml_experiments.ipynb): the centre share that scores the
 object attention on photographs, the overlap of two random channel selections, and what the released code's
-spatial Gaussian does to where the attention peaks.
+spatial Gaussian does to a map with no layout at all.
 
 Generated inputs are float64 and seeded, so a check gives the same verdict on every machine.
 """
@@ -12,8 +13,10 @@ import torch
 
 from zslib.analysis.localization import central_mass, mass_on_object
 from zslib.methods.deml.decoupled_losses import activation_decay, nontrivial_term
-from zslib.methods.deml.object_attention import object_attention
-from zslib.teaching.exercises.kinds import Case, ChoiceExercise, FunctionExercise, NumberExercise
+from zslib.methods.deml.object_attention import (dissimilarity_graph, object_attention, random_walk,
+                                                  stationary_distribution, transition_matrix)
+from zslib.teaching.exercises.kinds import (Case, ExperimentExercise, FunctionExercise, NumberExercise,
+                                            PredictionExercise, ReasoningExercise)
 
 
 def _decay_cases():
@@ -49,8 +52,31 @@ def _bird_mass(bird_values) -> float:
     return float(pi[2:4, 2:4].sum())
 
 
-def _lower_or_higher(with_adversary, without_adversary) -> str:
-    return "lower" if float(with_adversary) < float(without_adversary) else "higher"
+def _walk_gaps(fmap, steps):
+    """The L1 distance between the walk's mass after t = 1, ..., ``steps`` steps from the uniform map (DeML Eq. 3,
+    mass moving along the edges) and its limit, the degree distribution: ``(B, steps)``."""
+    weights = dissimilarity_graph(fmap)
+    limit, transition = stationary_distribution(weights), transition_matrix(weights)
+    mass = torch.full_like(limit, 1.0 / limit.shape[-1])
+    gaps = []
+    for _ in range(int(steps)):
+        mass = random_walk(transition, 1, start=mass)
+        gaps.append((mass - limit).abs().sum(-1))
+    return torch.stack(gaps, -1)
+
+
+def _walk_cases():
+    """Random maps with a brighter block, and the toy of the stationary-mass exercise with two bird values."""
+    out = []
+    for desc, (b, c, h, w, seed) in {"2 maps of 3 channels, 5 x 5, 8 steps": (2, 3, 5, 5, 66),
+                                      "1 map of 4 channels, 4 x 6, 12 steps": (1, 4, 4, 6, 67)}.items():
+        g = torch.Generator().manual_seed(seed)
+        fmap = torch.rand(b, c, h, w, generator=g, dtype=torch.float64)
+        fmap[:, :, 1:3, 1:3] += 1.0
+        out.append(Case(desc, (fmap, 8 if h == 5 else 12), grad=None))
+    out.append(Case("the 6 x 6 toy map with bird values 1, 1, 2, 2; 10 steps", (toy_map([1.0, 1.0, 2.0, 2.0]), 10),
+                    grad=None))
+    return out
 
 
 def _attention_cases():
@@ -70,18 +96,6 @@ def _random_overlap(top: int = 64, channels: int = 1280) -> float:
     return top / (2 * channels - top)
 
 
-def _raises_or_lowers(plain, gaussian) -> str:
-    return "raises" if float(gaussian) > float(plain) else "lowers"
-
-
-class _VerbChoice(ChoiceExercise):
-    """A choice between verbs that accepts each verb as the question writes it ("raise") and in its third person
-    ("raises")."""
-
-    def run(self, answer, **context):
-        text = str(answer).strip().lower() if isinstance(answer, str) else answer
-        full = {option[:-1]: option for option in self.options if option.endswith("s")}
-        return super().run(full.get(text, answer), **context)
 
 
 EXERCISES = [
@@ -97,12 +111,24 @@ EXERCISES = [
                    "positions of each other value it sees (32 background, the 4 bird positions), then add up "
                    "the bird's degrees and divide by the total.",
                    expected=lambda: (_bird_mass([1.0, 1.0, 1.0, 1.0]), _bird_mass([1.0, 1.0, 2.0, 2.0])), tol=1e-3),
-    ChoiceExercise("deml.adversary_similarity",
-                   "with the adversary, is the learners' mean cosine similarity lower or higher than without?",
-                   "Compare the two mean cosines reported under \"Do the learners differ?\" (DeML(1,4) against "
-                   "DeML(1,4) no L_adv); the paper's Table 4 has -0.08 with the adversary and 0.92 without.",
-                   options=("lower", "higher"), context=("with_adversary", "without_adversary"),
-                   decide=_lower_or_higher),
+    ExperimentExercise("deml.walk_gaps", "the object-attention walk step by step, against its limit",
+                       "Flatten the map to positions u_a (C values each); W_ab = ||u_a - u_b|| (torch.cdist), "
+                       "P = W / W.sum(-1, keepdim=True), the limit pi = W.sum(-1) / W.sum(); start from the uniform "
+                       "mass 1 / (h w) and take m <- m P (mass moves along the edges), recording |m - pi|.sum() after "
+                       "every step: a tensor (B, steps).",
+                       reference=_walk_gaps, cases=_walk_cases, forbidden=(random_walk, object_attention)),
+    ReasoningExercise("deml.walk_bipartite", "ten steps of the walk on the toy map with four equal bird values",
+                      "On that map every edge joins a bird position to a background one (bird to bird and background "
+                      "to background are at distance 0): follow where the mass of each group goes in one step, and "
+                      "in the next.",
+                      options=("reached", "converging slowly", "oscillates"), answer="oscillates"),
+    PredictionExercise("deml.adversary_similarity",
+                       "with the adversary, are the learners' mean cosine similarities lower, higher, or no clearly "
+                       "different?",
+                       "Read the 95% interval of the paired difference 'with minus without the adversary', seed by "
+                       "seed, printed under \"Do the learners differ?\": 'lower' only if it lies below 0, 'higher' "
+                       "only if above, otherwise 'no clear effect'. The paper's Table 4 has -0.08 against 0.92.",
+                       options=("higher", "lower", "no clear effect")),
     FunctionExercise("deml_experiments.central_mass", "the share of an attention map's mass in the central box",
                      "The central box has sides of round(side / 2) pixels (at least one), starts at (side - box) // 2 "
                      "in each direction, and the share is the map's sum inside it over its whole sum, one number per "
@@ -112,9 +138,11 @@ EXERCISES = [
                    "A channel is in a random set of 64 with probability 64 / 1280, in both with its square: count "
                    "the expected size of the intersection, then of the union (64 + 64 minus the intersection), and "
                    "divide.", expected=_random_overlap, tol=5e-4),
-    _VerbChoice("deml_experiments.gaussian_peak",
-                "does the released code's spatial Gaussian raise or lower how often the attention peaks on the bird?",
-                "Read the 'peak on bird' column of the localization table: the row 'both, T=10 (paper)' is Eq. 2, "
-                "the row 'both, T=10, Gaussian 0.15' the released code's graph.",
-                options=("raises", "lowers"), context=("plain", "gaussian"), decide=_raises_or_lowers),
+    ReasoningExercise("deml_experiments.gaussian_centre",
+                      "on a map with no layout, where does the released code's spatial Gaussian put the walk's limit?",
+                      "With no layout every pair of positions is equally dissimilar, so each edge weight is the same "
+                      "number times the Gaussian of the two positions' grid distance. The limit is proportional to a "
+                      "position's degree, the sum of its weights: count the near neighbours of a corner and of a "
+                      "central position.",
+                      options=("centre", "border", "neither"), answer="centre"),
 ]

@@ -1,7 +1,8 @@
 """Checked exercises of the JRD chapter (book/jrd.ipynb): the joint representation similarity written
-from its definition, the self-adaptive bandwidth by numbers, and the Table 3 analogue read from the run; and of
-its experiments page (book/jrd_experiments.ipynb): the mixture kernel of Fig. 6, a paired interval by hand, and
-the Figs. 4-5 sweep read from the recorded runs.
+from its definition, the self-adaptive bandwidth by numbers, JRS alone descended on a 2-D toy (an experiment), and
+the Table 3 analogue decided by the paired interval; and of its experiments page (book/jrd_experiments.ipynb): the
+mixture kernel of Fig. 6, a paired interval by hand, and the smallest weight of the Figs. 4-5 sweep, decided by
+its paired interval.
 
 Generated inputs are float64 and seeded, so a check gives the same verdict on every machine.
 """
@@ -10,7 +11,9 @@ from __future__ import annotations
 import torch
 
 from zslib.methods.jrd import diversification as D
-from zslib.teaching.exercises.kinds import Case, ChoiceExercise, FunctionExercise, NumberExercise
+from zslib.teaching.exercises.bank import decomposition, toy_two_classes
+from zslib.teaching.exercises.kinds import (Case, ExperimentExercise, FunctionExercise, NumberExercise,
+                                            PredictionExercise)
 
 # ----------------------------------------------------------------------------------------------------
 # Generated inputs: two representations of the same samples (a free one and unit rows) and labels
@@ -52,8 +55,26 @@ def _two_samples_at_cosine_06():
     return jrs, float(energy[0, 1])
 
 
-def _lower_or_higher(jmmd, jrd):
-    return "lower" if float(jrd) < float(jmmd) else "higher"
+def _jrs_descent(xi, xj, lr, steps):
+    """``steps`` steps of plain gradient descent on JRS alone (JRD Eqs. 10-11, one layer, the default Gaussian
+    mixture with its detached bandwidth) over the points of two classes, then
+    :func:`zslib.teaching.exercises.bank.decomposition` of the result."""
+    x = torch.cat([xi, xj]).detach().clone().requires_grad_(True)
+    labels = torch.cat([torch.zeros(len(xi), dtype=torch.long), torch.ones(len(xj), dtype=torch.long)])
+    for _ in range(int(steps)):
+        (grad,) = torch.autograd.grad(D.jrs_regularizer([x], labels), x)
+        with torch.no_grad():
+            x -= lr * grad
+    x = x.detach()
+    return decomposition(x[:len(xi)], x[len(xi):])
+
+
+def _jrs_toy_cases():
+    return [Case(desc, (*toy_two_classes(n_i, n_j, seed, gap), lr, steps), grad=None)
+            for desc, (n_i, n_j, seed, gap, lr, steps) in {
+                "10 and 10 points 3 apart, step size 1, 20 steps": (10, 10, 94, 3.0, 1.0, 20),
+                "6 and 9 points 1 apart, step size 2, 10 steps": (6, 9, 95, 1.0, 2.0, 10),
+                "8 and 8 points 5 apart, step size 5, 5 steps": (8, 8, 96, 5.0, 5.0, 5)}.items()]
 
 
 def _mixture_cases():
@@ -95,8 +116,6 @@ def _paired_interval(seeds_a, a, seeds_b, b):
     return torch.tensor(interval([vb[s] - va[s] for s in sorted(va)])[:3], dtype=torch.float64)
 
 
-def _first_to_fall(jmmd, jintra):
-    return "jmmd" if float(jmmd) <= float(jintra) else "jintra"
 
 
 EXERCISES = [
@@ -112,10 +131,18 @@ EXERCISES = [
                    "reads exp(-1/s): the value does not depend on the cosine. The energy confusion in the RKHS is "
                    "m_I + m_J - 2 JRS with m_I = k(x, x) = 1.",
                    expected=_two_samples_at_cosine_06, tol=1e-3),
-    ChoiceExercise("jrd.lambda_vs_jmmd", "is JRD's lambda lower or higher than JMMD's on this run?",
-                   "Compare the mean lambda (mean of the two errors) of the JRD and JMMD rows of the chapter's "
-                   "Table 3 analogue; then look at the paired verdict printed under it.",
-                   options=("lower", "higher"), context=("jmmd", "jrd"), decide=_lower_or_higher),
+    ExperimentExercise("jrd.jrs_descent", "JRS alone on a 2-D toy: the gap and the spreads after a few steps",
+                       "Stack both classes into one tensor with requires_grad and labels 0 and 1; for each step take "
+                       "the gradient of D.jrs_regularizer([x], labels) and x <- x - lr * grad (inside "
+                       "torch.no_grad()). Return torch.stack([||mu_I - mu_J||^2, tr Sigma_I, tr Sigma_J]) of the "
+                       "result, tr Sigma the mean squared distance of a class's points to its mean.",
+                       reference=_jrs_descent, cases=_jrs_toy_cases),
+    PredictionExercise("jrd.lambda_vs_jmmd", "is JRD's lambda lower than JMMD's on this run, higher, or no clearly "
+                       "different?",
+                       "Read the 95% interval of the paired difference JRD minus JMMD in lambda, seed by seed (the "
+                       "verdict printed under the Table 3 analogue): 'lower' only if it lies below 0, 'higher' only "
+                       "if above, otherwise 'no clear effect'.",
+                       options=("higher", "lower", "no clear effect")),
     # -- jrd_experiments
     FunctionExercise("jrd_experiments.mixture_kernel", "the kernel of a mixture of K Gaussians (JRD Fig. 6)",
                      "tau is the mean squared distance over the M(M-1) pairs of different samples, without gradient; "
@@ -129,8 +156,9 @@ EXERCISES = [
                      "and t the 0.975 quantile of Student's t with n - 1 degrees of freedom (scipy.stats.t.ppf). "
                      "Return torch.tensor([mean, low, high]).",
                      reference=_paired_interval, cases=_paired_cases),
-    ChoiceExercise("jrd_experiments.first_fall", "which of JMMD and JIntra falls clearly below AM-Softmax first?",
-                   "In the table of the Figs. 4-5 analogue, find for each of the two the smallest alpha whose verdict "
-                   "is 'down'; the one with the smaller weight falls first.",
-                   options=("jmmd", "jintra"), context=("jmmd", "jintra"), decide=_first_to_fall),
+    PredictionExercise("jrd_experiments.smallest_weight",
+                       "does JIntra at the sweep's smallest weight change unseen Recall@1 against AM-Softmax?",
+                       "Read the 95% interval of the paired difference JIntra at the smallest alpha minus AM-Softmax, "
+                       "seed by seed (real.sweep_pairs): 'up' only if it lies above 0, 'down' only if below, "
+                       "otherwise 'no clear effect'."),
 ]

@@ -1,7 +1,9 @@
 """Checked exercises of the ZSML chapter (book/zsml.ipynb): the relation function R written from Eq. 1,
-the label step of the cross-update by numbers, and ZSML against the Euclidean distance read from the run; and of
+the label step of the cross-update by numbers, the sign of a label step outside its range, the cross-update run on
+free predictions (an experiment), and ZSML against the Euclidean distance decided by the paired interval; and of
 its experiments page (book/zsml_experiments.ipynb): the share of same-class pairs among uniform pairs, the cost of
-scoring every pair, and what the alpha chosen on validation classes did on the test classes.
+scoring every pair, and what the alpha chosen on validation classes did on the test classes (decided by the paired
+interval).
 
 Generated inputs are float64 and seeded, so a check gives the same verdict on every machine.
 """
@@ -13,8 +15,8 @@ import torch
 
 from zslib.methods.zsml import cross_update as cu
 from zslib.methods.zsml.relation import RelationKernels
-from zslib.teaching.exercises.bank import _direction
-from zslib.teaching.exercises.kinds import Case, ChoiceExercise, FunctionExercise, NumberExercise
+from zslib.teaching.exercises.kinds import (Case, ExperimentExercise, FunctionExercise, NumberExercise,
+                                            PredictionExercise, ReasoningExercise)
 
 # ----------------------------------------------------------------------------------------------------
 # Generated inputs: pairs of vectors, kernel weights (k, height, 2), biases (k,) and a stride
@@ -73,8 +75,33 @@ def _eta_and_visits(n=128, lr=0.002, lam=0.1):
     return eta, float(math.ceil(math.log(0.5) / math.log(1.0 - eta)))
 
 
-def _raised_or_lowered(euclidean, zsml):
-    return "raised" if float(zsml) > float(euclidean) else "lowered"
+def _cross_update(s, y, positive, lr, lam, steps):
+    """ZSML Algorithm 1 on free predictions: each iteration takes the network step on ``s`` (Eq. 7, labels fixed,
+    step size ``lr``) and the label step on ``y`` (Eq. 8, :func:`cu.label_step`), both from the same ``s`` and
+    ``y``; returns ``torch.stack([s, y])`` after ``steps`` iterations."""
+    s, y, positive = s.detach().clone(), y.detach().clone(), positive.bool()
+    for _ in range(int(steps)):
+        free = s.clone().requires_grad_(True)
+        (grad,) = torch.autograd.grad(cu.similarity_loss(free, y, positive), free)
+        y = cu.label_step(y, s, positive, lr=lr, lam=lam)
+        s = s - lr * grad
+    return torch.stack([s, y])
+
+
+def _cross_update_cases():
+    """Pairs with predictions ``s`` anywhere in [-0.2, 1.2] and labels from Eq. 3 at random distances."""
+    out = []
+    for desc, (n, lr, lam, steps, seed) in {
+        "6 pairs (3 positive), step size 1, lam 0.1, 40 iterations": (6, 1.0, 0.1, 40, 76),
+        "8 pairs (4 positive), step size 0.5, lam 2, 60 iterations": (8, 0.5, 2.0, 60, 77),
+        "4 pairs (2 positive), step size 2, lam 0.1, 5 iterations": (4, 2.0, 0.1, 5, 78),
+    }.items():
+        g = torch.Generator().manual_seed(seed)
+        positive = torch.arange(n) < n // 2
+        s = 1.4 * torch.rand(n, generator=g, dtype=torch.float64) - 0.2
+        y = cu.continuous_labels(torch.rand(n, generator=g, dtype=torch.float64), positive)
+        out.append(Case(desc, (s, y, positive, lr, lam, steps), grad=None))
+    return out
 
 
 N_UNSEEN = 4696  # the images of Flowers-102 classes 52-102
@@ -93,10 +120,21 @@ EXERCISES = [
                    "with eta = 2 lr lam / N. After v visits the gap is (1 - eta)^v times the first one: find the "
                    "smallest v with (1 - eta)^v <= 1/2 (about ln 2 / eta).",
                    expected=_eta_and_visits, tol=0.01, relative=True),
-    ChoiceExercise("zsml.versus_euclidean", "did ZSML raise or lower unseen ACC against the Euclidean distance?",
-                   "Compare the mean unseen ACC of 'Triplet (Euclidean)' and 'Triplet + ZSML (MR)' in the quick "
-                   "table (same embedding, same sampled images); the paired verdicts say whether it is more than noise.",
-                   options=("raised", "lowered"), context=("euclidean", "zsml"), decide=_raised_or_lowered),
+    ReasoningExercise("zsml.label_sign", "a negative pair's label above its range, with the prediction equal to it",
+                      "Eq. 8 for one pair is (y - s)^2 + [y - alpha]_+^2 + [-y]_+^2. At y = s the first term has no "
+                      "slope; the derivative of the hinge at y = alpha + 0.05 is 2 * 0.05. A gradient step subtracts "
+                      "the derivative.",
+                      options=("up", "down", "unchanged"), answer="down"),
+    ExperimentExercise("zsml.cross_update", "the cross-update on free predictions: where s and y meet",
+                       "For each iteration, from the same s and y: the gradient g of similarity_loss(s, y, positive) "
+                       "with respect to s (a copy with requires_grad), then y <- label_step(y, s, positive, lr=lr, "
+                       "lam=lam) and s <- s - lr * g. Return torch.stack([s, y]) after the iterations.",
+                       reference=_cross_update, cases=_cross_update_cases),
+    PredictionExercise("zsml.versus_euclidean", "did ZSML change unseen ACC against the Euclidean distance?",
+                       "Read the 95% interval of the differences ZSML minus Euclidean, seed by seed (the same "
+                       "embedding and the same sampled images): 'raised' only if it lies above 0, 'lowered' only if "
+                       "below, otherwise 'no clear effect'.",
+                       options=("raised", "lowered", "no clear effect")),
     # -- zsml_experiments
     FunctionExercise("zsml_experiments.uniform_share", "the share of same-class pairs among uniform pairs",
                      "A uniform ordered pair of two different samples: n (n - 1) pairs in all, of which n_c (n_c - 1) "
@@ -108,10 +146,10 @@ EXERCISES = [
                    "Every ordered pair, an image against itself included, is one entry of the n x n matrix: n^2 "
                    "pairs, 4 bytes each, 2^20 bytes to a MiB.",
                    expected=lambda: (float(N_UNSEEN ** 2), 4 * N_UNSEEN ** 2 / 2 ** 20), tol=0.01, relative=True),
-    ChoiceExercise("zsml_experiments.chosen_alpha", "did the alpha chosen on validation classes raise or lower unseen "
-                   "Recall@1 against the paper's 0.3?",
-                   "Compare the mean unseen Recall@1 of 'ZSML, alpha 0.3 (paper)' and of the chosen alpha in the table "
-                   "of ZSML at the chosen alpha (same seeds, same sampled images).",
-                   options=("raised", "lowered"), context=("paper", "chosen"),
-                   decide=_direction("paper", "chosen", "raised", "lowered")),
+    PredictionExercise("zsml_experiments.chosen_alpha", "did the alpha chosen on validation classes change unseen "
+                       "Recall@1 against the paper's 0.3?",
+                       "Read the 95% interval of the paired differences chosen alpha minus alpha 0.3, seed by seed "
+                       "(same seeds, same sampled images): 'raised' only if it lies above 0, 'lowered' only if "
+                       "below, otherwise 'no clear effect'.",
+                       options=("raised", "lowered", "no clear effect")),
 ]

@@ -1,5 +1,19 @@
 """The three kinds of exercise check: a function against its zslib reference, a number within a stated
-tolerance, and a choice (a sign, an ordering) that the chapter's own printed numbers decide.
+tolerance, and a choice among offered words.
+
+What an exercise asks of a student is a second, separate label, :attr:`_Base.asks` (one of :data:`ASKS`):
+
+* ``"implementation"``: write the function the chapter teaches (a :class:`FunctionExercise`);
+* ``"derivation"``: a number worked out from the chapter's equations (a :class:`NumberExercise`);
+* ``"reasoning"``: a word that follows from the method's definitions, whatever a run printed
+  (:class:`ReasoningExercise`);
+* ``"prediction"``: a prediction about a noisy result, decided by the 95% interval the page shows, with three
+  answers: above, below, or no clear effect (:class:`PredictionExercise`);
+* ``"experiment"``: a small experiment of the student's own, written as a function and checked against the
+  reference experiment on generated inputs (:class:`ExperimentExercise`).
+
+No exercise is answered by reading one printed number: a choice decided by a run's numbers is a prediction, and
+a prediction is decided by the interval of a paired difference, never by the sign of a noisy mean.
 
 Every check answers with an :class:`Outcome`: passed or not, and a message in plain words. A failed
 function check names the generated input that failed and shows expected against got on it, then gives the
@@ -19,8 +33,12 @@ from typing import Any, Callable, Sequence
 
 import torch
 
-__all__ = ["Outcome", "Case", "FunctionExercise", "NumberExercise", "ChoiceExercise", "NOT_ANSWERED", "call_limited",
+__all__ = ["Outcome", "Case", "FunctionExercise", "NumberExercise", "ChoiceExercise", "PredictionExercise",
+           "ReasoningExercise", "ExperimentExercise", "ASKS", "interval_word", "NOT_ANSWERED", "call_limited",
            "TimeLimit", "CALL_SECONDS", "is_stub", "NOT_ATTEMPTED"]
+
+#: What an exercise can ask of a student (:attr:`_Base.asks`); see the module docstring.
+ASKS = ("implementation", "derivation", "reasoning", "prediction", "experiment")
 
 NOT_ANSWERED = "not answered yet: replace the `...` by your answer and run the cell again"
 #: what the grader says of an exercise whose answer is still the student version's ``...``
@@ -163,6 +181,7 @@ class _Base:
     title: str
     hint: str
     points: int = 1
+    asks: str = ""  # one of ASKS: what the exercise asks of a student
 
     def _decided(self, fn, context: dict):
         """``fn`` of the chapter's values, or an :class:`Outcome` saying which value could not be read."""
@@ -195,6 +214,7 @@ class FunctionExercise(_Base):
     rtol: float = 1e-5
     atol: float = 1e-8
     forbidden: tuple = ()  # zslib functions the student must not simply call
+    asks: str = "implementation"
 
     def run(self, answer, **context) -> Outcome:
         if _unanswered(answer):
@@ -278,6 +298,7 @@ class NumberExercise(_Base):
     tol: float = 1e-3
     relative: bool = False
     context: tuple = ()  # names of the context values the chapter passes (e.g. its printed table)
+    asks: str = "derivation"
 
     def run(self, answer, **context) -> Outcome:
         if _unanswered(answer):
@@ -335,6 +356,80 @@ class ChoiceExercise(_Base):
             return truth
         text = next(o for o in options if o.lower() == text)  # as the option is written
         if text.lower() != str(truth).lower():
-            return Outcome(self.name, False, f"{self.header()}: {text!r} is not what this run's numbers show.\n"
+            return Outcome(self.name, False, f"{self.header()}: {text!r} is not what {self.decided_by}.\n"
                                              f"Hint: {self.hint}")
-        return Outcome(self.name, True, f"{self.header()}: passed: {text!r} is what this run's numbers show.")
+        return Outcome(self.name, True, f"{self.header()}: passed: {text!r} is what {self.decided_by}.")
+
+    #: what decides the right answer, in the check's message
+    decided_by = "this run's numbers show"
+
+
+def interval_word(interval, against: float = 0.0, words: Sequence[str] = ("up", "down", "no clear effect")) -> str:
+    """``words[0]`` when the whole 95% interval ``(mean, low, high)`` lies above ``against``, ``words[1]`` when it
+    lies below, ``words[2]`` when it contains it. The mean plays no part: a noisy mean above ``against`` whose
+    interval reaches below it is no clear effect. An interval of one seed (NaN bounds) decides nothing
+    (``ValueError``)."""
+    interval = getattr(interval, "diff", interval)  # a stats.Paired: its difference
+    low, high = float(tuple(interval)[1]), float(tuple(interval)[2])
+    if not (math.isfinite(low) and math.isfinite(high)):
+        raise ValueError(f"the interval [{low}, {high}] has no finite bounds (one seed?): it decides nothing")
+    if low > high:
+        raise ValueError(f"an interval's low end {low} lies above its high end {high}")
+    against = float(against)
+    return words[0] if low > against else words[1] if high < against else words[2]
+
+
+@dataclass
+class PredictionExercise(ChoiceExercise):
+    """A prediction about a noisy result, decided by the 95% interval the page shows (the chapter passes it as
+    ``interval=(mean, low, high)``, e.g. of :func:`zslib.engine.stats.paired`): ``options[0]`` when the interval
+    lies above the reference, ``options[1]`` below it, ``options[2]`` when it contains it. The reference is 0 (a
+    paired difference) or, with ``against``, the chapter's value of that name (for instance the paper's figure,
+    with the options "larger", "smaller", "within")."""
+
+    options: tuple = ("up", "down", "no clear effect")
+    context: tuple = ("interval",)
+    against: str | None = None
+    asks: str = "prediction"
+
+    def __post_init__(self):
+        if len(self.options) != 3:
+            raise ValueError(f"{self.name}: a prediction offers three answers (above, below, neither)")
+        if self.against is not None and self.against not in self.context:
+            self.context = (*self.context, self.against)
+        if self.decide is None:
+            self.decide = self._from_interval
+
+    decided_by = "the interval shows"
+
+    def _from_interval(self, **values) -> str:
+        against = 0.0 if self.against is None else values[self.against]
+        return interval_word(values["interval"], against, self.options)
+
+
+@dataclass
+class ReasoningExercise(ChoiceExercise):
+    """A word that follows from the method's definitions (the sign of a gradient, what a rule does on a tie, what
+    a protocol leaks), the same whatever a run printed: ``answer`` is one of ``options``; nothing is read from
+    the chapter."""
+
+    answer: str = ""
+    asks: str = "reasoning"
+    decided_by = "the definitions give"
+
+    def __post_init__(self):
+        if self.answer not in self.options:
+            raise ValueError(f"{self.name}: the answer {self.answer!r} is not among the options {self.options}")
+        if self.context:
+            raise ValueError(f"{self.name}: a reasoning exercise reads nothing from the chapter")
+        if self.decide is None:
+            self.decide = lambda: self.answer
+
+
+@dataclass
+class ExperimentExercise(FunctionExercise):
+    """A small experiment of the student's own (a few optimizer steps on a toy, a walk run step by step),
+    written as a function of the toy's data and settings and checked, like an implementation, against the
+    reference experiment on generated toys; what it shows is the chapter's to discuss."""
+
+    asks: str = "experiment"
