@@ -55,26 +55,35 @@ def test_the_tiny_run_is_the_scripts_and_the_proof_uses_the_tensorflow_build_wit
 TINY_ELSEWHERE = 0.002
 
 
+#: Trains a recorded run's config again in a fresh process (argv: the record, the results folder, the threads).
+_RETRAIN = ("import sys, torch; from zslib.engine.store import load_result; from zslib.engine.runner import run; "
+            "torch.set_num_threads(int(sys.argv[3])); "
+            "run(load_result(sys.argv[1]).config, sys.argv[2], device='cpu', progress=False)")
+
+
 def _retrain(recorded, tmp_path, monkeypatch):
-    """Train ``recorded``'s config again on the shared Flowers-102 with the record's thread count; compare it by
+    """Train ``recorded``'s config again on the shared Flowers-102, in a process started as the recording one was
+    (``OMP_NUM_THREADS`` and torch's threads from its provenance: oneDNN picks its kernels by the OpenMP threads a
+    process starts with, so a process with two computes other last bits); compare it by
     :func:`zslib.analysis.reproduce.check_reproduced_here` (exact on the recording processor, else
     :data:`TINY_ELSEWHERE`) and return the rule it applied."""
-    import torch
+    import os
+    import subprocess
 
     from zslib.analysis.reproduce import check_reproduced_here
-    from zslib.engine.runner import run
+    from zslib.engine.store import load_result, result_path
 
     if not (shared_data_dir() / "flowers102" / "imagelabels.mat").is_file():
         pytest.skip("Flowers-102 is not in the shared data folder")
-    monkeypatch.setenv("ZS_DATA", str(shared_data_dir()))
     assert recorded.provenance["device"].startswith("cpu")
-    threads = torch.get_num_threads()
-    torch.set_num_threads(int(recorded.provenance.get("torch_threads", 1)))  # the same summation order
-    try:
-        again = run(recorded.config, tmp_path, device="cpu", progress=False)
-        worst, rule = check_reproduced_here(recorded, again, TINY_ELSEWHERE)
-    finally:
-        torch.set_num_threads(threads)
+    threads = str(recorded.provenance.get("torch_threads", 1))
+    omp = recorded.provenance.get("omp_num_threads") or threads  # the CPU script starts with OMP_NUM_THREADS=1
+    env = {**os.environ, "ZS_DATA": str(shared_data_dir()), "OMP_NUM_THREADS": str(omp)}
+    subprocess.run([sys.executable, "-c", _RETRAIN, str(recorded.path), str(tmp_path), threads], env=env, check=True,
+                   cwd=ROOT)
+    again = load_result(result_path(recorded.config, tmp_path))
+    monkeypatch.setenv("OMP_NUM_THREADS", str(omp))  # the rule compares the environment the run was made in
+    worst, rule = check_reproduced_here(recorded, again, TINY_ELSEWHERE)
     print(f"{recorded.config.name}: largest gap {worst:.2e} ({rule})")
     return rule
 

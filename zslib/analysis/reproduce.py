@@ -27,6 +27,7 @@ catches a number forged together with its digest.
 """
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 
 __all__ = ["CLUSTER_METRICS", "EXACT", "reproduction_gaps", "check_reproduced", "reproduction_mode",
@@ -148,6 +149,10 @@ def reproduction_mode(stored, device: str = "cpu") -> tuple[str, str]:
         return "tolerance", "its provenance does not name the CPU it was recorded on"
     if recorded_cpu != cpu_model():
         return "tolerance", f"recorded on {recorded_cpu}, trained again on {cpu_model() or 'an unnamed CPU'}"
+    recorded_omp = stored.provenance.get("omp_num_threads")
+    if "omp_num_threads" in stored.provenance and recorded_omp != os.environ.get("OMP_NUM_THREADS"):
+        return "tolerance", (f"recorded in a process started with OMP_NUM_THREADS={recorded_omp}, trained again with "
+                             f"{os.environ.get('OMP_NUM_THREADS')} (oneDNN picks its kernels by it)")
     recorded_torch = stored.provenance.get("torch_version")
     if recorded_torch and recorded_torch != torch.__version__:
         return "tolerance", f"recorded with torch {recorded_torch}, trained again with {torch.__version__}"

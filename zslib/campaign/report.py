@@ -25,7 +25,7 @@ from zslib.engine.models import build_label
 from zslib.engine.models.adapted import entry_stage
 from zslib.engine.registry import PAPERS
 from zslib.engine.stability import stability_label
-from zslib.engine.stats import format_interval, interval, paired
+from zslib.engine.stats import format_interval, interval, paired, verdict
 from zslib.engine.store import load_result, recorded_dir
 from zslib.analysis.entry import Claim
 from zslib.reported import reported_value
@@ -33,7 +33,7 @@ from zslib.reported import reported_value
 __all__ = ["recorded_campaign", "campaign_frame", "campaign_sentences", "campaign_recipe_note", "regime_differences",
            "session_data_line", "recorded_cpu_proof", "cpu_proof_frame", "cpu_proof_sentences", "ASPECTS",
            "CPU_MANIFEST", "CPU_METHODS_MANIFEST", "BUILD_SWITCH_POINTS", "recorded_cpu_methods", "build_floors",
-           "build_floor_sentence", "finetuned_section"]
+           "build_floor_sentence", "finetuned_section", "cpu_campaign_note", "finetuning_sentences"]
 
 
 
@@ -504,3 +504,66 @@ def finetuned_section(method: str, stage=None):
                f"steps of {c.batch_classes} x {c.batch_per_class}; test runs only, on the unseen classes). "
                + got["choice"].sentence())
     return Section(caption=caption, table=pd.DataFrame(rows).set_index("row"))
+
+
+def _every_run(stage) -> dict:
+    """Every run of the CPU methods stage once, by file name (a baseline shared by several methods counted once)."""
+    runs = {}
+    for got in stage["methods"].values():
+        for r in [*[r for rs in got["validation"].values() for r in rs], *got["off"], *got["method"]]:
+            runs[r.path.name] = r
+    return runs
+
+
+def cpu_campaign_note(stage=None) -> str:
+    """The fine-tuned CPU regime's size and cost, read from its recorded runs: the crop, steps and batch, the recipe
+    (and whether the tuning rule chose it), the processor, and the CPU time the runs took (each run's own wall time,
+    one thread each)."""
+    stage = recorded_cpu_methods() if stage is None else stage
+    if not stage or not stage["methods"]:
+        return ("No fine-tuned CPU runs are recorded: `python scripts/cpu_finetune.py --methods all` trains them (about "
+                "four hours of one core) and `python -m zslib record --profile full` records them.")
+    runs = list(_every_run(stage).values())
+    c = runs[0].config
+    wall = sum(float(r.provenance.get("wall_seconds") or 0.0) for r in runs) / 3600
+    train = sum(float(r.provenance.get("train_seconds") or 0.0) for r in runs) / 3600
+    cpus = sorted({str(r.provenance.get("cpu") or "an unnamed CPU") for r in runs})
+    threads = sorted({int(r.provenance.get("torch_threads", 0)) for r in runs})
+    recipe = stage["recipe"] + (" (the leading candidate of the tuning stage, which kept the head alone: an ablation "
+                                "of the recipe)" if stage["recipe_ablation"] else " (chosen by the tuning stage)")
+    names = ", ".join(_names()[m] for m in stage["methods"])
+    return (f"The fine-tuned regime on the CPU: {build_label(c)}, {c.image_size}-px crops of the {c.resize_size}-px "
+            f"resized photographs, {c.iterations} steps of {c.batch_classes} x {c.batch_per_class} images, backbone "
+            f"rate {recipe}, BatchNorm on its ImageNet statistics. Recorded for {names}: {len(runs)} runs "
+            f"(validation and test, each baseline counted once) on {' and '.join(cpus)} with "
+            f"{' or '.join(map(str, threads))} thread(s) each, {wall:.1f} hours of wall time in all ({train:.1f} of "
+            "them training, the rest embedding and scoring), on a machine other work shared.")
+
+
+def finetuning_sentences(comparisons, frozen: str = "real frozen") -> str:
+    """Markdown bullets, one per method: its row in the frozen regime beside its row fine-tuned on the CPU (what each
+    tested, its unseen Recall@1 and its paired change against its own baseline), in the words of
+    :mod:`zslib.analysis.verdict` ("clearly" only for a setting the rule chose; an ablation named as one)."""
+    from zslib.analysis.compare import FINETUNED_CPU, mean_r1
+    from zslib.analysis.verdict import change_words
+
+    by = {c.regime: c for c in comparisons}
+    if FINETUNED_CPU not in by:
+        return ""
+    rows_f = {r.method: r for r in by[frozen].rows} if frozen in by else {}
+
+    def said(row, where):
+        d = row.vs_baseline.get("R@1")
+        if not row.runs or d is None:
+            return f"{where}: not recorded"
+        tag = " (an ablation: the rule kept off)" if row.ablation else ""
+        words = change_words(verdict(d), not row.ablation).removesuffix(" from")
+        return (f"{where}, {row.label or row.tested}{tag}: {100 * mean_r1(row.runs):.1f}% unseen Recall@1, {words} its "
+                f"baseline ({format_interval(d, signed=True)} points)")
+
+    out = []
+    for r in by[FINETUNED_CPU].rows:
+        parts = [said(rows_f[r.method], "frozen")] if r.method in rows_f else []
+        parts.append(said(r, "fine-tuned on the CPU"))
+        out.append(f"- **{r.method}**: " + "; ".join(parts) + ".")
+    return "\n".join(out)

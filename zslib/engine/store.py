@@ -236,6 +236,8 @@ def provenance(config: Config, device: torch.device, **extra) -> dict:
         "device": device_name(device),
         "cpu": cpu_model(),
         "torch_threads": torch.get_num_threads(),  # CPU float sums, hence bitwise results, depend on it
+        # and on the OpenMP threads the process started with (oneDNN chooses its kernels by them)
+        "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
         "seed": config.seed,
         "code_fingerprint": code_fingerprint(),
         "timestamp": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),

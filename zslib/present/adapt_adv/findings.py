@@ -123,7 +123,8 @@ def full_profile_section(full: Config, train: bool) -> Section:
     if train:
         run = run_grid({"Adapt-Adv": full}, seeds=(0,))["Adapt-Adv"][0]
         out.append(f"Trained here: unseen R@1 {100 * run.metric('R@1'):.1f}%, NMI {100 * run.metric('NMI'):.1f}%.")
-    recorded = list(load_results(profile="full", method="adapt_adv"))
+    recorded = [r for r in load_results(profile="full", method="adapt_adv")  # the paper's setting's test runs
+                if r.config.dataset == full.dataset and not r.config.validation_fraction]
     out += [f"`{r.config.name}`: unseen R@1 {100 * r.metric('R@1'):.1f}%, recorded {r.provenance.get('timestamp')} on "
             f"{r.provenance.get('device')}, commit {short_commit(r.provenance.get('git_commit'))}." for r in recorded]
     if not recorded:

@@ -82,7 +82,8 @@ def full_profile_section() -> Section:
     """The recorded full-profile JRD runs on CUB (the paper's setting on a GPU) with their provenance, if any,
     beside the paper's Table 1."""
     paper = reported_table("1", PAPER)["rows"][-1]["CUB R@1"]
-    full_runs = [r for r in load_results(profile="full", method="jrd") if r.config.dataset == "cub200"]
+    full_runs = [r for r in load_results(profile="full", method="jrd")
+                 if r.config.dataset == "cub200" and not r.config.validation_fraction]
     if not full_runs:
         return Section(caption="No full-profile JRD run on CUB has been recorded (`results/recorded/`): run this "
                                "notebook with `ZS_PROFILE=full` on a GPU to make one. The paper's Table 1 reports "
