@@ -21,7 +21,7 @@ from zslib.engine.choice import choose
 from zslib.engine.store import load_result, recorded_dir
 
 __all__ = ["REGIMES", "regime", "hardware", "regime_label", "finetuned_runs", "CPU_METHODS_MANIFEST",
-           "recorded_cpu_methods"]
+           "open_manifest", "recorded_cpu_methods"]
 
 REGIMES = ("quick", "frozen", "adapted", "fine-tuned")
 
@@ -64,6 +64,20 @@ def finetuned_runs(directory=None, *, recorded_only: bool = False, **match) -> l
             and all(getattr(r.config, k) == v for k, v in match.items())]
 
 
+def open_manifest(name: str, directory=None):
+    """``(path, manifest, runs)`` of the recorded campaign manifest ``campaign/<name>.json`` (``runs(names)`` loads and
+    checks the run files it names, beside it), or ``None`` when it is not recorded."""
+    folder = recorded_dir(directory)
+    path = folder / "campaign" / f"{name}.json"
+    if not path.is_file():
+        return None
+
+    def runs(names):
+        return [load_result(folder / n) for n in names]
+
+    return path, json.loads(path.read_text()), runs
+
+
 def recorded_cpu_methods(directory=None) -> dict | None:
     """The recorded methods stage of the CPU proof (:data:`CPU_METHODS_MANIFEST` beside the recorded runs), every run
     loaded and checked and every choice recomputed by the rule from the validation runs, or ``None``.
@@ -72,15 +86,11 @@ def recorded_cpu_methods(directory=None) -> dict | None:
     "ablation": bool, "off": [Result], "method": [Result]}}, "untrained": [Result], "tiny": {method: Result},
     "floors_224": {backbone: Result}, "size": dict, "recipe": str, "recipe_ablation": bool, "images": str}``;
     a method still training when the manifest was written is absent from ``"methods"``."""
-    folder = recorded_dir(directory)
-    path = folder / "campaign" / f"{CPU_METHODS_MANIFEST}.json"
-    if not path.is_file():
+    opened = open_manifest(CPU_METHODS_MANIFEST, directory)
+    if opened is None:
         return None
-    manifest = json.loads(path.read_text())
-
-    def runs(names):
-        return [load_result(folder / n) for n in names]
-
+    path, manifest, runs = opened
+    folder = path.parent.parent
     methods = {}
     for m, entry in manifest.get("methods", {}).items():
         val = {k: runs(v) for k, v in entry["validation"].items()}

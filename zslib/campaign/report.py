@@ -10,7 +10,6 @@ provenance (:func:`zslib.campaign.records.hardware`).
 """
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter
 from pathlib import Path
@@ -18,7 +17,7 @@ from pathlib import Path
 from zslib.analysis.compare import regime_config
 from zslib.analysis.verdict import paired_phrase
 from zslib.campaign.plan import RECIPES, TUNING_LOSS, length_candidates, method_plans, tuning_configs
-from zslib.campaign.records import CPU_METHODS_MANIFEST, hardware, recorded_cpu_methods
+from zslib.campaign.records import CPU_METHODS_MANIFEST, hardware, open_manifest, recorded_cpu_methods
 from zslib.campaign.run import (Campaign, campaign_configs, comparison_rows, load_manifest, tuning_to_use)
 from zslib.engine.choice import choose
 from zslib.engine.models import build_label
@@ -297,15 +296,11 @@ def recorded_cpu_proof(directory=None) -> dict | None:
     "ablation": bool, "tiny": Result, "hardware": [...], "build": str, "size": dict}``."""
 
 
-    folder = recorded_dir(directory)
-    path = folder / "campaign" / f"{CPU_MANIFEST}.json"
-    if not path.is_file():
+    opened = open_manifest(CPU_MANIFEST, directory)
+    if opened is None:
         return None
-    manifest = json.loads(path.read_text())
-
-    def runs(names):
-        return [load_result(folder / n) for n in names]
-
+    path, manifest, runs = opened
+    folder = path.parent.parent
     val = {k: runs(v) for k, v in manifest["validation"].items()}
     test = {k: runs(v) for k, v in manifest["test"].items()}
     choice = choose(val, off="off", metric="R@1", split="val")
