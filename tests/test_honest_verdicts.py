@@ -83,26 +83,6 @@ def test_zsml_adds_its_pair_network_over_a_baseline_that_trains_nothing(comparis
     assert cell == f"{expected:,} (its baseline trains none)"
 
 
-def test_a_method_with_its_own_modules_adds_them_and_a_loss_term_adds_none(comparisons):
-    import torch
-
-    from zslib.engine.runner import build_model
-
-    for regime in ("real frozen", "real adapted"):
-        for method in ("CML", "DeML", "Adapt-Adv"):
-            row = _row(comparisons, regime, method)
-            entry = _entry(method)
-            base = cmp.regime_config(regime)
-            tested, baseline = entry.build(base, entry.candidates[row.tested]), entry.build(base, None)
-            torch.manual_seed(0)
-            trainable = [sum(p.numel() for p in build_model(c).parameters() if p.requires_grad)
-                         for c in (tested, baseline)]
-            if method == "CML":  # a loss term: the same network
-                assert row.extra_parameters == 0 and trainable[0] == trainable[1]
-            else:  # attention modules on the model (an adversary's classifier is the method's own)
-                assert row.extra_parameters >= trainable[0] - trainable[1] > 0, (regime, method)
-
-
 def test_a_run_evaluated_once_is_not_judged_stable():
     from zslib.engine.config import Config
     from zslib.engine.stability import broken, stability_label
@@ -344,7 +324,7 @@ def test_the_fine_tuned_rows_name_only_the_dataset_where_the_weights_are_the_pap
 
 
 # ---------------------------------------------------------------------------------------------------- 5: "clearly"
-CLEARLY = re.compile(r"clearly (above|below|raised|lowered|higher|lower|better|worse|pays)")
+CLEARLY = re.compile(r"clearly (above|below|raised|lowered|higher|lower|better|worse|pays)|pays clearly")
 
 
 def _chosen(comparisons) -> set:
