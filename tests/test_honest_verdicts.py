@@ -229,6 +229,35 @@ def test_the_rule_commit_stated_is_the_first_commit_of_the_rule():
     assert dt.datetime.fromisoformat(first[1]) == dt.datetime.fromisoformat(date)
 
 
+def test_a_record_replaced_twice_keeps_the_first_date_it_was_trained(tmp_path):
+    """``record --replace`` of a run that had replaced one already nests what it replaced: the first date a config
+    was trained (what the history reads) survives any number of retrainings."""
+    from zslib.engine.config import Config
+    from zslib.engine.runner import run
+    from zslib.engine.store import DIGEST_KEY, content_digest, load_result, record_runs
+
+    tiny = Config.from_profile("quick", iterations=2, eval_every=2, batch_classes=4, batch_per_class=2,
+                               synth_images_per_class=8, image_size=32, resize_size=36, embedding_dim=16)
+    path = run(tiny, results_dir=tmp_path, progress=False).path
+    for f in tmp_path.glob("*.json"):
+        if f != path:
+            f.unlink()
+    assert record_runs("quick", tmp_path)
+    stamps = [load_result(tmp_path / "recorded" / path.name).provenance["timestamp"]]
+    for year in (2098, 2099):  # trained again twice, each newer than the record
+        d = json.loads(path.read_text())
+        d["provenance"]["timestamp"] = f"{year}-01-01T00:00:00+00:00"
+        d[DIGEST_KEY] = content_digest(d)
+        path.write_text(json.dumps(d))
+        assert record_runs("quick", tmp_path, replace=True)
+        stamps.append(d["provenance"]["timestamp"])
+    chain, provenance = [], load_result(tmp_path / "recorded" / path.name).provenance
+    while provenance:
+        chain.append(provenance["timestamp"])
+        provenance = provenance.get("replaced")
+    assert chain == stamps[::-1]
+
+
 def _stamp(provenance):
     return dt.datetime.fromisoformat(provenance["timestamp"]).astimezone(dt.timezone.utc)
 
