@@ -898,9 +898,14 @@ def history_sentences(comparisons: Sequence[Comparison], rule=RULE_COMMITS) -> s
         again = [c for c in chains if len(c) > 1]
         if again:
             earliest = [min(c) for c in again]
+            changes = [abs(v) for r in shown for v in (r.provenance.get("replaced") or {}).get(
+                "metric_changes", {}).values() if isinstance(v, (int, float)) and v == v]
+            moved = (f"; their largest metric change from the records they replaced is {100 * max(changes):.2f} "
+                     "points" if changes and max(changes) > 0 else
+                     "; every metric equals the replaced record's" if changes else "")
             text += (f". {len(again)} of them replace records of the same configs first trained "
                      f"{_span(earliest)} ({sum(t < fixed for t in earliest)} before the rule): the numbers shown are "
-                     "the newer runs'")
+                     f"the newer runs'{moved}")
         text += (": every test number shown was made after the rule and after the last validation run." if
                  not before_rule and not before_val else
                  ": the records cannot show that the rule and every choice came before these test numbers.")
