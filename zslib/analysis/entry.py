@@ -117,7 +117,7 @@ class Entry:
         that led the frozen regime's *validation* grid at its first three seeds (and for Adapt-Adv also its best
         setting with the adversary on, since the paper's method is attention plus adversary; for JRD, whose small
         weights tied with "off" there, also the quick profile's alpha 1). When the adapted runs were trained
-        relative to each other is read from their records (:func:`zslib.analysis.compare.adapted_order_sentence`),
+        relative to each other is read from their records (:func:`zslib.analysis.compare.history_sentences`),
         not stated here."""
         keep = {"quick": self.quick, "real adapted": self.adapted}.get(regime, ())
         if keep:
