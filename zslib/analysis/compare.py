@@ -418,7 +418,7 @@ def _unchanged(entry: Entry, value, regime: str) -> str:
     if here is None or here != frozen:
         return ""
     return (f"this regime changes nothing for it: it trains the same {sum(here.values()):,} parameters as in the "
-            "frozen regime (none of the opened stages), so its row repeats the frozen design at another setting")
+            "frozen regime (none of the opened stages), so its row repeats the frozen design")
 
 
 def check_protocol(configs: Sequence[Config]) -> None:
