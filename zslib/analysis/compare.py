@@ -729,13 +729,14 @@ def metric_agreement(comparisons: Sequence[Comparison], metric: str = "MAP@R", a
             if a is None:
                 continue
             m = r.vs_baseline.get(metric)
+            named = f"{r.method} ({r.label})" if r.label else r.method  # the parts and weights tested
             if m is None:
-                lacking.append(r.method)
+                lacking.append(named)
             elif verdict(m) == verdict(a):
-                same.append(r.method)
+                same.append(named)
             else:
                 chosen = not r.ablation
-                other.append(f"{r.method} ({against} {_said(a, chosen)}, {metric} {_said(m, chosen)})")
+                other.append(f"{named}: {against} {_said(a, chosen)}, {metric} {_said(m, chosen)}")
         parts = []
         if same:
             parts.append(f"{metric} gives the same verdict as {against} for {', '.join(same)}")
