@@ -40,6 +40,27 @@ def _half(d) -> float:
     return float(stats.t.ppf(0.975, len(d) - 1) * d.std(ddof=1) / math.sqrt(len(d)))
 
 
+def _power(groups) -> float:
+    """The true mean difference the rule's interval lies above 0 for in 80% of repetitions, at the seeds of ``groups``
+    from their pooled standard deviation: the noncentral t's tail solved by bisection (the library uses Brent's
+    method), groups all 0 left out."""
+    moved = [np.asarray(g, float) for g in groups if np.any(np.asarray(g) != 0)]
+    if not moved:
+        return math.nan
+    n = min(len(g) for g in moved)
+    sd = math.sqrt(sum((len(g) - 1) * g.var(ddof=1) for g in moved) / sum(len(g) - 1 for g in moved))
+    crit = stats.t.ppf(0.975, n - 1)
+    lo, hi = 0.0, 100.0
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if stats.nct.sf(crit, n - 1, mid) < 0.8 else (lo, mid)
+    return lo * sd / math.sqrt(n)
+
+
+def _size(x) -> str:
+    return f"{100 * x:.2f}" if 100 * x < 0.1 else f"{100 * x:.1f}"
+
+
 def _side(d) -> int:
     d = np.asarray(d, float)
     h = _half(d)
@@ -78,6 +99,14 @@ PAPER_GAINS = {
     ("DeML", "lambda0"): 56.6 - 52.9,  # DeML(1,4) (Table 2, CUB, H) - U512 (Table 1)
     ("Adapt-Adv", "+GDFL"): 86.41 - 81.55,  # Triplet / +GDFL - Triplet / Base, Table 6 (Flowers-102)
     ("Adapt-Adv", "lambda0"): 89.32 - 81.55,  # Triplet / Adapt-Adv - Triplet / Base, Table 6
+    # the fine-tuned regime's candidates (the campaign plans' labels)
+    ("CML", "EC"): 53.8 - 48.9,
+    ("CML", "DC"): 55.2 - 48.9,
+    ("CML", "EC+DC"): 55.3 - 48.9,  # CML (Tri) - Triplet, Table IV
+    ("DeML", "J=4"): 56.6 - 52.9,
+    ("DeML", "J=8"): 59.0 - 52.9,  # DeML(1,8), Table 2 (CUB, H)
+    ("Adapt-Adv", "+adversary"): 84.54 - 81.55,  # Triplet / +Adv, Table 6
+    ("Adapt-Adv", "GDFL"): 89.32 - 81.55,  # "GDFL + adversary": the method, Table 6
 }
 
 
@@ -85,7 +114,9 @@ def test_the_claimed_gain_is_the_paper_row_of_the_variant_tested(comparisons):
     for regime, comp in comparisons.items():
         table = cmp.comparison_table([comp])
         for i, row in enumerate(comp.rows):
-            cell = table.loc[i, "paper's R@1 gain, same variant (pts)"]
+            if row.missing:  # a method whose runs are not recorded (yet) in this copy has no claim to check
+                continue
+            cell = table.loc[i, "paper's R@1 gain, same or nearest variant (pts)"]
             key = (row.method, row.tested.split()[0])
             if key in PAPER_GAINS:
                 assert row.reported_gain == pytest.approx(PAPER_GAINS[key]), (regime, key)
@@ -115,18 +146,17 @@ def test_a_row_the_rule_did_not_choose_is_an_ablation_in_every_sentence_and_neve
             diffs = _r1(tested, seeds) - _r1(entry.build(cmp.regime_config(regime), None), seeds)
         if np.all(diffs == 0):
             assert "identical to its baseline on every seed" in line, line
-        # the power of the choice and of the test, from the paired standard deviations
+        # the power of the choice and of the test at 80%, from the paired standard deviations (pooled on validation)
         values = _val_values(entry, regime)
-        ranked = sorted((k for k in values if k != OFF), key=lambda k: -values[k].mean())
-        moved = [k for k in ranked if np.any(values[k] != values[OFF])]  # a candidate identical to off has no spread
-        val_margin = _half(values[(moved or ranked)[0]] - values[OFF])
-        assert row.val_detectable == pytest.approx(val_margin, abs=1e-12)
-        assert row.test_detectable == pytest.approx(_half(diffs), abs=1e-12)
-        cell = cmp.comparison_table([comp]).set_index("method").loc[row.method, "detectable, validation / test (pts)"]
-        assert cell == f"{100 * val_margin:.1f} / {100 * _half(diffs):.1f}"
+        val_power = _power([values[k] - values[OFF] for k in values if k != OFF])
+        test_power = _power([diffs])
+        assert row.val_power == pytest.approx(val_power, rel=1e-6) or (math.isnan(val_power) and row.val_identical)
+        assert row.test_power == pytest.approx(test_power, rel=1e-6) or math.isnan(test_power)
+        cell = cmp.comparison_table([comp]).set_index("method").loc[row.method, "80% power, validation / test (pts)"]
+        test_cell = "= baseline" if np.all(diffs == 0) else _size(test_power)
+        assert cell == f"{_size(val_power)} / {test_cell}", cell
         if expected == OFF:
-            size = f"{100 * val_margin:.2f}" if 100 * val_margin < 0.1 else f"{100 * val_margin:.1f}"
-            assert f"detect differences of about {size} points" in line, line
+            assert f"would call a true difference of {_size(val_power)} points clear in 80% of repetitions" in line
     for line in cmp.adaptation_sentences(list(comparisons.values())).splitlines():
         for part in line.split(" and "):
             if ", an ablation)" in part:
@@ -140,6 +170,10 @@ def test_the_labels_name_the_parts_that_ran(comparisons):
     cml = frozen["CML"]
     part = {"lambda1": "CML-e, energy confusion alone", "lambda2": "CML-d, diversity confusion alone"}
     assert part[cml.tested.split()[0]] in cmp.comparison_table([comparisons["real frozen"]]).iloc[0, 2]
+    weight = cml.tested.replace(" ", " = ")  # the weight tested, e.g. "lambda2 = 0.1"
+    assert weight in cmp.comparison_table([comparisons["real frozen"]]).iloc[0, 2]
+    assert "**CML (CML-" in cmp.findings([comparisons["real frozen"]]) and weight in cmp.findings(
+        [comparisons["real frozen"]])
 
 
 def test_a_map_at_r_verdict_that_differs_is_said_beside_recall(comparisons):
@@ -321,6 +355,8 @@ def test_cml_weights_go_through_the_one_rule_and_its_headline_names_an_ablation(
 
 # ---------------------------------------------------------------------------------------------------- 8
 def test_detectable_is_the_half_width_of_the_paired_interval():
+    """The interval's half-width (what a true difference of its own size crosses only about half the time) stays
+    available as ``detectable``; the book's power figures are :func:`power_difference` at 80%."""
     from zslib.analysis.verdict import detectable
     from zslib.engine.stats import interval
 
@@ -335,12 +371,15 @@ def test_detectable_is_the_half_width_of_the_paired_interval():
 
 def test_the_chapter_explains_off_kept_at_the_rules_power(comparisons):
     note = cmp.power_note(list(comparisons.values()))
+    assert "noncentral t" in note and "80%" in note  # the method stated once
     for comp in comparisons.values():
         for row in comp.rows:
             if row.ablation:
-                assert f"**{row.method}, {comp.regime}**" in note
-                margin = 100 * row.val_detectable
-                assert f"about {margin:.2f} points" in note if margin < 0.1 else f"about {margin:.1f} points" in note
+                line = next(x for x in note.splitlines() if x.startswith(f"- **{row.method}, {comp.regime}**"))
+                if row.val_identical:
+                    assert "no power figure" in line, line
+                else:
+                    assert f"true difference of {_size(row.val_power)} points clear in 80%" in line, line
 
 
 def test_the_forest_plot_marks_the_rows_with_broken_seeds(comparisons):
@@ -373,6 +412,8 @@ def test_a_paired_phrase_says_clearly_only_for_a_chosen_setting_and_names_broken
     broken = paired_phrase(up, "up", True, "X", "collapsed: 1 of 3 seeds")
     assert "clearly" not in broken and "unstable, collapsed: 1 of 3 seeds" in broken
     assert paired_phrase(up, "up", True, "X", "stable") == paired_phrase(up, "up", True, "X")
+    assert paired_phrase(up, "up", True, "X", "not judged: 5 of 5 seeds evaluated once") == paired_phrase(
+        up, "up", True, "X")
 
 
 def _campaign(tuning_off_won: bool, method_off_won: bool, stability: str = "stable"):
@@ -417,10 +458,10 @@ def test_the_seeds_sentence_says_why_a_choice_has_its_seeds_and_whether_the_aim_
     met = seeds_words(10, 3, 18.0, 0.004)
     assert met.startswith("10 validation seeds, raised from 3") and "about 18 s" in met and "is met" in met
     short = seeds_words(10, 3, 30.0, 2 * POWER_AIM)
-    assert "short of the 0.5-point aim" in short and "cap of 10" in short and "about 1.0 points" in short
+    assert "short of the 0.5-point aim" in short and "cap of 10" in short and "difference of 1.0 points" in short
     dear = seeds_words(3, 3, 240.0, 0.009)
-    assert dear == ("3 validation seeds (a validation run trains in about 4 min, so no more were trained); it detects "
-                    "differences of about 0.9 points")
+    assert dear == ("3 validation seeds (a validation run trains in about 4 min, so no more were trained); 80% power "
+                    "at a true difference of 0.9 points")
     assert "although" in seeds_words(3, 3, 27.0, 0.024)  # cheap runs left at the default are said to be cheap
     assert "although a validation run trains in about 27 s: the page budget;" in seeds_words(
         3, 3, 27.0, 0.024, kept_by="the page budget")  # and what kept them there, where a budget did

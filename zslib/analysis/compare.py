@@ -27,22 +27,24 @@ comparison was produced by the same protocol.
 """
 from __future__ import annotations
 
+import datetime as dt
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from zslib.analysis.verdict import (PAGE_BUDGET_REASON, adaptation_sentence, change_words, detectable, power_words,
-                                    row_sentence, seeds_words)
-from zslib.analysis.entry import Claim, Entry
-from zslib.engine.choice import OFF, VALIDATION_FRACTION, VALIDATION_SEEDS, Choice, choose
+from zslib.analysis.verdict import (PAGE_BUDGET_REASON, POWER, POWER_METHOD, adaptation_sentence, change_words,
+                                    holm, paired_p, power_of, power_size, power_words, row_sentence,
+                                    seeds_words)
+from zslib.analysis.entry import FINE_TUNED, Claim, Entry
+from zslib.engine.choice import CONFIDENCE, OFF, VALIDATION_FRACTION, VALIDATION_SEEDS, Choice, choose
 from zslib.engine.choice import Prefixed as _Prefixed
 from zslib.engine.config import Config, config_hash
 from zslib.engine.grid import MissingRunsError, choose_on_validation, run_grid
 from zslib.engine.profile import ADAPTED_REAL, PROFILES
 from zslib.engine.runner import build_method, build_model
-from zslib.engine.stability import stability_label
+from zslib.engine.stability import broken, stability_label
 from zslib.engine.stats import Interval, format_interval, interval, paired, summarize, verdict
 from zslib.engine.registry import PAPERS
 from zslib.campaign.plan import RECIPES
@@ -53,7 +55,8 @@ __all__ = ["PROTOCOL_FIELDS", "Entry", "all_entries", "Row", "Comparison", "regi
            "validation_grid", "compare", "check_protocol", "comparison_table", "forest_plot", "findings",
            "REGIMES", "METRICS", "protocol_frame", "metric_agreement", "choice_sentences", "context_sentence",
            "mean_r1", "mean_metric", "adaptation_sentences", "method_table", "Claim", "adapted_order_sentence",
-           "backbone_caption", "power_note", "seeds_note", "rule_status", "FINETUNED_CPU", "test_seeds"]
+           "backbone_caption", "power_note", "seeds_note", "rule_status", "FINETUNED_CPU", "test_seeds",
+           "trained_parameters", "correct", "multiplicity_note", "history_sentences", "RULE_COMMITS"]
 
 #: The config fields that must be equal for every row of one regime.
 PROTOCOL_FIELDS = ("profile", "dataset", "backbone", "pretrained", "embedding_dim", "image_size", "batch_classes",
@@ -143,14 +146,20 @@ class Row:
     label: str = ""  # the parts of the method the tested candidate runs
     val_runs: dict = field(default_factory=dict)  # the validation runs the choice read, "off" included
     val_diff: Interval | None = None  # the leader's paired validation difference from "off" (None: "off" led)
-    val_detectable: float = float("nan")  # the smallest validation difference the rule's seeds could call clear
+    val_power: float = float("nan")  # the true validation difference the rule would call clear 80% of the time
     val_seeds: int = 0
-    val_margin_of: str = ""  # the candidate whose paired differences gave val_detectable
-    test_detectable: float = float("nan")  # the same for the test runs' paired R@1 differences from the baseline
+    val_power_of: str = ""  # what val_power's spread was pooled over
+    val_identical: bool = False  # every candidate's validation runs equal off's on every seed
+    test_power: float = float("nan")  # the same for the test runs' paired R@1 differences from the baseline
     stability: str = ""  # zslib.engine.stability.stability_label of the test runs
     base_stability: str = ""
     identical: bool = False  # every per-seed metric equal to the baseline's
     carried_over: str = ""  # in a regime that trains fewer candidates: where they came from
+    unchanged: str = ""  # in the adapted regime: why the row repeats the frozen one (the method trains no stage)
+    baseline_parameters: int | None = None  # the parameters the baseline trains (0: it trains nothing)
+    claim_differs: tuple = ()  # how the paper's row differs from the variant tested (empty: the same variant)
+    holm: dict = field(default_factory=dict)  # metric -> Holm-adjusted p over the page's tests (correct())
+    family: int = 0  # how many tests that correction was over
 
 
 @dataclass
@@ -187,31 +196,44 @@ def _runs(grid: dict, seeds, train: bool) -> dict | None:
         return None
 
 
-def _reported_gain(entry: Entry, label: str) -> tuple[float | None, str]:
-    """The paper's gain for the variant that candidate ``label`` trains, and where it is printed (or, without a
-    like-for-like row, ``None`` and the reason)."""
-    claim = entry.claims(label)
+#: What of the network each regime trains, in the words of :attr:`zslib.analysis.entry.Claim.trained` (a paper's
+#: row matches a regime's only where these are equal).
+TRAINED = {"quick": "a small CNN trained from scratch", "real frozen": "a head on the frozen network",
+           "real adapted": "the last MBConv block and 1x1 head conv adapted, the rest frozen",
+           FINETUNED_CPU: FINE_TUNED}
+
+
+def _claim(row: Row, claim, config: Config) -> None:
+    """The paper's gain for the variant ``row`` tests (a :class:`~zslib.analysis.entry.Claim`), where it is printed
+    and what separates the paper's row from the tested ``config`` (or, without a like-for-like row, ``None`` and
+    the reason)."""
     if isinstance(claim, Claim):
-        return claim.gain(), claim.where()
-    return None, str(claim)
+        row.reported_gain, row.reported_where = claim.gain(), claim.where()
+        row.claim_differs = claim.differences(config, TRAINED[row.regime])
+    else:
+        row.reported_gain, row.reported_where = None, str(claim)
 
 
 def _power(row: Row, val: dict) -> None:
-    """The power of ``row``'s choice and of its test comparison (:func:`zslib.analysis.verdict.detectable`): the
-    validation margin from the leader's paired differences from "off" (when "off" led, from the best other
-    candidate's; a candidate identical to "off" on every seed is passed over), the test margin from the paired R@1
-    differences from the baseline."""
+    """The power of ``row``'s choice and of its test comparison (:func:`zslib.analysis.verdict.power_of`, at
+    :data:`~zslib.analysis.verdict.POWER`): on validation from the paired differences from "off" pooled over every
+    candidate that trained differently from it (a candidate identical to "off" on every seed is passed over; when
+    all are, the row says so instead of a figure), on the test from the paired R@1 differences from the baseline."""
 
-    others = sorted((k for k in val if k != OFF), key=lambda k: -row.choice.means[k].mean)
-    pairs = [paired(val[OFF], val[k], "R@1", "val") for k in others]
-    # the best candidate that trained differently from "off" (a weight too small to change training has no spread)
-    i = next((j for j, q in enumerate(pairs) if any(d != 0 for d in q.differences)), 0)
-    p, row.val_margin_of = pairs[i], others[i]
+    moved = []
+    for k in (k for k in val if k != OFF):
+        d = paired(val[OFF], val[k], "R@1", "val").differences
+        row.val_seeds = len(d)
+        if any(x != 0 for x in d):
+            moved.append((k, d))
     row.val_diff = row.choice.leader_vs_off
-    row.val_detectable, row.val_seeds = detectable(p.differences), len(p.differences)
+    row.val_identical = not moved
+    row.val_power = power_of([d for _, d in moved])
+    n = len(moved)
+    row.val_power_of = ("" if not moved else f"{moved[0][0]}, the one candidate that trained differently from off"
+                        if n == 1 else f"the {n} candidates that trained differently from off")
     if row.runs and row.baseline:
-        q = paired(row.baseline, row.runs, "R@1")
-        row.test_detectable = detectable(q.differences)
+        row.test_power = power_of([paired(row.baseline, row.runs, "R@1").differences])
 
 
 def _seconds_per_step(runs) -> float:
@@ -223,8 +245,6 @@ def _seconds_per_step(runs) -> float:
 def _one_session(runs, hours: float = 3.0) -> bool:
     """Whether ``runs`` were all made on one CPU within ``hours`` of each other (so that their training times, taken
     on a machine that others share, can be compared)."""
-    import datetime as dt
-
     try:
         times = [dt.datetime.fromisoformat(r.provenance["timestamp"]) for r in runs]
     except (KeyError, TypeError, ValueError):
@@ -284,7 +304,7 @@ def compare(regime: str, *, train: bool = False, entries: Sequence[Entry] | None
             label = max((k for k in val if k != OFF), key=lambda k: row.choice.means[k].mean)
         row.ablation, row.tested = row.choice.off_won, label
         row.label, row.val_runs = entry.parts(label), val
-        row.reported_gain, row.reported_where = _reported_gain(entry, label)
+        _claim(row, entry.claims(label), entry.build(base, entry.candidates[label]))
         trained = entry.candidates_for(regime)
         if len(trained) < len(entry.candidates) and regime != "quick":
             row.carried_over = (f"{len(trained)} of the {len(entry.candidates)} candidates ({', '.join(trained)}), "
@@ -312,7 +332,9 @@ def compare(regime: str, *, train: bool = False, entries: Sequence[Entry] | None
         row.identical = bool(row.vs_baseline) and all(
             d == 0 for m in row.vs_baseline for d in paired(row.baseline, row.runs, m).differences)
         _power(row, val)
-        row.extra_parameters = _extra_parameters(entry.build(base, entry.candidates[label]), entry.build(base, None))
+        _parameters(row, entry.build(base, entry.candidates[label]),
+                    None if entry.off_metrics_prefix else entry.build(base, None))
+        row.unchanged = _unchanged(entry, entry.candidates[label], regime)
     return Comparison(regime, rows, floor)
 
 
@@ -336,10 +358,8 @@ def _compare_finetuned() -> Comparison:
         row.choice, row.val_runs = got["choice"], got["validation"]
         row.chosen, row.ablation, row.tested = row.choice.chosen, got["ablation"], got["setting"]
         row.label = plan.parts(row.tested)
-        claim = plan.claims(row.tested)
-        row.reported_gain, row.reported_where = ((claim.gain(), claim.where()) if isinstance(claim, Claim)
-                                                 else (None, str(claim)))
         row.runs, row.baseline = got["method"], got["off"]
+        _claim(row, plan.claims(row.tested), row.runs[0].config)
         if _one_session(row.runs + row.baseline):
             row.seconds_per_step_ratio = _seconds_per_step(row.runs) / _seconds_per_step(row.baseline)
         row.vs_baseline = _differences(row.baseline, row.runs)
@@ -349,27 +369,56 @@ def _compare_finetuned() -> Comparison:
         row.identical = bool(row.vs_baseline) and all(
             d == 0 for m in row.vs_baseline for d in paired(row.baseline, row.runs, m).differences)
         _power(row, row.val_runs)
-        row.extra_parameters = _extra_parameters(row.runs[0].config, row.baseline[0].config)
+        _parameters(row, row.runs[0].config, row.baseline[0].config)
     return Comparison(FINETUNED_CPU, rows, floor)
 
 
-def _extra_parameters(config: Config, baseline: Config) -> int | None:
-    """Parameters the method adds to its baseline's network (its modules and its own trained parameters)."""
+def trained_parameters(config: Config) -> dict | None:
+    """``{name: size}`` of every parameter ``config``'s run trains, read from the built model and method: each tensor
+    some phase's optimizer updates (:meth:`zslib.engine.method.Method.param_groups`: the model's trainable groups,
+    the method's own modules). ``None`` where the model cannot be built here (its weights missing)."""
     import torch
 
-
-    def count(c):
-        torch.manual_seed(0)
-        model = build_model(c)
-        method = build_method(c, model, np.arange(8 if c.profile == "quick" else 51))
-        own = {id(p) for p in model.parameters()}
-        extra = sum(p.numel() for p in method.parameters() if id(p) not in own)
-        return sum(p.numel() for p in model.parameters() if p.requires_grad) + extra
+    from zslib.engine.train.optim import OptimSettings
 
     try:
-        return int(count(config) - count(baseline))
+        torch.manual_seed(0)
+        model = build_model(config)
+        method = build_method(config, model, np.arange(8 if config.profile == "quick" else 51))
     except Exception:  # noqa: BLE001 -- a model that cannot be built here (weights missing) has no count
         return None
+    names = {id(p): f"model.{n}" for n, p in model.named_parameters()}
+    names.update({id(p): f"method.{n}" for n, p in method.named_parameters() if id(p) not in names})
+    settings = OptimSettings(config.lr, config.weight_decay, config.new_layer_mult, config.objective_lr)
+    out = {}
+    for phase in method.phases:
+        for group in method.param_groups(phase, model, settings):
+            for p in group["params"]:
+                out[names.get(id(p), f"tensor {id(p)}")] = int(p.numel())
+    return out
+
+
+def _parameters(row: Row, config: Config, baseline: Config | None) -> None:
+    """``row``'s added parameters: what the tested ``config`` trains minus what its ``baseline`` trains (``None``:
+    the baseline is the same run's input features, which train nothing)."""
+    own = trained_parameters(config)
+    base = {} if baseline is None else trained_parameters(baseline)
+    row.baseline_parameters = None if base is None else sum(base.values())
+    if own is not None and base is not None:
+        row.extra_parameters = sum(own.values()) - row.baseline_parameters
+
+
+def _unchanged(entry: Entry, value, regime: str) -> str:
+    """For a regime that opens stages of the network: why it changes nothing for ``entry``'s setting ``value``
+    (the method trains the same parameters as in the frozen regime), or ``""``."""
+    if regime != "real adapted":
+        return ""
+    here = trained_parameters(entry.build(regime_config(regime), value))
+    frozen = trained_parameters(entry.build(regime_config("real frozen"), value))
+    if here is None or here != frozen:
+        return ""
+    return (f"this regime changes nothing for it: it trains the same {sum(here.values()):,} parameters as in the "
+            "frozen regime (none of the opened stages), so its row repeats the frozen design")
 
 
 def check_protocol(configs: Sequence[Config]) -> None:
@@ -394,20 +443,44 @@ def _marked(d: Interval | None, runs: Sequence, baseline: Sequence) -> str:
     return text
 
 
-def _detectable_cell(r: Row) -> str:
-    def one(x):
-        return "n/a" if x != x else f"{100 * x:.1f}"
+def _power_cell(r: Row) -> str:
+    """The power column: the true differences the validation seeds (the rule's) and the test seeds would call clear
+    in 80% of repetitions (:func:`zslib.analysis.verdict.power_of`), or why there is none."""
+    val = ("= off" if r.val_identical else "n/a" if r.val_power != r.val_power else power_size(r.val_power))
+    equal = r.identical or (r.runs and r.baseline and not any(paired(r.baseline, r.runs).differences))
+    test = ("= baseline" if equal else "n/a" if r.test_power != r.test_power else power_size(r.test_power))
+    return f"{val} / {test}"
 
-    return f"{one(r.val_detectable)} / {one(r.test_detectable)}"
+
+def _parameters_cell(r: Row) -> str:
+    if r.extra_parameters is None:
+        return ""
+    base = "" if not r.baseline_parameters else f" (baseline trains {r.baseline_parameters:,})"
+    if r.baseline_parameters == 0:
+        base = " (its baseline trains none)"
+    return f"{r.extra_parameters:,}{base}"
+
+
+def _claim_cell(r: Row) -> str:
+    """The paper's gain: "same variant" only where the weights, the dataset and what trained all match the tested
+    run; else "nearest variant", with what differs."""
+    if r.reported_gain is None:
+        return r.reported_where
+    if not r.claim_differs:
+        return f"{r.reported_gain:+.1f} (same variant: {r.reported_where})"
+    return f"{r.reported_gain:+.1f} (nearest variant: {r.reported_where}; the paper's row differs in " + \
+        "; ".join(r.claim_differs) + ")"
 
 
 def comparison_table(comparisons: Sequence[Comparison]):
     """One DataFrame, a line per (regime, method): chosen setting, test R@1, the paired change against the same-loss
     baseline (R@1, MAP@R and NMI) and against the untrained floor (R@1 and MAP@R), in points with 95% intervals,
-    cost and parameters. A MAP@R cell of runs recorded without it says "not recorded". Diverged seeds are named in
-    every cell that contains them; the "stability" column names collapsed and unstable seeds
-    (:mod:`zslib.engine.stability`); "detectable" gives the smallest paired difference the validation seeds (the
-    rule's) and the test seeds could call clear (:func:`zslib.analysis.verdict.detectable`)."""
+    cost and the parameters the method trains beyond its baseline. A MAP@R cell of runs recorded without it says
+    "not recorded". Diverged seeds are named in every cell that contains them; the "stability" column names collapsed
+    and unstable seeds, or "not judged" where seeds had fewer than two evaluations (:mod:`zslib.engine.stability`);
+    the power column gives the true differences the validation seeds (the rule's) and the test seeds would call clear
+    in 80% of repetitions (:func:`zslib.analysis.verdict.power_of`), "= off" / "= baseline" where the runs equal it;
+    the paper's gain is for the "same variant" only where weights, dataset and what trained match."""
     import pandas as pd
 
     lines = []
@@ -420,13 +493,16 @@ def comparison_table(comparisons: Sequence[Comparison]):
                 continue
             line["chosen on validation"] = (f"off (tested: {r.label or r.tested}, an ablation)" if r.ablation
                                             else f"{r.chosen} ({r.label})" if r.label else str(r.chosen))
+            if r.unchanged:
+                line["chosen on validation"] += " - this regime trains nothing more for it: it repeats the frozen row"
             if r.runs:
                 line["unseen R@1 %"] = format_interval(summarize(r.runs))
                 line["vs baseline R@1 (pts)"] = _marked(r.vs_baseline.get("R@1"), r.runs, r.baseline)
                 line["verdict"] = _verdict_cell(r)
-                line["stability"] = r.stability + ("" if r.base_stability in ("", "stable")
+                line["stability"] = r.stability + ("" if r.base_stability in ("", "stable", r.stability)
+                                                   and not broken(r.base_stability)
                                                    else f" (baseline: {r.base_stability})")
-                line["detectable, validation / test (pts)"] = _detectable_cell(r)
+                line[f"{100 * POWER:.0f}% power, validation / test (pts)"] = _power_cell(r)
                 line["vs baseline MAP@R (pts)"] = (_marked(r.vs_baseline.get("MAP@R"), r.runs, r.baseline)
                                                    or "not recorded")
                 line["vs baseline NMI (pts)"] = _marked(r.vs_baseline.get("NMI"), r.runs, r.baseline)
@@ -436,9 +512,8 @@ def comparison_table(comparisons: Sequence[Comparison]):
                 line["time per step vs baseline"] = (f"{ratio:.1f}x" if ratio == ratio else "no baseline run"
                                                      if not r.baseline or isinstance(r.baseline[0], _Prefixed)
                                                      else "recorded apart")
-                line["parameters added"] = "" if r.extra_parameters is None else f"{r.extra_parameters:,}"
-            line["paper's R@1 gain, same variant (pts)"] = (r.reported_where if r.reported_gain is None else
-                                                            f"{r.reported_gain:+.1f} ({r.reported_where})")
+                line["parameters added"] = _parameters_cell(r)
+            line["paper's R@1 gain, same or nearest variant (pts)"] = _claim_cell(r)
             lines.append(line)
     return pd.DataFrame(lines).fillna("")
 
@@ -450,7 +525,7 @@ def _verdict_cell(r: Row) -> str:
         return ""
     if r.identical:
         word = "identical to baseline"
-    elif r.stability not in ("", "stable"):
+    elif broken(r.stability):
         word = "unstable"
     else:
         word = verdict(d)
@@ -479,7 +554,7 @@ def backbone_caption(comparisons: Sequence[Comparison]) -> str:
 
 def power_note(comparisons: Sequence[Comparison]) -> str:
     """Markdown: what "off kept" means at the power of the rule's seeds, regime by regime, from the rows' validation
-    margins (:func:`zslib.analysis.verdict.detectable`)."""
+    runs (:func:`zslib.analysis.verdict.power_of`, its method stated once), then :func:`seeds_note`."""
 
     out = []
     for comp in comparisons:
@@ -487,8 +562,10 @@ def power_note(comparisons: Sequence[Comparison]) -> str:
             if r.choice is None or not r.ablation:
                 continue
             out.append(f"- **{r.method}, {comp.regime}**: "
-                       + power_words(r.val_diff, r.val_detectable, r.val_seeds, r.val_margin_of) + ".")
+                       + power_words(r.val_diff, r.val_power, r.val_seeds, r.val_power_of,
+                                     identical=r.val_identical) + ".")
     text = "\n".join(out) if out else "Every method's setting was chosen over off."
+    text = f"The power stated is {POWER_METHOD}.\n\n{text}"
     seeds = seeds_note(comparisons)
     return f"{text}\n\n{seeds}" if seeds else text
 
@@ -508,9 +585,77 @@ def seeds_note(comparisons: Sequence[Comparison]) -> str:
             seconds = [float(x) for x in seconds if x]
             median = float(np.median(seconds)) if seconds else float("nan")
             out.append(f"- **{r.method}, {comp.regime}**: "
-                       + seeds_words(r.val_seeds, len(VALIDATION_SEEDS), median, r.val_detectable,
+                       + seeds_words(r.val_seeds, len(VALIDATION_SEEDS), median, r.val_power,
                                      kept_by=PAGE_BUDGET_REASON if comp.regime == "quick" else None) + ".")
     return ("**How many validation seeds.**\n\n" + "\n".join(out)) if out else ""
+
+
+def _tests(comparisons: Sequence[Comparison]) -> list[tuple[Row, str, float]]:
+    """Every paired test the comparison's table reads: ``(row, "vs baseline R@1", p)`` for each row with test
+    runs, against its baseline on each metric of :data:`METRICS` and against the untrained network on R@1 and
+    MAP@R (:func:`zslib.analysis.verdict.paired_p`; the untrained network is one run, so that test reads the runs'
+    differences from it)."""
+    out = []
+    for comp in comparisons:
+        for r in comp.rows:
+            if not (r.runs and r.baseline):
+                continue
+            for m in METRICS:
+                if m in r.vs_baseline:
+                    out.append((r, f"vs baseline {m}", paired_p(paired(r.baseline, r.runs, m).differences)))
+            if comp.floor is not None:
+                for m in ("R@1", "MAP@R"):
+                    if m in r.vs_floor:
+                        out.append((r, f"vs untrained {m}", paired_p(
+                            [x.metric(m) - comp.floor.metric(m) for x in r.runs])))
+    return out
+
+
+def correct(comparisons: Sequence[Comparison]) -> int:
+    """Holm's correction over every test the page reads (:func:`_tests`, :func:`zslib.analysis.verdict.holm`): sets
+    each row's ``holm`` (``{metric: adjusted p}`` of its tests against the baseline) and ``family`` (how many tests);
+    returns that number."""
+    tests = _tests(comparisons)
+    adjusted = holm([p for _, _, p in tests])
+    for comp in comparisons:
+        for r in comp.rows:
+            r.holm, r.family = {}, len(tests)
+    for (r, what, _), q in zip(tests, adjusted):
+        if what.startswith("vs baseline "):
+            r.holm[what.removeprefix("vs baseline ")] = q
+    return len(tests)
+
+
+def multiplicity_note(comparisons: Sequence[Comparison]) -> str:
+    """Markdown, once for the page: how many paired tests its table reads, that each 95% interval is uncorrected
+    for the others, and which clear intervals against the baseline survive Holm's correction over all of them
+    (the rows a rule chose named apart)."""
+    tests = _tests(comparisons)
+    if not tests:
+        return ""
+    adjusted = holm([p for _, _, p in tests])
+    alpha = 1 - CONFIDENCE
+    clear = [i for i, (_, _, p) in enumerate(tests) if p < alpha]
+    kept = {i for i, q in enumerate(adjusted) if q < alpha}
+    rows = len({id(r) for r, _, _ in tests})
+
+    def name(i):
+        r, what, _ = tests[i]
+        return f"{r.method} ({r.regime}, {what}{'' if not r.ablation else ', an ablation'})"
+
+    against = [i for i in clear if tests[i][1].startswith("vs baseline")]
+    chosen = [name(i) + (" still clear after Holm" if i in kept else " not clear after Holm") for i in against
+              if not tests[i][0].ablation]
+    lost = [name(i) for i in against if i not in kept]
+    text = (f"**How many tests this page reads.** The table reads {len(tests)} paired tests ({rows} rows, each against "
+            f"its baseline on up to {len(METRICS)} metrics and against the untrained network on 2). Each interval is a "
+            f"{100 * CONFIDENCE:.0f}% interval uncorrected for the others: {len(clear)} of them exclude 0. With Holm's "
+            f"correction over all {len(tests)} (familywise {100 * (1 - CONFIDENCE):.0f}%), {len(kept)} still do.")
+    if chosen:
+        text += " Clear against the baseline in a row whose setting a rule chose: " + "; ".join(chosen) + "."
+    if lost:
+        text += " Clear uncorrected but not after Holm: " + "; ".join(lost) + "."
+    return text
 
 
 def method_table(method: str, regimes: Sequence[str] = ("real frozen", "real adapted"), *, train: bool = False):
@@ -543,11 +688,11 @@ def forest_plot(comparisons: Sequence[Comparison], metrics: Sequence[str] = ("R@
                 ax.text(0, y, why, va="center", ha="center", fontsize=8, color="0.4")
                 continue
             lo, hi = (d.low, d.high) if not math.isnan(d.low) else (d.mean, d.mean)
-            broken = r.stability not in ("", "stable")  # diverged, collapsed or unstable seeds: never a plain dot
-            color = "C3" if broken else "C0"
+            bad = broken(r.stability)  # diverged, collapsed or unstable seeds: never a plain dot
+            color = "C3" if bad else "C0"
             ax.plot([100 * lo, 100 * hi], [y, y], color=color)
-            ax.plot(100 * d.mean, y, "X" if broken else "o", color=color, mfc="white" if r.ablation else color)
-            if broken:
+            ax.plot(100 * d.mean, y, "X" if bad else "o", color=color, mfc="white" if r.ablation else color)
+            if bad:
                 ax.annotate("unstable", (100 * hi, y), xytext=(4, 0), textcoords="offset points", va="center",
                             fontsize=7, color=color)
         ax.axvline(0, color="0.5", lw=0.8)
@@ -564,6 +709,7 @@ def findings(comparisons: Sequence[Comparison]) -> str:
     :func:`zslib.analysis.verdict.row_sentence` ("clearly" only for a setting the rule chose; "ablation",
     "unstable", "identical" and the power of the choice where they hold)."""
 
+    correct(comparisons)
     out = []
     for comp in comparisons:
         out.append(f"- **{comp.regime}**:")
@@ -583,13 +729,14 @@ def metric_agreement(comparisons: Sequence[Comparison], metric: str = "MAP@R", a
             if a is None:
                 continue
             m = r.vs_baseline.get(metric)
+            named = f"{r.method} ({r.label})" if r.label else r.method  # the parts and weights tested
             if m is None:
-                lacking.append(r.method)
+                lacking.append(named)
             elif verdict(m) == verdict(a):
-                same.append(r.method)
+                same.append(named)
             else:
                 chosen = not r.ablation
-                other.append(f"{r.method} ({against} {_said(a, chosen)}, {metric} {_said(m, chosen)})")
+                other.append(f"{named}: {against} {_said(a, chosen)}, {metric} {_said(m, chosen)}")
         parts = []
         if same:
             parts.append(f"{metric} gives the same verdict as {against} for {', '.join(same)}")
@@ -663,34 +810,125 @@ def adaptation_sentences(comparisons: Sequence[Comparison], frozen: str = "real 
     return "\n".join(out)
 
 
+#: When the choice rule (``zslib/engine/choice.py``) was committed, as data: ``(commit, UTC time, what it did)``,
+#: read once from ``git log --follow zslib/engine/choice.py`` (the later commits of that file moved code and
+#: constants without changing what the rule chooses).
+RULE_COMMITS = (
+    ("6bd056aad7578afa907e3db051309aa01d594a17", "2026-11-25T18:10:51+00:00",
+     "the rule first committed: the best validation mean is chosen only if its paired 95% interval over off lies "
+     "above 0"),
+    ("652728b18cf9c6000b86c334920a8e6ae2290a6b", "2026-11-25T21:42:51+00:00",
+     "a candidate with a diverged run is listed but never leads"),
+)
+
+
+def _stamp(text) -> dt.datetime | None:
+    try:
+        return dt.datetime.fromisoformat(text).astimezone(dt.timezone.utc)
+    except (TypeError, ValueError):
+        return None
+
+
+def _stamps(provenance) -> list:
+    """The timestamps of a record and of the records it replaced (``record --replace``), newest first."""
+    out = []
+    while isinstance(provenance, dict):
+        t = _stamp(provenance.get("timestamp"))
+        if t is not None:
+            out.append(t)
+        provenance = provenance.get("replaced")
+    return out
+
+
+def _unique_runs(runs) -> list:
+    seen, out = set(), []
+    for r in runs:
+        r = getattr(r, "run", r)
+        key = getattr(r, "path", None) or id(r)
+        if key not in seen:
+            seen.add(key)
+            out.append(r)
+    return out
+
+
+def _span(ts) -> str:
+    return (f"{min(ts):%Y-%m-%d %H:%M}" if min(ts) == max(ts) else
+            f"{min(ts):%Y-%m-%d %H:%M} to {max(ts):%Y-%m-%d %H:%M}") + " UTC"
+
+
+def _leaders(comparison: Comparison) -> list[str]:
+    """For each choice made with more than the default seeds: its leader at the first
+    :data:`~zslib.engine.choice.VALIDATION_SEEDS` seeds, where it differs from the leader at all of them."""
+    out = []
+    k = len(VALIDATION_SEEDS)
+    for r in comparison.rows:
+        if r.choice is None or r.val_seeds <= k:
+            continue
+        early = choose({key: runs[:k] for key, runs in r.val_runs.items()})
+        if early.leader != r.choice.leader:
+            out.append(f"{r.method} led with {early.leader} at the first {k} validation seeds and with "
+                       f"{r.choice.leader} at all {r.val_seeds}")
+    return out
+
+
+def history_sentences(comparisons: Sequence[Comparison], rule=RULE_COMMITS) -> str:
+    """Markdown: when the choice rule was fixed (:data:`RULE_COMMITS`) and, regime by regime, when the validation
+    runs and the test runs shown were trained, read from their records' timestamps: how many test runs predate the
+    rule or the last validation run, and, where a test run was trained again (``record --replace``), when its
+    config was first trained; then each choice whose leader changed when seeds were added."""
+    first, *later = rule
+    fixed = _stamp(first[1])
+    out = [f"- **The rule** (`zslib.engine.choice.choose`) was first committed on {fixed:%Y-%m-%d %H:%M} UTC "
+           f"(commit {first[0][:12]}): {first[2].removeprefix('the rule first committed: ')}"
+           + "".join(f"; on {_stamp(t):%Y-%m-%d %H:%M} UTC ({c[:12]}): {w}" for c, t, w in later) + "."]
+    for comp in comparisons:
+        val = [_stamps(r.provenance)[:1] for r in _unique_runs(x for row in comp.rows for runs in row.val_runs.values()
+                                                               for x in runs)]
+        shown = _unique_runs([*(x for row in comp.rows for x in [*row.runs, *row.baseline]),
+                              *([comp.floor] if comp.floor is not None else [])])
+        chains = [_stamps(r.provenance) for r in shown]
+        val, test = [v[0] for v in val if v], [c[0] for c in chains if c]
+        if not val or not test:
+            out.append(f"- **{comp.regime}**: its runs carry no timestamps to order them by.")
+            continue
+        before_rule, before_val = sum(t < fixed for t in test), sum(t < max(val) for t in test)
+        text = (f"- **{comp.regime}**: the validation runs were trained {_span(val)} ({sum(t < fixed for t in val)} "
+                f"of {len(val)} before the rule); the {len(test)} test runs shown (methods, baselines and the untrained "
+                f"network) {_span(test)}: {before_rule} of them before the rule, {before_val} before the last "
+                "validation run")
+        again = [c for c in chains if len(c) > 1]
+        if again:
+            earliest = [min(c) for c in again]
+            changes = [abs(v) for r in shown for v in (r.provenance.get("replaced") or {}).get(
+                "metric_changes", {}).values() if isinstance(v, (int, float)) and v == v]
+            moved = (f"; their largest metric change from the records they replaced is {100 * max(changes):.2f} "
+                     "points" if changes and max(changes) > 0 else
+                     "; every metric equals the replaced record's" if changes else "")
+            text += (f". {len(again)} of them replace records of the same configs first trained "
+                     f"{_span(earliest)} ({sum(t < fixed for t in earliest)} before the rule): the numbers shown are "
+                     f"the newer runs'{moved}")
+        text += (": every test number shown was made after the rule and after the last validation run." if
+                 not before_rule and not before_val else
+                 ": the records cannot show that the rule and every choice came before these test numbers.")
+        out.append(text)
+        leaders = _leaders(comp)
+        if leaders:
+            out.append(f"    - Leaders that changed as seeds were added ({comp.regime}): " + "; ".join(leaders) + ".")
+    return "\n".join(out)
+
+
 def adapted_order_sentence(comparison: Comparison) -> str:
     """Markdown: when ``comparison``'s validation runs and test runs were first trained, read from their records'
     timestamps (a record trained again with ``record --replace`` counts from the record it replaced), and which came
     first (the choice is meant to be made before any test run is read)."""
-    import datetime as dt
-
-    def first_trained(provenance):
-        """The earliest timestamp of a record and of the records it replaced (``record --replace``)."""
-        stamps = []
-        while isinstance(provenance, dict):
-            try:
-                stamps.append(dt.datetime.fromisoformat(provenance["timestamp"]).astimezone(dt.timezone.utc))
-            except (KeyError, TypeError, ValueError):
-                pass
-            provenance = provenance.get("replaced")
-        return min(stamps) if stamps else None
-
     def times(runs):
-        stamps = (first_trained(getattr(getattr(r, "run", r), "provenance", None)) for r in runs)
-        return [t for t in stamps if t is not None]
+        stamps = (_stamps(getattr(getattr(r, "run", r), "provenance", None)) for r in runs)
+        return [min(t) for t in stamps if t]
 
     val = times(x for row in comparison.rows for runs in row.val_runs.values() for x in runs)
     test = times(x for row in comparison.rows for x in [*row.runs, *row.baseline])
     if not val or not test:
         return f"The {comparison.regime} runs carry no timestamps to order them by."
-
-    def span(ts):
-        return f"{min(ts):%Y-%m-%d %H:%M} to {max(ts):%Y-%m-%d %H:%M} UTC"
 
     early = sum(t < max(val) for t in test)
     if not early:
@@ -699,8 +937,8 @@ def adapted_order_sentence(comparison: Comparison) -> str:
         order = (f"{early} of the {len(test)} test runs (the methods' and their baselines') were first trained before "
                  "the last validation run, so the records cannot show that every choice was made before any test "
                  "number was read")
-    return (f"In the {comparison.regime} regime the validation runs were trained from {span(val)}, the test runs "
-            f"from {span(test)}: {order}.")
+    return (f"In the {comparison.regime} regime the validation runs were trained from {_span(val)}, the test runs "
+            f"from {_span(test)}: {order}.")
 
 
 def _said(d: Interval, chosen: bool = True) -> str:
@@ -719,11 +957,13 @@ def context_sentence() -> str:
     close = [f"{d} ({g:+.1f})" for d, g in gap.items() if g <= 5]
     parts = []
     if pays:
-        parts.append("training on the seen classes still pays clearly on " + ", ".join(pays))
+        parts.append("the ViT-S/16 trained on the seen classes is more than five points above the best frozen "
+                     "features on " + ", ".join(pays))
     if close:
         parts.append("it is within five points of the best frozen features, or below them, on " + ", ".join(close))
     return ("In the reported numbers, " + "; ".join(parts) + " (points of Recall@1, trained ViT-S/16 minus the best "
-            "frozen row).")
+            "frozen row). Each is one reported number without an interval, so these gaps are descriptions, not "
+            "verdicts.")
 
 
 def mean_r1(runs, split: str = "unseen") -> float:

@@ -7,6 +7,7 @@ gain for the variant a candidate trains.
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
@@ -14,18 +15,29 @@ from zslib.engine.choice import VALIDATION_SEEDS
 from zslib.engine.config import Config
 from zslib.reported import reported_value
 
-__all__ = ["Claim", "Entry"]
+__all__ = ["Claim", "Entry", "FINE_TUNED"]
+
+
+#: How the papers train: every layer of the network, from ImageNet weights (the book's fine-tuned regime).
+FINE_TUNED = "the whole network fine-tuned"
 
 
 @dataclass(frozen=True)
 class Claim:
-    """A paper's reported gain of the *same variant* the book tests: ``method`` and ``base`` are ``(table, row,
-    column)`` cells of :mod:`zslib.reported` for ``paper`` (the two may come from different tables of it)."""
+    """A paper's reported gain of the variant nearest to the one the book tests: ``method`` and ``base`` are
+    ``(table, row, column)`` cells of :mod:`zslib.reported` for ``paper`` (the two may come from different tables of
+    it). ``setting``: the method parameters the paper's row ran with (its weights, the parts on or off);
+    ``unstated``: parameters the book varies that the paper does not give for the row; ``trained``: what of the
+    network the paper trained. :meth:`differences` says what separates the paper's row from a tested run: none, and
+    it is the *same variant*; otherwise the *nearest* one."""
 
     paper: str
     method: tuple
     base: tuple
     dataset: str
+    setting: Mapping = field(default_factory=dict, hash=False)
+    unstated: tuple = ()
+    trained: str = FINE_TUNED
 
     def gain(self) -> float:
         (tm, rm, cm), (tb, rb, cb) = self.method, self.base
@@ -35,6 +47,33 @@ class Claim:
         (tm, rm, _), (tb, rb, _) = self.method, self.base
         tables = f"Table {tm}" if tm == tb else f"Tables {tb} and {tm}"
         return f"{rm} vs {rb}, {tables}, {self.dataset}, {self.paper}"
+
+    def differences(self, config, trained: str) -> tuple[str, ...]:
+        """What separates the paper's row from a run of ``config`` whose network was trained as ``trained``
+        (e.g. :data:`FINE_TUNED`, or "a head on the frozen network"): the dataset, each parameter of
+        :attr:`setting` the run sets otherwise, each :attr:`unstated` one, and how the network trained. Empty: the
+        same variant."""
+        out = []
+        if _key(self.dataset) != _key(config.dataset):
+            out.append(f"dataset {self.dataset} (here {config.dataset})")
+        params = dict(config.method_params or {})
+        for k, v in self.setting.items():
+            if k not in params or params[k] != v:
+                out.append(f"{k} {_shown(v)} (here {_shown(params.get(k, 'unset'))})")
+        out += [f"{k} not stated for the row (here {_shown(params.get(k, 'unset'))})" for k in self.unstated]
+        if trained != self.trained:
+            out.append(f"{self.trained} (here {trained})")
+        return tuple(out)
+
+
+def _key(name: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", str(name).lower())
+
+
+def _shown(value) -> str:
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    return f"{value:g}" if isinstance(value, (int, float)) else str(value)
 
 
 def _no_claim(label: str) -> str:
@@ -78,7 +117,7 @@ class Entry:
         that led the frozen regime's *validation* grid at its first three seeds (and for Adapt-Adv also its best
         setting with the adversary on, since the paper's method is attention plus adversary; for JRD, whose small
         weights tied with "off" there, also the quick profile's alpha 1). When the adapted runs were trained
-        relative to each other is read from their records (:func:`zslib.analysis.compare.adapted_order_sentence`),
+        relative to each other is read from their records (:func:`zslib.analysis.compare.history_sentences`),
         not stated here."""
         keep = {"quick": self.quick, "real adapted": self.adapted}.get(regime, ())
         if keep:

@@ -67,15 +67,17 @@ def real_comparison(floor, baseline: Sequence, method: Sequence, method_name: st
     same seeds). Unseen Recall@1 with 95% intervals over seeds; the differences are paired by seed. ``status`` is
     what the book's choice rule made of the method's setting (:func:`zslib.analysis.verdict.rule_status`): the
     first sentence says "clearly" only for ``"chosen"``, names an ablation as such, and calls a method with
-    collapsed or unstable seeds (:mod:`zslib.engine.stability`) unstable instead of giving it a verdict."""
-    from zslib.analysis.verdict import headline
+    collapsed or unstable seeds (:mod:`zslib.engine.stability`) unstable instead of giving it a verdict; it names
+    the weights the method runs tested (:func:`zslib.analysis.verdict.variant_words`)."""
+    from zslib.analysis.verdict import headline, variant_words
     from zslib.engine.stability import stability_label
     from zslib.engine.stats import format_interval, paired, summarize
 
     raw = 100 * floor.metric("R@1")
     base_vs_floor = 100 * summarize(baseline)[0] - raw
     p = paired(baseline, method)
-    first = headline(p, method_name, baseline_name, status, len(method), stability_label(method))
+    first = headline(p, method_name, baseline_name, status, len(method), stability_label(method),
+                     variant_words(method[0].config))
     return [
         f"{first} ({method_name} {format_interval(summarize(method))} %, {baseline_name} "
         f"{format_interval(summarize(baseline))} %).",

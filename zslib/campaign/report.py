@@ -117,13 +117,18 @@ def campaign_sentences(camp) -> str:
     out = [f"Fine-tuned end to end on {' and '.join(hardware)} and tested on {len(floor['seeds'])} seeds, against "
            f"the untrained network's {_points(floor['R@1'], signed=False)} unseen Recall@1."]
     choice = getattr(camp, "tuning_choice", None)
-    # whether the recipe's rule chose to fine-tune (then the fine-tuned rows are chosen) or kept the head alone
-    fine_tuned_chosen = choice is None or (not choice.off_won and camp.tuning_setting == choice.chosen)
+    # whether the recipe's rule chose to fine-tune (then the fine-tuned rows are chosen) or kept the head alone; a
+    # campaign without a tuning stage has no rule behind its recipe, so its rows against the untrained network are
+    # never "clearly" anything
+    fine_tuned_chosen = choice is not None and not choice.off_won and camp.tuning_setting == choice.chosen
     if choice is not None:
         out.append(f"The fine-tuning recipe, chosen on validation classes: {choice.sentence()}")
         if camp.tuning_setting != choice.chosen:
             out.append(f"The methods below were still fine-tuned, at the leading fine-tuning recipe "
                        f"{camp.tuning_setting}, as an ablation of the recipe.")
+    else:
+        out.append("No rule chose this fine-tuning recipe (the campaign had no tuning stage on validation classes), "
+                   "so its rows against the untrained network are described, and none is called clear.")
 
     def against(r, key, words, chosen):
         d = r[key]
@@ -135,7 +140,8 @@ def campaign_sentences(camp) -> str:
             out.append(f"A head trained on the frozen network reaches {_points(r['R@1'], signed=False)}, "
                        f"{against(r, 'vs floor', 'the untrained network', head_chosen)}.")
         if name.startswith("baseline:"):
-            tag = "" if fine_tuned_chosen else " (an ablation of the recipe)"
+            tag = ("" if fine_tuned_chosen else " (a recipe no rule chose)" if choice is None
+                   else " (an ablation of the recipe)")
             out.append(f"The {r['loss']} loss alone, training every layer{tag}, reaches "
                        f"{_points(r['R@1'], signed=False)}, "
                        f"{against(r, 'vs floor', 'the untrained network', fine_tuned_chosen)}.")
@@ -143,7 +149,8 @@ def campaign_sentences(camp) -> str:
         if m not in rows:
             continue
         r, method_choice = rows[m], camp.choices[m]
-        chosen = fine_tuned_chosen and not method_choice.off_won
+        # the method's setting is chosen by its rule within the recipe (unless the recipe itself is an ablation)
+        chosen = (choice is None or fine_tuned_chosen) and not method_choice.off_won
         change = against(r, "vs baseline", "its same-loss baseline", chosen)
         if method_choice.off_won:
             out.append(f"{_names()[m]}: {method_choice.sentence()} Trained anyway at {r['setting']} as a labelled "

@@ -15,10 +15,12 @@ evaluation):
 
 A method that scores pairs instead of embeddings (:meth:`zslib.engine.method.Method.pair_evaluator`) has its final row
 measured by that evaluator and the rows during training by the embeddings: the two do not compare, so for such a run
-only the rows during training are read. A run whose history has fewer than two evaluation rows cannot be judged and
-counts as stable. The checks read only
+only the rows during training are read for the signs (they can still show a broken embedding), and its score itself
+has one evaluation. A run with fewer than two evaluations of what it is scored on (:func:`evaluations`) shows no
+sign of either kind because none could show: it is **not judged**, never called stable. The checks read only
 recorded numbers, so they apply to every stored run (:class:`zslib.engine.store.Result`) as well as to a finished
-training's history. :func:`stability_label` is the text of a table's stability column.
+training's history. :func:`stability_label` is the text of a table's stability column; :func:`broken` tells a label
+that names diverged, collapsed or unstable seeds from "stable" and "not judged".
 """
 from __future__ import annotations
 
@@ -26,12 +28,16 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 __all__ = ["COLLAPSE_FRACTION", "UNSTABLE_DROP", "Stability", "seen_collapse", "held_out_fall", "run_stability",
-           "stability_label", "unstable_runs"]
+           "stability_label", "unstable_runs", "evaluations", "broken", "NOT_JUDGED"]
 
 #: Seen-class Recall@1 at or below this share of its peak during training is a collapse.
 COLLAPSE_FRACTION = 1 / 3
 #: A held-out Recall@1 that ends more than this (a fraction: 3 points) below its best evaluation is unstable.
 UNSTABLE_DROP = 0.03
+#: How a stability label begins when some seeds had too few evaluations to be judged (:func:`stability_label`).
+NOT_JUDGED = "not judged"
+#: The words of a label that name broken seeds.
+_BROKEN = ("diverged", "collapsed", "unstable")
 
 
 def _series(evals, split: str) -> list[tuple[int, float]]:
@@ -116,6 +122,24 @@ def run_stability(run, split: str | None = None) -> Stability:
                      getattr(run, "diverged", None) or None)
 
 
+def evaluations(run) -> int:
+    """How many evaluations of what ``run`` is scored on its history holds: every evaluation row for a method that
+    embeds images; for a method scored by its own pair evaluator only the final row (the rows during training
+    measure the embedding it reads, not its scores)."""
+    run = getattr(run, "run", run)
+    evals = list(getattr(getattr(run, "history", None), "evals", None) or ())
+    config = getattr(run, "config", None)
+    if evals and config is not None and _scored_apart(config):
+        return 1
+    return len(evals)
+
+
+def broken(label: str) -> bool:
+    """Whether a :func:`stability_label` names diverged, collapsed or unstable seeds (not "stable", not "not
+    judged", not empty)."""
+    return any(part.strip().startswith(_BROKEN) for part in (label or "").split(";"))
+
+
 def unstable_runs(runs: Iterable, split: str | None = None) -> dict[str, list]:
     """``{"diverged" | "collapsed" | "unstable": [runs]}`` of ``runs``, each run under the first sign it shows
     (stored as diverged, then collapsed, then unstable); signs no run shows are left out."""
@@ -129,10 +153,18 @@ def unstable_runs(runs: Iterable, split: str | None = None) -> dict[str, list]:
 
 
 def stability_label(runs: Iterable, split: str | None = None) -> str:
-    """A table's stability cell: ``"collapsed: 2 of 3 seeds; unstable: 1 of 3 seeds"``, or ``"stable"``."""
+    """A table's stability cell: ``"collapsed: 2 of 3 seeds; unstable: 1 of 3 seeds"`` where seeds broke;
+    ``"not judged: 5 of 5 seeds evaluated once"`` where no seed broke but some had fewer than two evaluations
+    (:func:`evaluations`), so that nothing could have shown; ``"stable"`` only where every seed was judged."""
     runs = list(runs)
     n = len(runs)
     found = unstable_runs(runs, split)
-    parts = [f"{k}: {len(found[k])} of {n} seed{'s' if n != 1 else ''}" for k in ("diverged", "collapsed", "unstable")
-             if k in found]
-    return "; ".join(parts) if parts else "stable"
+    parts = [f"{k}: {len(found[k])} of {n} seed{'s' if n != 1 else ''}" for k in _BROKEN if k in found]
+    if parts:
+        return "; ".join(parts)
+    counts = [evaluations(r) for r in runs]
+    unjudged = sum(c < 2 for c in counts)
+    if not unjudged:
+        return "stable"
+    how = "evaluated once" if all(c == 1 for c in counts if c < 2) else "with fewer than two evaluations"
+    return f"{NOT_JUDGED}: {unjudged} of {n} seed{'s' if n != 1 else ''} {how}"

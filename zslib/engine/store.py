@@ -563,7 +563,8 @@ def record_runs(profile: str, directory: str | os.PathLike | None = None, dry_ru
     ``replace``: a run recorded already (the same file name, so the same config) is rewritten by a newer run of
     it, e.g. one trained again to measure a metric the record lacks. Its provenance keeps what it replaced
     (``replaced``: the old timestamp and commit, and :func:`metric_changes`, every metric the old record had
-    against the new value), so that a replacement that no longer reproduces is visible, not hidden."""
+    against the new value; nested, when the old record had replaced one in turn), so that a replacement that no
+    longer reproduces is visible, not hidden, and the first date a config was trained is kept."""
     root = results_dir(directory)
     if not root.is_dir():
         raise FileNotFoundError(f"no results folder at {root}; pass the folder that holds the finished runs "
@@ -590,6 +591,8 @@ def record_runs(profile: str, directory: str | os.PathLike | None = None, dry_ru
                 provenance["replaced"] = {"timestamp": old.provenance.get("timestamp"),
                                           "git_commit": old.provenance.get("git_commit"),
                                           "metric_changes": metric_changes(old, result)}
+                if isinstance(old.provenance.get("replaced"), dict):  # what the old record replaced, in turn
+                    provenance["replaced"]["replaced"] = old.provenance["replaced"]
             Result(result.config, result.metrics, result.history, provenance, diverged=result.diverged).save(target)
     if out and not dry_run:
         write_manifest(root)  # a recorded file is served only when its manifest lists it

@@ -91,7 +91,8 @@ def _compared(base: Config, lambda0: float | None) -> Config:
 #: :data:`LAMBDA0S`, against the paper's U512 baseline row.
 COMPARISON = Entry(
     "binomial_deml", "adversary weight lambda0 of DeML(1,4)", _compared, {f"lambda0 {v:g}": v for v in LAMBDA0S},
-    claims=lambda label: Claim("chen2019deml", ("2-CUB200", "DeML(1,4)", "H"), ("1", "U512", "CUB R@1"), "CUB-200"),
+    claims=lambda label: Claim("chen2019deml", ("2-CUB200", "DeML(1,4)", "H"), ("1", "U512", "CUB R@1"), "CUB-200",
+                               {"scales": 1, "learners": 4, "lambda0": 1.0}),
     parts=lambda label: f"DeML(1,4), attention and adversarial diversification, {label.replace(' ', ' = ')}",
     quick=("lambda0 1",), adapted=("lambda0 1",))
 
@@ -102,7 +103,7 @@ def campaign_plan(recipe: Recipe) -> MethodPlan:
     base = {"loss": "binomial_deml", "method": "deml", "method_params": {"scales": 1}}
     def claims(label):  # Table 2 (CUB-200): DeML(1, J) against the plain 512-d embedding of Table 1
         return Claim("chen2019deml", ("2-CUB200", f"DeML(1,{label.split('=')[1]})", "H"), ("1", "U512", "CUB R@1"),
-                     "CUB-200")
+                     "CUB-200", {"scales": 1, "learners": int(label.split("=")[1]), "lambda0": 1.0})
 
     return MethodPlan("deml", base, "J (channel-attention learners)",
                       {"J=4": {"learners": 4}, "J=8": {"learners": 8}}, claims=claims,

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from zslib.analysis.verdict import PAGE_BUDGET_REASON, detectable, paired_phrase, power_words, seeds_words
+from zslib.analysis.verdict import PAGE_BUDGET_REASON, POWER, paired_phrase, power_of, power_size, power_words, seeds_words
 from zslib.engine.stats import diverged_label, format_interval, paired, summarize
 from zslib.methods.cml.recipes import GREEK, SWEEP_OFF, sweep_choices, tested_weight
 from zslib.present.base import Section
@@ -59,9 +59,16 @@ def _differences(off_runs, runs) -> list[float]:
     return [r.metric("R@1", "val") - off[r.config.seed] for r in runs]
 
 
+def _power(sweep: Mapping, term: str) -> float:
+    """The true validation difference the rule would call clear in 80% of repetitions for ``term``'s weights
+    (:func:`~zslib.analysis.verdict.power_of`: the paired spread pooled over the weights tried)."""
+    off_runs = sweep[SWEEP_OFF]
+    return power_of([_differences(off_runs, rs) for (t, w), rs in sweep.items() if t == term and (t, w) != SWEEP_OFF])
+
+
 def rule_lines(sweep: Mapping, choices: Mapping) -> list[str]:
     """Per weight of Eq. 11 (lambda1, lambda2) a paragraph: what the rule chose, the power of its validation seeds
-    (:func:`~zslib.analysis.verdict.detectable`, :func:`~zslib.analysis.verdict.power_words`), then one line per
+    (:func:`_power`, :func:`~zslib.analysis.verdict.power_words`), then one line per
     candidate weight with its paired validation difference from off (:func:`~zslib.analysis.verdict.paired_phrase`:
     "clearly" only for the chosen weight; every other weight an ablation)."""
     out = []
@@ -70,14 +77,15 @@ def rule_lines(sweep: Mapping, choices: Mapping) -> list[str]:
     for term, choice in choices.items():
         name, greek = TERM_VARIANTS[term], GREEK[term]
         tested = tested_weight(choice)
-        margin = detectable(_differences(off_runs, sweep[term, tested]))
+        margin = _power(sweep, term)
         if not choice.off_won:
             head = (f"**{greek}** ({name}): the rule chose {greek} = {choice.chosen:g}, the best mean validation "
                     f"Recall@1 ({100 * choice.means[choice.chosen].mean:.1f} %), clearly above {_OFF_WORDS}; with "
-                    f"{seeds} validation seeds the rule could detect differences of about {100 * margin:.1f} points.")
+                    f"{seeds} validation seeds the rule would call a true difference of {power_size(margin)} points "
+                    f"clear in {100 * POWER:.0f}% of repetitions.")
         else:
             head = (f"**{greek}** ({name}): the rule kept {_OFF_WORDS}: "
-                    + power_words(choice.leader_vs_off, margin, seeds, f"{greek} = {tested:g}")
+                    + power_words(choice.leader_vs_off, margin, seeds, f"the {greek} weights tried")
                     + f". The weights tried are ablations; the best of them is {greek} = {tested:g}.")
         lines = []
         for (t, w), rs in sweep.items():
@@ -113,8 +121,7 @@ def seeds_line(sweep: Mapping, choices: Mapping) -> str:
                if r.provenance.get("train_seconds")]
     median = float(np.median(seconds)) if seconds else float("nan")
     quick = off_runs[0].config.profile == "quick"
-    parts = [f"{GREEK[term]}: " + seeds_words(len(off_runs), len(off_runs), median,
-                                               detectable(_differences(off_runs, sweep[term, tested_weight(choice)])),
+    parts = [f"{GREEK[term]}: " + seeds_words(len(off_runs), len(off_runs), median, _power(sweep, term),
                                                kept_by=PAGE_BUDGET_REASON if quick else None)
              for term, choice in choices.items()]
     return "**How many seeds.** " + "; ".join(parts) + "."

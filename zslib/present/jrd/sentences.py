@@ -2,13 +2,19 @@
 chapter opens with, and the "What we found" lists of the chapter and of the experiments page, each sentence made
 from the numbers the tables above it show (the quick runs of the chapter and the recorded real-profile runs of
 :class:`~zslib.present.jrd.study.JRDStudy`).
+
+Most of these comparisons are descriptive grids that no choice rule picked a setting from, so their sentences never
+say "clearly" of a difference (:func:`zslib.analysis.verdict.verb_words` with ``chosen=False``): an interval that
+excludes 0 is "above" or "below", and a sentence that reads one of a grid's many intervals says how many tests the
+grid holds and that they are uncorrected (:func:`_uncorrected`).
 """
 from __future__ import annotations
 
 from collections.abc import Mapping
 
 from zslib.analysis.compare import rule_status
-from zslib.analysis.findings import findings_box, found_list, not_recorded_box, real_comparison, verdict_words
+from zslib.analysis.findings import findings_box, found_list, not_recorded_box, real_comparison
+from zslib.analysis.verdict import verb_words
 from zslib.engine.stats import format_interval, paired, summarize
 from zslib.methods.jrd.recipes import (BOUND_OTHERS, BOUND_SEEDS, GRID_SEEDS, GRID_SIZES, KERNEL_SEEDS,
                                        MIXTURE_SEEDS, MIXTURES, REGULARIZER_NAMES, SWEEP_ALPHAS, SWEEP_SEEDS)
@@ -21,6 +27,16 @@ from zslib.present.jrd.tables import rule_words
 __all__ = ["found_main", "found_experiments", "key_findings", "paper_directions"]
 
 
+def verdict_words(verdict: str) -> str:
+    """A paired verdict of a comparison no rule chose, as a verb: "raised", "lowered", "did not clearly change"."""
+    return verb_words(verdict, chosen=False)
+
+
+def _uncorrected(tests: int) -> str:
+    """What a sentence adds when it reads intervals of a grid of ``tests`` paired tests."""
+    return f"95% intervals that exclude 0, uncorrected for the grid's {tests} tests"
+
+
 def found_main(runs: Mapping, bound: Mapping, study: JRDStudy):
     """The main JRD page's "What we found": the quick profile's Tables 2 and 3 (``runs``, ``bound``) and the
     headline on Flowers-102 photographs, each sentence generated from the numbers."""
@@ -28,15 +44,15 @@ def found_main(runs: Mapping, bound: Mapping, study: JRDStudy):
     vs_jrd = quick_vs_jrd(runs)
     better = [n for n, p in vs_jrd.items() if p.verdict == "up"]
     worse = [n for n, p in vs_jrd.items() if p.verdict == "down"]
-    clear = ([f"clearly better than {', '.join(better)}"] * bool(better)
-             + [f"clearly worse than {', '.join(worse)}"] * bool(worse))
+    clear = ([f"above {', '.join(better)}"] * bool(better) + [f"below {', '.join(worse)}"] * bool(worse))
     (dl, wl), (dd, wd) = (paired_values(bound, "JMMD", "JRD", key) for key in ("lam", "d_H"))
     premise = lambda_scale(bound)["premise_holds"]
     out = [f"On the quick profile, JRD (alpha = 1) {verdict_words(jrd_vs_base.verdict)} unseen Recall@1 against "
            f"AM-Softmax alone ({format_interval(jrd_vs_base.diff, signed=True)} points, {len(runs['JRD'])} seeds "
            "paired).",
-           f"Against its variants and JMMD, JRD was {' and '.join(clear) or 'not clearly different from any of them'}; "
-           "the paper reports JRD above MRD and JRD-C on CUB (Table 2).",
+           f"Against its variants and JMMD, JRD was {' and '.join(clear) or 'not clearly different from any of them'}"
+           + (f" ({_uncorrected(len(vs_jrd))})" if clear else "") + "; the paper reports JRD above MRD and JRD-C on "
+           "CUB (Table 2).",
            f"Against JMMD, JRD's lambda changed by {format_interval(dl, 1.0, 3, signed=True)} ({wl}) and its d_H by "
            f"{format_interval(dd, 1.0, 3, signed=True)} "
            f"({wd}); "
@@ -75,10 +91,10 @@ def _variant_sentences(study: JRDStudy) -> list[str]:
     return [f"On Flowers-102, each variant minus JRD in unseen Recall@1 (points, {len(study.main['JRD'])} seeds): "
             + "; ".join(f"{name} {format_interval(q.diff, digits=2, signed=True)} ({q.verdict})"
                         for name, (p, q) in pairs.items())
-            + f". Clearly below JRD: {', '.join(below) or 'none'}; the paper's CUB means put "
+            + f". Below JRD ({_uncorrected(len(pairs))}): {', '.join(below) or 'none'}; the paper's CUB means put "
             f"{', '.join(paper_below) or 'none'} below JRD (Table 2).",
-            f"Against AM-Softmax alone, variants that clearly raised unseen Recall@1: {', '.join(helped) or 'none'}; "
-            f"that clearly lowered it: {', '.join(hurt) or 'none'}.",
+            f"Against AM-Softmax alone ({_uncorrected(len(pairs))}), variants that raised unseen Recall@1: "
+            f"{', '.join(helped) or 'none'}; that lowered it: {', '.join(hurt) or 'none'}.",
             f"With the backbone frozen, JRD-pooling differs from JRD only by a fixed weight on each pair; dropping "
             f"that weight {verdict_words(pool.verdict)} unseen Recall@1 "
             f"({format_interval(pool.diff, digits=2, signed=True)} points)."]
@@ -95,23 +111,24 @@ def _sweep_sentences(study: JRDStudy) -> list[str]:
         peak, peak_word, fall = study.sweep_shape[reg]
         bell = peak_word == "up" and fall is not None and fall.verdict == "down"
         out.append(f"Sweep on the Flowers-102 test classes ({len(SWEEP_ALPHAS)} weights, {len(SWEEP_SEEDS)} seeds, "
-                   f"descriptive): {label} " + (f"clearly above AM-Softmax at alpha {', '.join(ups)}" if ups else
-                                                 "clearly above AM-Softmax at no alpha")
-                   + (f", clearly below at {', '.join(downs)}" if downs else ", and clearly below at no alpha")
+                   f"descriptive, {_uncorrected(len(pairs))}): {label} "
+                   + (f"above AM-Softmax at alpha {', '.join(ups)}" if ups else "above AM-Softmax at no alpha")
+                   + (f", below at {', '.join(downs)}" if downs else ", and below at no alpha")
                    + f"; its curve is {'bell-shaped' if bell else 'not bell-shaped'} by the test above (largest mean "
                    f"gain at alpha {peak:g}, {peak_word}"
                    + (f"; alpha {SWEEP_ALPHAS[-1]:g} against it: {fall.verdict})." if fall else ")."))
     ups = sorted({REGULARIZER_NAMES[reg] for (reg, a), p in pairs.items() if p.verdict == "up"})
     downs = sorted({REGULARIZER_NAMES[reg] for (reg, a), p in pairs.items() if p.verdict == "down"})
-    out.append(f"Regularizers with a clear gain over AM-Softmax at some swept alpha: {', '.join(ups) or 'none'}; with "
-               f"a clear loss: {', '.join(downs) or 'none'}. The paper's Fig. 5 reports a gain for JRD only, and its "
-               "Fig. 4 bell-shaped curves for JRD.")
+    out.append(f"Regularizers with an interval above AM-Softmax at some swept alpha (uncorrected, {len(pairs)} tests): "
+               f"{', '.join(ups) or 'none'}; below it: {', '.join(downs) or 'none'}. The paper's Fig. 5 reports a gain "
+               "for JRD only, and its Fig. 4 bell-shaped curves for JRD.")
     gains = [p.diff[0] for p in pairs.values() if p.verdict == "up"]
     spans = {label: [100 * pairs[reg, a].diff[0] for a in SWEEP_ALPHAS] for reg, label in REGULARIZER_NAMES.items()}
     out.append("Sizes: the mean differences from AM-Softmax across the sweep run from "
                + "; ".join(f"{min(v):+.2f} to {max(v):+.2f} points for {label}" for label, v in spans.items())
-               + (f". The largest clear gain is {100 * max(gains):+.2f} points of unseen Recall@1" if gains else
-                  ". No weight gains clearly")
+               + (f". The largest gain whose interval excludes 0 (uncorrected, one of {len(pairs)} tests) is "
+                  f"{100 * max(gains):+.2f} points of unseen Recall@1" if gains else
+                  ". No weight's interval lies above 0")
                + " (the text of the paper we have keeps Fig. 4's axes but not its curves, so their sizes cannot be set "
                  "beside these).")
     return out
@@ -122,9 +139,9 @@ def _kernel_sentences(study: JRDStudy) -> list[str]:
     if study.kernel_pairs:
         for split, i in (("unseen", 0), ("seen", 1)):
             g = groups({k: ps[i].verdict for k, ps in study.kernel_pairs.items()})
-            out.append(f"Against the Gaussian mixture at alpha = 1 ({len(KERNEL_SEEDS)} seeds), {split} Recall@1 was "
-                       f"clearly higher with: {g['up']}; clearly lower with: {g['down']}; not clearly different with: "
-                       f"{g['no clear effect']}.")
+            out.append(f"Against the Gaussian mixture at alpha = 1 ({len(KERNEL_SEEDS)} seeds; "
+                       f"{_uncorrected(len(study.kernel_pairs))}), {split} Recall@1 was higher with: {g['up']}; lower "
+                       f"with: {g['down']}; not clearly different with: {g['no clear effect']}.")
         top = paper4()[0]["R@1"].nlargest(2)
         out.append(f"The paper's two best kernels on CUB, each at its own alpha, are {' and '.join(top.index)} "
                    f"(R@1 {' and '.join(f'{v:g}' for v in top)}, Table 4).")
@@ -142,8 +159,8 @@ def _kernel_sentences(study: JRDStudy) -> list[str]:
         ablation = " (an ablation wherever the rule keeps JRD off)" if any(
             c.off_won for c in study.kernel_rules.values()) else ""
         out.append(f"With each kernel at its leading weight on validation classes{ablation}, unseen Recall@1 against "
-                   f"JRD ({len(KERNEL_SEEDS)} seeds, paired) was clearly higher with: {g['up']}; clearly lower with: "
-                   f"{g['down']}; not clearly different with: {g['no clear effect']}.")
+                   f"JRD ({len(KERNEL_SEEDS)} seeds, paired; {_uncorrected(len(study.kernel_chosen_pairs))}) was higher "
+                   f"with: {g['up']}; lower with: {g['down']}; not clearly different with: {g['no clear effect']}.")
     if study.kernel_off_pairs and study.kernel_rules:
         chosen = {f"{k} (alpha {c.chosen:g})": study.kernel_off_pairs[k] for k, c in study.kernel_rules.items()
                   if not c.off_won}
@@ -163,13 +180,14 @@ def _mixture_sentences(study: JRDStudy) -> list[str]:
         top = max(MIXTURES, key=lambda m: summarize(study.mixtures[m])[0])
         n_up = sum(p.verdict == "up" for p in study.mixture_pairs.values())
         out.append(f"Against one Gaussian per layer, (K, K') = (1, 1), unseen Recall@1 on Flowers-102 "
-                   f"({len(MIXTURE_SEEDS)} seeds, paired) was clearly higher with: {g['up']}; clearly lower with: "
-                   f"{g['down']}; not clearly different with: {g['no clear effect']}. The highest mean is at {top} "
+                   f"({len(MIXTURE_SEEDS)} seeds, paired; {_uncorrected(len(study.mixture_pairs))}) was higher with: "
+                   f"{g['up']}; lower with: {g['down']}; not clearly different with: {g['no clear effect']}. The "
+                   f"highest mean is at {top} "
                    f"({format_interval(summarize(study.mixtures[top]))}%; descriptive, on the test classes).")
         out.append("The paper reports that on CUB and Cars the mixtures beat (1, 1) (Fig. 6); on Flowers-102 with a "
                    "frozen backbone, "
                    + ("every mixture we ran does too." if n_up == len(study.mixture_pairs) else
-                      f"not every mixture we ran does ({n_up} of {len(study.mixture_pairs)} clearly above (1, 1))."))
+                      f"not every mixture we ran does ({n_up} of {len(study.mixture_pairs)} above (1, 1))."))
     else:
         out.append("The real-profile runs of the mixture sizes are not recorded in this copy, so there is no Fig. 6 "
                    "reading on real data.")
@@ -178,8 +196,8 @@ def _mixture_sentences(study: JRDStudy) -> list[str]:
         top = max(study.mixture_grid, key=lambda m: summarize(study.mixture_grid[m])[0])
         n_up = sum(p.verdict == "up" for p in study.grid_pairs.values())
         out.append(f"On the whole grid K, K' in {set(GRID_SIZES)} ({len(GRID_SEEDS)} seeds, each cell paired with "
-                   f"(1, 1)), unseen Recall@1 was clearly higher with: {g['up']}; clearly lower with: {g['down']}; not "
-                   f"clearly different with: {g['no clear effect']}. The highest mean is at {top} "
+                   f"(1, 1); {_uncorrected(len(study.grid_pairs))}), unseen Recall@1 was higher with: {g['up']}; lower "
+                   f"with: {g['down']}; not clearly different with: {g['no clear effect']}. The highest mean is at {top} "
                    f"({format_interval(summarize(study.mixture_grid[top]))}%; descriptive, on the test classes).")
         out.append("The paper's claim that the mixtures beat a single Gaussian per layer (Fig. 6) "
                    + ("holds for every cell of this grid." if n_up == len(study.grid_pairs) else
@@ -247,9 +265,10 @@ def _more_bound_sentences(study: JRDStudy) -> list[str]:
         parts = []
         for key, label in QUANTITIES:
             g = groups({n: q[key][1] for n, q in arms.items()})
-            parts.append(f"{label} clearly higher than JRD's for {g['up']}, clearly lower for {g['down']}, not clearly "
+            parts.append(f"{label} higher than JRD's for {g['up']}, lower for {g['down']}, not clearly "
                          f"different for {g['no clear effect']}")
-        out.append(f"Table 3 for the {table} on Flowers-102 (paired by seed with JRD): " + "; ".join(parts) + ".")
+        out.append(f"Table 3 for the {table} on Flowers-102 (paired by seed with JRD; "
+                   f"{_uncorrected(len(arms) * len(QUANTITIES))}): " + "; ".join(parts) + ".")
         moved = [f"{n}, {label} {format_interval(q[key][0], 1.0, 4, signed=True)} ({q[key][1]})" for n, q in arms.items()
                  for key, label in QUANTITIES if q[key][1] != "no clear effect"]
         out.append(f"Of the {len(arms)} {table} besides JRD, the clear moves against JRD (arm minus JRD, paired): "
@@ -298,18 +317,19 @@ def key_findings():
         for reg, label in REGULARIZER_NAMES.items():
             ups = [f"{a:g}" for a in SWEEP_ALPHAS if study.sweep_pairs[reg, a].verdict == "up"]
             downs = [f"{a:g}" for a in SWEEP_ALPHAS if study.sweep_pairs[reg, a].verdict == "down"]
-            parts.append(f"{label} clearly above it " + (f"at alpha {', '.join(ups)}" if ups else "at no weight")
-                         + " and clearly below " + (f"at alpha {', '.join(downs)}" if downs else "at no weight"))
+            parts.append(f"{label} above it " + (f"at alpha {', '.join(ups)}" if ups else "at no weight")
+                         + " and below " + (f"at alpha {', '.join(downs)}" if downs else "at no weight"))
         gains = [100 * p.diff[0] for p in study.sweep_pairs.values() if p.verdict == "up"]
+        tests = len(study.sweep_pairs)
         out.append(f"Across {len(SWEEP_ALPHAS)} weights per regularizer ({len(SWEEP_SEEDS)} seeds, against AM-Softmax, "
-                   "descriptive): " + "; ".join(parts) + "."
-                   + (f" The largest clear gain is {max(gains):+.2f} points." if gains else
-                      " No weight gains clearly."))
+                   f"descriptive: no rule chose these weights; {_uncorrected(tests)}): " + "; ".join(parts) + "."
+                   + (f" The largest gain whose interval excludes 0 is {max(gains):+.2f} points, one of {tests} "
+                      "uncorrected tests." if gains else " No weight's interval lies above 0."))
     if study.grid_pairs:
         n_up = sum(p.verdict == "up" for p in study.grid_pairs.values())
-        out.append(f"More Gaussians per layer than one (Fig. 6) clearly raised unseen Recall@1 in {n_up} of the "
+        out.append(f"More Gaussians per layer than one (Fig. 6) raised unseen Recall@1 in {n_up} of the "
                    f"{len(study.grid_pairs)} other cells of the (K, K') grid ({len(GRID_SEEDS)} seeds, paired with "
-                   "(1, 1)).")
+                   f"(1, 1); {_uncorrected(len(study.grid_pairs))}).")
     if study.theory:
         (dl, wl), paper_dir = study.theory["JMMD", "lam"], paper_directions()[0]
         ours = {"up": "higher", "down": "lower"}.get(wl, "not clearly different")

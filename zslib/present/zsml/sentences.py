@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from zslib.analysis.compare import rule_status
 from zslib.analysis.findings import findings_box, found_list, not_recorded_box, recorded
-from zslib.analysis.verdict import status_note, verb_words
+from zslib.analysis.verdict import status_note, variant_words, verb_words
 from zslib.engine.stats import format_interval, summarize
 from zslib.methods.zsml.recipes import (ABL_SEEDS, FLOOR, HEAD, KS, LIFTED, LR, LR_200, LR_1000, MR, S_PAPER,
                                         every_image_config, real_configs)
@@ -226,7 +226,8 @@ def key_findings():
     d, v = seed_difference(by_seed(z, "input R@1"), by_seed(z, "R@1"))
     status = rule_status("ZSML", z[0].config)
     return findings_box([
-        f"On Flowers-102 photographs of unseen classes, ZSML's learned pair metric{status_note(status)} "
+        f"On Flowers-102 photographs of unseen classes, ZSML's learned pair metric at {variant_words(z[0].config)}"
+        f"{status_note(status)} "
         f"{verb_words(v, status == 'chosen')} Recall@1 against the cosine of the same features, every unseen image "
         "ranked: "
         f"{format_interval(d, signed=True)} points over {len(z)} seeds paired.",
