@@ -5,7 +5,7 @@
 which builds the metric loss) -- trains with :func:`zslib.engine.train.train`, evaluates the unseen (and
 validation) classes once with :func:`zslib.engine.evaluate.evaluate`, and stores everything with its provenance
 (:mod:`zslib.engine.store`). A run whose result exists is loaded, not repeated; an interrupted one resumes from
-its checkpoint in ``<results>/checkpoints/`` (the policy: :mod:`zslib.engine.resume`).
+its checkpoint in ``<results>/checkpoints/``: the store decides both in one call (:func:`zslib.engine.store.lookup`).
 
 Under ``torchrun --nproc_per_node=N`` (for example ``torchrun --nproc_per_node=2 -m zslib train ...``) every
 process calls :func:`run`; it joins the process group (:func:`zslib.engine.train.distributed.setup`), lets process 0
@@ -19,7 +19,6 @@ import os
 import time
 import warnings
 from functools import partial
-from pathlib import Path
 
 import numpy as np
 import torch
@@ -28,10 +27,9 @@ from torch import nn
 from zslib.engine.config import Config
 from zslib.engine.registry import get_method
 from zslib.engine.method import Method
-from zslib.engine import resume
 from zslib.engine.out_of_memory import batch_memory_hint
-from zslib.engine.resume import checkpoint_config
-from zslib.engine.store import (Result, check_writable, code_fingerprint, load_result, provenance, results_dir)
+from zslib.engine.store import (Result, check_writable, checkpoint_config, code_fingerprint, load_result, lookup,
+                                provenance)
 from zslib.engine.train import TrainSpec, default_eval, distributed, embed, load_checkpoint, set_seed, train
 from zslib.engine.train.precision import Precision
 
@@ -207,21 +205,19 @@ def run(config: Config, results_dir: str | os.PathLike | None = None, force: boo
     """
     if not isinstance(config, Config):
         raise TypeError(f"run() needs a zslib.engine.config.Config, got {type(config).__name__}")
-    directory = _results(results_dir)
-    identity = _data_identity(config, fresh=force)  # force: every data file hashed again (identity.py)
-    slot = resume.locate(config, directory, force, identity)  # reuse, resume or start over: zslib.engine.resume
-    if slot.stored and not distributed.launched():
-        return resume.reuse(slot)
-    if not slot.stored:
-        check_writable(directory)
+    found = lookup(config, results_dir, force)  # the store's one answer: reuse, resume or start over
+    if found.result is not None and not distributed.launched():
+        return found.result
+    if found.result is None:
+        check_writable(found.directory)
     device = distributed.setup(device)  # the same device outside torchrun; one GPU per process under it
     rank, world_size = distributed.world()
-    if distributed.broadcast_object(slot.stored):  # under torchrun, process 0 decides for all
-        return resume.reuse(slot)
+    if distributed.broadcast_object(found.result is not None):  # under torchrun, process 0 decides for all
+        return found.result or load_result(found.path)
     with distributed.main_first():
         if rank == 0:
-            resume.prepare_checkpoint(slot, config, identity)
-    path, ckpt = slot.path, slot.checkpoint
+            found.discard_checkpoint()
+    path, ckpt, identity = found.path, found.checkpoint, found.identity
 
     started = time.perf_counter()
     method_cls = get_method(config.method)  # resolved once, here, and handed down
@@ -315,18 +311,6 @@ def _throughput(config: Config, history, device) -> dict:
     if device.type == "cuda":
         out["gpu_peak_memory_gib"] = round(torch.cuda.max_memory_allocated(device) / 2**30, 2)
     return out
-
-
-def _data_identity(config: Config, fresh: bool = False) -> str | None:
-    """The identity of the data ``config`` reads (:func:`zslib.engine.data.identity.data_identity`), recorded in its
-    result's provenance and checked before a stored result is reused; ``None`` when the data is not on disk."""
-    from zslib.engine.data.identity import data_identity
-
-    return data_identity(config, fresh=fresh)
-
-
-def _results(directory) -> Path:
-    return results_dir(directory)
 
 
 # ----------------------------------------------------------------------------------------------------
