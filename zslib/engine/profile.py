@@ -16,12 +16,12 @@ The profile is chosen by the environment variable ``ZS_PROFILE`` (``quick``, ``r
 """
 from __future__ import annotations
 
-import dataclasses
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from zslib.engine.choice import TEST_SEEDS
+from zslib.engine.fields import ProfileFields, names
 
 __all__ = ["Profile", "PROFILES", "ADAPTED_REAL", "get_profile", "set_profile", "device", "repository_root",
            "resolve_folder", "downloads_allowed", "DOWNLOAD_ENV"]
@@ -29,42 +29,30 @@ __all__ = ["Profile", "PROFILES", "ADAPTED_REAL", "get_profile", "set_profile", 
 DOWNLOAD_ENV = "ZS_DOWNLOAD"  # "1": a missing dataset or pretrained weights file may be downloaded
 
 
-@dataclass(frozen=True)
-class Profile:
-    """The sizes a chapter needs. All fields are plain values so a profile prints and serializes."""
+#: What a profile may leave out, and the value it then has.
+_PROFILE_DEFAULTS = {"objective_lr": None, "schedule": None, "eval_batch_size": 256, "feature_stages": (),
+                     "image_cache": False}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Profile(ProfileFields):
+    """The sizes a chapter needs: the fields of :class:`~zslib.engine.fields.ProfileFields` (the data, the network,
+    the training's length and rates: every field a config takes from its profile), a ``name`` and the ``seeds`` of
+    repeated runs (confidence intervals). All plain values, so a profile prints and serializes."""
 
     name: str
-    dataset: str  # "synthparts" (quick) or a real dataset name such as "cub200"
-    image_size: int  # side of the square crop fed to the network
-    resize_size: int  # side the shorter image edge is resized to before cropping
-    backbone: str  # key understood by zslib.engine.models
-    backbone_params: dict  # keyword arguments of the backbone, e.g. the channel widths of smallcnn
-    pretrained: bool  # ImageNet weights for the backbone (full profile only)
-    embedding_dim: int
-    batch_classes: int  # P classes per batch ...
-    batch_per_class: int  # ... times K images per class
-    iterations: int  # optimizer steps of a standard training run
-    eval_every: int  # evaluate seen / unseen retrieval every this many steps
-    lr: float  # Adam learning rate of the backbone
-    new_layer_mult: float  # new layers (the embedding head) learn at this multiple of lr
-    weight_decay: float
-    num_workers: int  # DataLoader workers
-    amp: bool  # automatic mixed precision (CUDA only)
-    seeds: tuple[int, ...]  # seeds for repeated runs (confidence intervals)
-    synth_images_per_class: int  # SynthParts images generated per class
-    feature_stages: tuple[str, ...] = ()  # stages read from the feature cache (real profile); () = run on images
-    image_cache: bool = False  # real datasets read through the pre-resized image cache (zslib.engine.data.cached)
+    seeds: tuple[int, ...]
+
+    def __post_init__(self):
+        for key in names(ProfileFields):
+            if getattr(self, key) is None:
+                if key not in _PROFILE_DEFAULTS:
+                    raise TypeError(f"profile {self.name!r} sets no {key}")
+                object.__setattr__(self, key, _PROFILE_DEFAULTS[key])
 
     @property
     def batch_size(self) -> int:
         return self.batch_classes * self.batch_per_class
-
-    def replace(self, **changes) -> "Profile":
-        """A copy with some fields changed, e.g. ``get_profile().replace(iterations=200)``."""
-        return dataclasses.replace(self, **changes)
-
-    def as_dict(self) -> dict:
-        return dataclasses.asdict(self)
 
 
 PROFILES: dict[str, Profile] = {
