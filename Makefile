@@ -17,7 +17,7 @@ export ZS_PROFILE ?= quick
 MATHJAX_VERSION := 3.2.2
 MATHJAX         := .vendor/mathjax
 
-.PHONY: book book-checkout test test-unit env lock clean mathjax assignments
+.PHONY: book book-checkout test test-fast test-unit env lock clean mathjax assignments
 
 env: $(STAMP)
 
@@ -42,7 +42,11 @@ ASSIGNMENTS ?= _build/assignments
 assignments: $(STAMP)
 	$(BIN)/python -m zslib assignments --out $(ASSIGNMENTS)
 
-# Only the fast unit tests (no book build).
+# Before every commit: the unit tests without the slow ones (marker slow) and without the book build.
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -m "not slow and not book"
+
+# Every unit test, the slow ones included, without the book build.
 test-unit: $(STAMP)
 	$(BIN)/python -m pytest -m "not book"
 

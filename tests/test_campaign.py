@@ -44,6 +44,13 @@ def _t_interval(x):
     return x.mean(), x.mean() - half, x.mean() + half
 
 
+#: The methods of the smoke campaign below: one, with every stage and every configuration of its own (the floor, the
+#: tuning stage, its validation and test runs); the other methods' configurations are built and checked by the tests
+#: of the plan, and each would add as many two-step runs again.
+SMOKE_METHODS = ("cml",)
+
+
+@pytest.mark.slow
 def test_smoke_runs_every_configuration_then_resumes(tmp_path, capsys, monkeypatch):
     from zslib.__main__ import main
     from zslib.campaign.run import campaign_configs, load_manifest
@@ -51,7 +58,8 @@ def test_smoke_runs_every_configuration_then_resumes(tmp_path, capsys, monkeypat
     from zslib.engine.store import result_path
 
     data, results = _flowers(tmp_path / "data"), tmp_path / "results"
-    argv = ["finetune", "--smoke", "--data-root", str(data), "--results-dir", str(results)]
+    argv = ["finetune", "--smoke", "--data-root", str(data), "--results-dir", str(results), "--methods",
+            ",".join(SMOKE_METHODS)]
     before = os.environ.get("ZS_DATA")
     assert main(argv) == 0
     assert os.environ.get("ZS_DATA") == before  # the campaign's data folder does not outlive the command
@@ -62,7 +70,7 @@ def test_smoke_runs_every_configuration_then_resumes(tmp_path, capsys, monkeypat
     manifest = load_manifest(folder / "campaign" / "flowers102.json")
 
     # every configuration of the validation stage and the floor ran, two steps on the CPU
-    configs = campaign_configs("flowers102", smoke=True, tuning=manifest["tuning_choice"]["used"])
+    configs = campaign_configs("flowers102", smoke=True, methods=SMOKE_METHODS, tuning=manifest["tuning_choice"]["used"])
     for runs in [*configs["floor"].values(), *(s for m in configs["validation"].values() for s in m.values()),
                  *configs["tuning"].values()]:
         for c in runs:
@@ -113,7 +121,7 @@ def test_smoke_runs_every_configuration_then_resumes(tmp_path, capsys, monkeypat
     assert len(manifest["head"]) == 2 and manifest["rows"][1]["row"].startswith("no fine-tuning")
 
     # the choice of each method follows the rule, recomputed from the files with numpy and scipy
-    for m in METHODS:
+    for m in SMOKE_METHODS:
         files = manifest["validation"][m]
         val = {k: [json.loads((folder / f).read_text())["metrics"]["val"]["R@1"] for f in fs] for k, fs in files.items()}
         leader = max(val, key=lambda k: np.mean(val[k]))
@@ -129,7 +137,7 @@ def test_smoke_runs_every_configuration_then_resumes(tmp_path, capsys, monkeypat
     # each method's row: its change against the same-loss baseline and the floor, paired by seed, from the files
     rows = {r["row"]: r for r in manifest["rows"]}
     floor = [_unseen_r1(folder / f) for f in manifest["floor"]["tf_efficientnet_lite0"]]
-    for m in METHODS:
+    for m in SMOKE_METHODS:
         t = manifest["test"][m]
         method, off = [_unseen_r1(folder / f) for f in t["method"]], [_unseen_r1(folder / f) for f in t["off"]]
         for key, other in (("vs baseline", off), ("vs floor", floor)):
@@ -160,7 +168,7 @@ def test_smoke_runs_every_configuration_then_resumes(tmp_path, capsys, monkeypat
     from zslib.campaign.report import campaign_sentences
     from zslib.campaign.run import run_campaign
 
-    camp = run_campaign("flowers102", smoke=True, results_dir=results, out=lambda line: None)
+    camp = run_campaign("flowers102", smoke=True, methods=SMOKE_METHODS, results_dir=results, out=lambda line: None)
     assert camp.trained == 0 and camp.tuning_choice.chosen == manifest["tuning_choice"]["chosen"]
     text = campaign_sentences(camp)
     head = next(r for r in manifest["rows"] if r["row"].startswith("no fine-tuning"))
@@ -252,6 +260,7 @@ BACKBONES = {"cub200": {"googlenet", "bninception"}, "cars196": {"googlenet", "b
              "flowers102": {"tf_efficientnet_lite0"}}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dataset", sorted(BUILDERS))
 def test_each_dataset_trains_its_plan_on_a_fabricated_folder(dataset, tmp_path, monkeypatch):
     """The test stage of every method the dataset runs, at its first candidate setting, on the papers' backbones

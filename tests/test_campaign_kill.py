@@ -14,7 +14,11 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from data_fixtures import build_flowers
+
+pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[1]
 

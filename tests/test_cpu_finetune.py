@@ -88,6 +88,7 @@ def _retrain(recorded, tmp_path, monkeypatch):
     return rule
 
 
+@pytest.mark.slow
 @pytest.mark.shared_data
 def test_the_recorded_tiny_run_trains_again_to_its_recorded_numbers(tmp_path, monkeypatch):
     from zslib.engine.store import load_result, recorded_dir
@@ -113,6 +114,7 @@ def _campaign_methods():
     return METHODS
 
 
+@pytest.mark.slow
 @pytest.mark.shared_data
 @pytest.mark.parametrize("method", _campaign_methods())
 def test_each_method_s_recorded_short_run_trains_again_to_its_recorded_numbers(method, tmp_path, monkeypatch):

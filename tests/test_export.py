@@ -22,6 +22,8 @@ from zslib.teaching.exercises import REGISTRY
 from zslib.teaching.export import assert_passes, to_nbgrader, to_otter
 from zslib.teaching.grading import _kind, exercise_names, load_rubric
 
+pytestmark = pytest.mark.slow
+
 CHAPTERS = [p.stem for p in chapters_with_exercises()]
 
 

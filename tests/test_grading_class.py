@@ -18,6 +18,8 @@ import pytest
 from zslib.teaching import gradebook, grading
 from zslib.teaching.exercises.kinds import NOT_ATTEMPTED
 
+pytestmark = pytest.mark.slow
+
 HERE = str(Path(grading.__file__).resolve().parents[2])  # this checkout's zslib, from any folder
 IMPORT = "from zslib.teaching.exercises import check"
 PURITY = ("def purity(labels, clusters):\n    return sum(max(int(((clusters == c) & (labels == k)).sum())"

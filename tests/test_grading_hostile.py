@@ -29,6 +29,8 @@ from zslib.teaching import grading
 from zslib.teaching.output import OutputFolder, UnsafeOutput
 from zslib.teaching.protocol import BadMessage, check_message
 
+pytestmark = pytest.mark.slow
+
 IMPORT = "from zslib.teaching.exercises import check"
 CARD = "from zslib.teaching.path import chapter_card\nchapter_card('metrics')"
 PURITY = ("def purity(labels, clusters):\n    return sum(max(int(((clusters == c) & (labels == k)).sum())"

@@ -18,7 +18,7 @@ import zslib.engine.cache
 from zslib.engine import data as zd
 from zslib.engine.config import Config
 from zslib.engine.data import CUB200
-from zslib.engine.data.cache import resized_shape
+from zslib.engine.data.image_cache import resized_shape
 from zslib.engine.train.batches import BatchStream
 
 from data_fixtures import build_cub, write_jpeg

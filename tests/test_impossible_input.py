@@ -72,7 +72,7 @@ class _Listed(list):
 
 @pytest.mark.parametrize("side", [30_000, 10_000])  # Pillow's error, and its warning (between 1x and 2x the limit)
 def test_a_decompression_bomb_is_refused_before_decoding(tmp_path, side):
-    from zslib.engine.data.cache import _shapes
+    from zslib.engine.data.image_cache import _shapes
     from zslib.engine.data.datasets import load_image
 
     bomb = tmp_path / "bomb.png"

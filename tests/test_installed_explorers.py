@@ -46,7 +46,7 @@ def _installed(monkeypatch, tmp_path):
 def test_cml_confusion_trains_a_run_that_is_installed_as_metrics_only(tmp_path, monkeypatch):
     """The lambda1 = 0.2 run is among the installed recorded runs (metrics only): the explorer trains it with its
     weights in its own folder, leaves the installed record alone and shows the new run's own Recall@1."""
-    from zslib.engine.store import recorded_dir, result_path
+    from zslib.engine.store import MANIFEST, recorded_dir, result_path, write_manifest
     from zslib.experiment import Config, run
     from zslib.methods.cml.method import with_confusion
 
@@ -55,6 +55,7 @@ def test_cml_confusion_trains_a_run_that_is_installed_as_metrics_only(tmp_path, 
     made = run(lam, tmp_path / "made", progress=False)
     installed = _installed(monkeypatch, tmp_path)
     shutil.copy(made.path, installed / made.path.name)  # a recorded run: its JSON, no checkpoint
+    write_manifest(installed.parent)  # installed with its manifest, as the wheel ships the recorded runs
     before = (installed / made.path.name).read_bytes()
     assert recorded_dir() == installed and result_path(lam, tmp_path / "content" / "results").parent == installed
 
@@ -64,7 +65,7 @@ def test_cml_confusion_trains_a_run_that_is_installed_as_metrics_only(tmp_path, 
     assert again.path.parent == own and again.checkpoint.is_file()
     assert f"unseen Recall@1 {100 * again.metric('R@1'):.1f}%" in explorer.set(lambda1="0.2").data["caption"]
     assert (installed / made.path.name).read_bytes() == before
-    assert sorted(p.name for p in installed.iterdir()) == [made.path.name]
+    assert sorted(p.name for p in installed.iterdir()) == sorted([made.path.name, MANIFEST])
 
 
 def test_the_fallback_note_names_the_missing_photographs_where_and_how_to_fetch_them(tmp_path, monkeypatch):

@@ -1,4 +1,4 @@
-"""Kept weights (zslib.engine.weights): a recorded run's trained parameters in float16, checksummed, used only when
+"""Kept weights (zslib.engine.kept_weights): a recorded run's trained parameters in float16, checksummed, used only when
 they give the run's recorded retrieval metrics again.
 
 A tiny quick-profile run is trained once, recorded into a recorded/ folder of its own and its weights kept with the
@@ -18,7 +18,7 @@ from torch import nn
 
 from zslib.engine.config import Config
 from zslib.engine.store import load_result, manifest_differences, record_runs, write_manifest
-from zslib.engine.weights import (TOLERANCE, KeptWeightsError, check_reproduces, kept_embeddings, kept_model,
+from zslib.engine.kept_weights import (TOLERANCE, KeptWeightsError, check_reproduces, kept_embeddings, kept_model,
                                   kept_names, kept_state, model_from_weights, read_weights, retrieval_gaps,
                                   save_weights, weights_path)
 

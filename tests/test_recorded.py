@@ -27,7 +27,7 @@ REPO = Path(__file__).resolve().parents[1]
 FLOWERS = shared_data_dir() / "flowers102"
 TOLERANCE = 0.01
 
-pytestmark = [pytest.mark.shared_data,
+pytestmark = [pytest.mark.shared_data, pytest.mark.slow,
               pytest.mark.skipif(not (FLOWERS / "imagelabels.mat").is_file(), reason="../shared/data/flowers102 absent")]
 
 

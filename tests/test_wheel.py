@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -163,7 +165,7 @@ KEPT = r"""
 import json
 from zslib.analysis.photos import has_kept_weights
 from zslib.engine.store import recorded_runs, recorded_dir
-from zslib.engine.weights import read_weights, weights_path
+from zslib.engine.kept_weights import read_weights, weights_path
 kept = {}
 for run in recorded_runs():
     if has_kept_weights(run):

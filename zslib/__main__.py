@@ -27,12 +27,18 @@ import argparse
 import ast
 import dataclasses
 import json
+import random
 import sys
+import tempfile
 import time
 import typing
+from pathlib import Path
 
-from zslib.engine.catalog import load as _catalog
-from zslib.engine.profile import PROFILES
+# Plain Python (no torch): a bad argument is answered at once. Each command imports what it runs (the runner, the
+# campaign, the grader, hence torch) inside its own function, after its arguments are checked (tests/test_cli.py).
+from zslib.engine.catalog import check_train_arguments, load as _catalog
+from zslib.engine.config import PROFILE_FIELDS, Config
+from zslib.engine.profile import PROFILES, get_profile
 
 
 def _value(text: str):
@@ -123,15 +129,13 @@ def config_options(parser: argparse.ArgumentParser, config_cls=None) -> None:
     of ``train`` with no other change. A dict field takes ``KEY=VALUE`` entries (repeatable), a list field
     comma-separated names, a true/false field ``--x`` / ``--no-x``. Every option defaults to ``None``: left out,
     the field keeps the profile's value or its own default."""
-    from zslib.engine.config import PROFILE_FIELDS, Config
-
     config_cls = config_cls or Config
     hints = typing.get_type_hints(config_cls)
     group = parser.add_argument_group(f"the run's configuration ({config_cls.__module__}.{config_cls.__name__})")
     for field in dataclasses.fields(config_cls):
         kind = _field_kind(hints[field.name])
         text = field.metadata.get("help") or f"{config_cls.__name__}.{field.name}"
-        if field.name in PROFILE_FIELDS:
+        if field.name in PROFILE_FIELDS and "default" not in text:
             text += " (default: the profile's)"
         elif field.default not in (dataclasses.MISSING, None) and "default" not in text:
             text += f" (default {field.default!r})"
@@ -154,8 +158,6 @@ def config_options(parser: argparse.ArgumentParser, config_cls=None) -> None:
 def config_overrides(args, config_cls=None) -> dict:
     """The fields of ``config_cls`` given on the command line (parsed by :func:`config_options`), as values of the
     fields: ``KEY=VALUE`` entries as a dict, comma-separated names as a list, a text through :data:`_PARSE`."""
-    from zslib.engine.config import Config
-
     config_cls = config_cls or Config
     hints = typing.get_type_hints(config_cls)
     out = {}
@@ -177,11 +179,27 @@ def config_overrides(args, config_cls=None) -> dict:
 
 
 def _parser(config_cls=None) -> argparse.ArgumentParser:
+    """The command line: one sub-command per ``_<command>_options`` function below (``train``'s options are the
+    fields of ``config_cls``, default :class:`zslib.engine.config.Config`)."""
     p = argparse.ArgumentParser(prog="python -m zslib", description="Train and evaluate zero-shot metric-learning runs.",
                                 epilog="Run `python -m zslib COMMAND --help` for the options of a command.")
     p.add_argument("--debug", action="store_true", help="show the full traceback of an error")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _train_options(sub, config_cls)
+    _evaluate_options(sub)
+    sub.add_parser("methods", help="list the methods with their papers, equations and parameters",
+                   description="List every registered method (zslib.engine.registry.METHODS) with its paper, the "
+                               "equations it implements, its parameters with their defaults, and its folder.")
+    _finetune_options(sub)
+    _record_options(sub)
+    _verify_options(sub)
+    _assignments_options(sub)
+    _grade_options(sub)
+    return p
 
+
+def _train_options(sub, config_cls) -> None:
+    """``train``: the run's configuration (one option per field of ``config_cls``) and how it runs."""
     t = sub.add_parser("train", help="train one run (or load its stored result) and print its metrics",
                        description="Train a model on the seen classes and evaluate the unseen ones. The options "
                                    "of the run's configuration are the fields of zslib.engine.config.Config; every "
@@ -194,6 +212,9 @@ def _parser(config_cls=None) -> argparse.ArgumentParser:
     t.add_argument("--json", action="store_true", help="print the result as JSON")
     t.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show the full traceback of an error")
 
+
+def _evaluate_options(sub) -> None:
+    """``evaluate``: a checkpoint or a result file's run, on a split."""
     e = sub.add_parser("evaluate", help="evaluate a trained model (a checkpoint, or the run of a result file)",
                        description="Evaluate a trained model on the unseen classes (--split test) or the seen ones "
                                    "(--split train): the model of a training checkpoint, or the checkpoint of a "
@@ -207,10 +228,9 @@ def _parser(config_cls=None) -> argparse.ArgumentParser:
     e.add_argument("--json", action="store_true", help="print the metrics as JSON")
     e.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show the full traceback of an error")
 
-    sub.add_parser("methods", help="list the methods with their papers, equations and parameters",
-                   description="List every registered method (zslib.engine.registry.METHODS) with its paper, the "
-                               "equations it implements, its parameters with their defaults, and its folder.")
 
+def _finetune_options(sub) -> None:
+    """``finetune``: the fine-tuning campaign (:mod:`zslib.campaign`)."""
     f = sub.add_parser("finetune", help="fine-tune the whole network for every method and its baseline, compare",
                        formatter_class=_FinetuneHelp, description=_FINETUNE_HELP)
     f.add_argument("--dataset", default="flowers102", choices=_FINETUNE_DATASETS,
@@ -235,6 +255,9 @@ def _parser(config_cls=None) -> argparse.ArgumentParser:
                         "nothing")
     _progress_option(f, "none", "text: a progress bar per run; none: one line per run (default)")
 
+
+def _record_options(sub) -> None:
+    """``record``: copy finished runs into ``results/recorded/`` and rewrite its manifest."""
     r = sub.add_parser("record", help="copy finished runs of a profile into results/recorded/ (to commit them)",
                        description="Copy the result files of finished runs of one profile from the results folder "
                                    "into its recorded/ sub-folder, which is committed to the repository: the "
@@ -251,7 +274,7 @@ def _parser(config_cls=None) -> argparse.ArgumentParser:
     r.add_argument("--weights", nargs="+", metavar="RUN.json",
                    help="instead: keep the trained weights of these recorded runs (train each again in a scratch "
                         "folder with its provenance's thread count, require its recorded metrics, save the trained "
-                        "parameters in float16 to recorded/weights/; zslib.engine.weights), then rewrite SHA256SUMS")
+                        "parameters in float16 to recorded/weights/; zslib.engine.kept_weights), then rewrite SHA256SUMS")
     r.add_argument("--scratch", help="with --weights: the folder to train in (a run finished there is reused; "
                                      "default: a temporary folder)")
     r.add_argument("--tolerance", type=float,
@@ -264,6 +287,9 @@ def _parser(config_cls=None) -> argparse.ArgumentParser:
                    help="also rewrite recorded runs of which the folder holds a newer run of the same config (its "
                         "provenance keeps the replaced run's date, commit and metric changes)")
 
+
+def _verify_options(sub) -> None:
+    """``verify``: train recorded runs again and compare every metric."""
     v = sub.add_parser("verify", help="train recorded runs again and fail on a number that does not reproduce",
                        description="Train recorded runs again from their configs (every file's data hashed again, "
                                    "with the thread count of its provenance) in a scratch folder, and compare every "
@@ -282,6 +308,9 @@ def _parser(config_cls=None) -> argparse.ArgumentParser:
                         "range of five k-means seeds; default 0.01)")
     v.add_argument("--device", default="cpu", help="cpu (default), cuda ...")
 
+
+def _assignments_options(sub) -> None:
+    """``assignments``: the assignment pack."""
     a = sub.add_parser("assignments", help="write the assignment pack (student and instructor notebooks, rubric)",
                        description="Generate the assignment pack from the book's chapters: student notebooks "
                                    "without solutions, instructor notebooks with them, rubric.json and a README "
@@ -295,34 +324,39 @@ def _parser(config_cls=None) -> argparse.ArgumentParser:
                         "master notebooks; nbgrader: also OUT/nbgrader/source/<chapter>/<chapter>.ipynb "
                         "(see zslib.teaching.export)")
 
-    def sandbox_options(parser, what, required=False):
-        parser.add_argument("--rubric", help=what, required=required)
-        parser.add_argument("--timeout", type=float, default=1800,
-                            help="seconds for a whole notebook, then it is stopped and keeps the points it has (default 1800)")
-        parser.add_argument("--memory", type=int, default=8192, help="address-space limit in MB (default 8192)")
-        who = parser.add_mutually_exclusive_group()
-        who.add_argument("--user", default="auto",
-                         help="run submissions as this user, one at a time, killing every process of the user after "
-                              "each (default when run as root: a uid of its own per submission, see --uids)")
-        who.add_argument("--same-user", action="store_true",
-                         help="run submissions as the grader's own user (only for trusted code; see the teacher's README)")
-        parser.add_argument("--isolation", choices=["auto", "namespaces", "process"], default="auto",
-                            help="namespaces: each submission in a jail of Linux namespaces (no network, its own "
-                                 "processes, nothing writable but its folder; needs root and util-linux); process: "
-                                 "its own process group and folders only; auto (default): namespaces where they work")
-        parser.add_argument("--uids", default=None, metavar="FIRST-LAST",
-                            help="as root, run each submission as a uid of this range that no account or process "
-                                 "uses (default 1990000000-1990000063)")
-        parser.add_argument("--instructor", metavar="PATH",
-                            help="the instructor notebook (or folder of them) whose run decides the questions that "
-                                 "depend on the chapter's numbers (default: the pack's instructor/ beside --rubric)")
 
+def _sandbox_options(parser, what, required=False):
+    """The options of `grade` and `grade-all`: the rubric, the limits and the isolation of a submission."""
+    parser.add_argument("--rubric", help=what, required=required)
+    parser.add_argument("--timeout", type=float, default=1800,
+                        help="seconds for a whole notebook, then it is stopped and keeps the points it has (default 1800)")
+    parser.add_argument("--memory", type=int, default=8192, help="address-space limit in MB (default 8192)")
+    who = parser.add_mutually_exclusive_group()
+    who.add_argument("--user", default="auto",
+                     help="run submissions as this user, one at a time, killing every process of the user after "
+                          "each (default when run as root: a uid of its own per submission, see --uids)")
+    who.add_argument("--same-user", action="store_true",
+                     help="run submissions as the grader's own user (only for trusted code; see the teacher's README)")
+    parser.add_argument("--isolation", choices=["auto", "namespaces", "process"], default="auto",
+                        help="namespaces: each submission in a jail of Linux namespaces (no network, its own "
+                             "processes, nothing writable but its folder; needs root and util-linux); process: "
+                             "its own process group and folders only; auto (default): namespaces where they work")
+    parser.add_argument("--uids", default=None, metavar="FIRST-LAST",
+                        help="as root, run each submission as a uid of this range that no account or process "
+                             "uses (default 1990000000-1990000063)")
+    parser.add_argument("--instructor", metavar="PATH",
+                        help="the instructor notebook (or folder of them) whose run decides the questions that "
+                             "depend on the chapter's numbers (default: the pack's instructor/ beside --rubric)")
+
+
+def _grade_options(sub) -> None:
+    """``grade`` (one notebook) and ``grade-all`` (a folder of submissions)."""
     g = sub.add_parser("grade", help="grade one submitted notebook in a separate, limited process",
                        description="Execute the notebook in its own process and folders (zslib.teaching.grading) "
                                    "and score the answers its checks hand over against references and hidden "
                                    "inputs it never sees.")
     g.add_argument("notebook", help="the submitted .ipynb")
-    sandbox_options(g, "the pack's rubric.json (default: the exercises the notebook records)")
+    _sandbox_options(g, "the pack's rubric.json (default: the exercises the notebook records)")
     g.add_argument("--json", action="store_true", help="print the score as JSON")
     g.add_argument("--key", action="store_true",
                    help="NOTEBOOK is the instructor's version: grade it against its own run (exit status 1 unless it "
@@ -333,7 +367,7 @@ def _parser(config_cls=None) -> argparse.ArgumentParser:
                                     "with the pack's rubric; write OUT/gradebook.csv, OUT/canvas.csv (for Canvas's "
                                     "Gradebook import), OUT/feedback/<student>.md and OUT/grading.json.")
     ga.add_argument("submissions", help="the folder of submitted notebooks")
-    sandbox_options(ga, "the pack's rubric.json", required=True)
+    _sandbox_options(ga, "the pack's rubric.json", required=True)
     ga.add_argument("--out", required=True, help="folder for gradebook.csv, canvas.csv and feedback/")
     ga.add_argument("-j", "--jobs", type=int, default=1,
                     help="notebooks graded at once (default 1; lowered to the CPUs and to what the memory holds at "
@@ -341,7 +375,6 @@ def _parser(config_cls=None) -> argparse.ArgumentParser:
     ga.add_argument("--roster", metavar="CSV",
                     help="the course's Canvas Gradebook export: canvas.csv then carries each student's Canvas "
                          "identity (matched by login, SIS id, id or name)")
-    return p
 
 
 _FINETUNE_DATASETS = ["flowers102", "cub200", "cars196", "sop", "inshop"]
@@ -417,8 +450,6 @@ def _seed_list(text, option):
 
 
 def _finetune(args) -> int:
-    from pathlib import Path
-
     methods = _FINETUNE_METHODS
     if args.methods:
         methods = tuple(m.strip() for m in args.methods.split(",") if m.strip())
@@ -491,8 +522,6 @@ def _quick_device_check(name):
     kind, _, index = text.partition(":")
     if kind not in ("cpu", "cuda", "mps") or (index and not index.isdigit()):
         raise UsageError(f"--device {name!r} is not a device; use cpu, cuda or cuda:N")
-    from pathlib import Path
-
     if kind == "cuda" and not Path("/dev/nvidiactl").exists() and not Path("/proc/driver/nvidia").exists():
         raise UsageError(f"--device {name!r}: this machine has no NVIDIA GPU driver, so CUDA is not available; "
                          "use --device cpu")
@@ -520,19 +549,14 @@ def _train(args, config_cls=None) -> int:
     profile_name = overrides.pop("profile", None)
     if args.backbone is not None and args.backbone_params is None:
         # the profile's backbone_params (e.g. smallcnn's widths) belong to its backbone
-        from zslib.engine.profile import get_profile
-
         profile = PROFILES[profile_name] if profile_name else get_profile()
         if args.backbone.replace("-", "_").lower() != str(profile.backbone).lower():
             overrides["backbone_params"] = {}
-    from zslib.engine.catalog import check_train_arguments  # plain Python: answers a bad argument at once
-
     try:
         check_train_arguments({**_plain_defaults(config_cls), **overrides, "profile": profile_name})
     except ValueError as err:
         raise UsageError(str(err)) from None
     _quick_device_check(args.device)
-    from zslib.engine.config import Config
     from zslib.experiment import run
 
     try:
@@ -575,8 +599,6 @@ def _plain_defaults(config_cls=None) -> dict:
     """The fields of ``config_cls`` with a default of their own that is a plain value (``loss``, ``method``, ``seed``
     ...): what the quick check of :func:`zslib.engine.catalog.check_train_arguments` sees where an option is left
     out."""
-    from zslib.engine.config import Config
-
     return {f.name: f.default for f in dataclasses.fields(config_cls or Config)
             if f.default is not dataclasses.MISSING and isinstance(f.default, (str, int, float))}
 
@@ -645,10 +667,8 @@ def _record(args) -> int:
 
 
 def _record_weights(files, scratch, tolerance) -> int:
-    from pathlib import Path
-
     from zslib.engine.store import load_result, write_manifest
-    from zslib.engine.weights import record_weights
+    from zslib.engine.kept_weights import record_weights
 
     paths = [Path(f) for f in files]
     outside = [str(p) for p in paths if p.parent.name != "recorded"]
@@ -668,10 +688,6 @@ def _record_weights(files, scratch, tolerance) -> int:
 
 
 def _verify(args) -> int:
-    import random
-    import tempfile
-    from pathlib import Path
-
     from zslib.analysis.reproduce import verify_run
     from zslib.engine.store import load_result, recorded_runs
 
@@ -722,8 +738,6 @@ def _sandbox(args):
         raise UsageError("--timeout must be a positive number of seconds")
     if args.memory < 512:
         raise UsageError("--memory must be at least 512 (MB); torch alone needs a few GB of address space")
-    from pathlib import Path
-
     from zslib.teaching.uidpool import DEFAULT_UIDS, parse_uids
 
     try:
@@ -753,8 +767,6 @@ def _check_notebook(path) -> None:
 
 
 def _grade(args) -> int:
-    from pathlib import Path
-
     if not (Path(args.notebook).exists() or Path(args.notebook).is_symlink()):
         raise UsageError(f"no such notebook: {args.notebook}")
     if args.rubric and not Path(args.rubric).is_file():
@@ -782,8 +794,6 @@ def _grade(args) -> int:
 
 
 def _grade_all(args) -> int:
-    from pathlib import Path
-
     if not Path(args.submissions).is_dir():
         raise UsageError(f"no such folder of submissions: {args.submissions}")
     if not args.rubric or not Path(args.rubric).is_file():

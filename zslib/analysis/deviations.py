@@ -32,7 +32,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from zslib.engine.registry import PAPERS
+from zslib.engine.config import Config
+from zslib.engine.data.datasets import get_dataset_class
+from zslib.engine.losses import LOSSES
+from zslib.engine.profile import ADAPTED_REAL, PROFILES
+from zslib.engine.registry import PAPERS, get_method
 
 __all__ = ["Deviation", "Switch", "COMMON", "common_rows", "for_config", "recipe_row", "deviations",
            "deviation_table", "markdown_table", "namespace", "read_setting", "real_config"]
@@ -46,8 +50,6 @@ _IMPLIED = {"objective_lr": ("new_layer_mult × lr", lambda c: c.new_layer_mult 
 
 def real_config():
     """The real profile's config with its defaults (:meth:`zslib.engine.config.Config.from_profile`)."""
-    from zslib.engine.config import Config
-
     return Config.from_profile("real")
 
 
@@ -86,9 +88,6 @@ def read_setting(config, key: str):
     """The value ``config`` trains with for ``key``: a Config field (``"objective_lr"``), a loss parameter
     (``"loss_params.margin"``, the loss's default when the config leaves it out) or a method parameter
     (``"method_params.adversary_input"``, the method's declared default when the config leaves it out)."""
-    from zslib.engine.losses import LOSSES
-    from zslib.engine.registry import get_method
-
     kind, name = _kind(key)
     if kind == "method":
         settings = get_method(config.method).settings(config.method_params)
@@ -225,11 +224,6 @@ def namespace(config) -> dict:
     (:data:`~zslib.engine.profile.ADAPTED_REAL`), the real dataset's split sizes ``n_seen``, ``n_unseen`` (images),
     ``seen_classes``, ``unseen_classes``, and
     ``passes``, the config's passes over the seen images."""
-    from zslib.engine.data.datasets import get_dataset_class
-    from zslib.engine.losses import LOSSES
-    from zslib.engine.profile import ADAPTED_REAL, PROFILES
-    from zslib.engine.registry import get_method
-
     real = PROFILES["real"]
     official = get_dataset_class(real.dataset).official
     head_lr = config.lr * config.new_layer_mult
@@ -268,8 +262,6 @@ def common_rows(paper: Mapping[str, str], config: Callable = real_config, *, boo
     config. The backbone row names the adapted regime (:data:`zslib.engine.profile.ADAPTED_REAL`) as a partial
     switch unless ``network_switch`` is false; ``notes`` replaces a row's switch column where it has no switch, and
     ``reasons`` a row's reason."""
-    from zslib.engine.profile import ADAPTED_REAL
-
     missing = sorted(set(COMMON) - set(paper))
     if missing:
         raise ValueError(f"the paper's side of the common rows {missing} is missing")

@@ -60,7 +60,24 @@ import sys
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
+import matplotlib as mpl
+import matplotlib.pyplot as plt
 import numpy as np
+import torch
+from PIL import Image
+
+from zslib.analysis.photos import missing_photos_text
+from zslib.analysis.viz import project_2d, to_display
+from zslib.engine.config import Config
+from zslib.engine.data import get_dataset_class, test_transform
+from zslib.engine.data.errors import MissingDataError
+from zslib.engine.evaluate import knn
+from zslib.engine.grid import run_many
+from zslib.engine.models import normalization
+from zslib.engine.registry import get_method
+from zslib.engine.runner import build_data, build_model, load_model
+from zslib.engine.store import load_result, result_path, results_dir
+from zslib.engine.train import embed, set_seed
 
 __all__ = ["Control", "Frame", "Explorer", "show", "retrieval", "retrieval_of_runs", "embedding", "embeddings_of",
            "models_of_runs", "jpeg_uri", "figure_uri"]
@@ -215,7 +232,7 @@ class Explorer:
         """The live ipywidgets view (built once): the controls and an HTML output redrawn on every change."""
         if self._widget is not None:
             return self._widget
-        import ipywidgets as W
+        import ipywidgets as W  # optional (zslib[notebook]): only the live view needs it
 
         ws = []
         for c in self.controls:
@@ -243,7 +260,7 @@ class Explorer:
     def _repr_mimebundle_(self, include=None, exclude=None):
         bundle = {"text/plain": f"<explorer: {self.title}>", "text/html": self.static_html()}
         try:
-            import ipywidgets  # noqa: F401
+            import ipywidgets  # noqa: F401  (optional, zslib[notebook]: without it the static view is shown)
             from IPython import get_ipython
         except ImportError:
             return bundle
@@ -260,7 +277,7 @@ class Explorer:
 
 def show(explorer: Explorer) -> Explorer:
     """Display ``explorer`` (live where a widget frontend runs, the static view elsewhere) and return it."""
-    from IPython.display import display
+    from IPython.display import display  # optional (zslib[notebook]), as in every chapter
 
     display(explorer)
     return explorer
@@ -269,7 +286,7 @@ def show(explorer: Explorer) -> Explorer:
 def _enable_colab_widgets() -> None:
     if "google.colab" in sys.modules:
         try:
-            from google.colab import output
+            from google.colab import output  # only on Colab
             output.enable_custom_widget_manager()
         except Exception:  # an older Colab runtime: its built-in widgets still show the core controls
             pass
@@ -323,8 +340,6 @@ _SCRIPT = """(function () {
 
 def jpeg_uri(image: np.ndarray, quality: int = 80) -> str:
     """An (H, W, 3) float image in [0, 1] (or uint8) as a ``data:image/jpeg`` URI."""
-    from PIL import Image
-
     arr = np.asarray(image)
     if arr.dtype != np.uint8:
         arr = (np.clip(arr, 0, 1) * 255).round().astype(np.uint8)
@@ -336,8 +351,6 @@ def jpeg_uri(image: np.ndarray, quality: int = 80) -> str:
 def figure_uri(fig, dpi: int = 80, fmt: str = "png") -> str:
     """A matplotlib figure as a ``data:`` URI (the figure is closed): ``fmt`` ``"png"`` for plots, ``"jpeg"``
     for figures of photographs (several times smaller)."""
-    import matplotlib.pyplot as plt
-
     if fmt not in ("png", "jpeg"):
         raise ValueError(f"fmt must be 'png' or 'jpeg', got {fmt!r}")
     buf = io.BytesIO()
@@ -349,10 +362,6 @@ def figure_uri(fig, dpi: int = 80, fmt: str = "png") -> str:
 
 def _thumbnail(image, side: int, mean=None, std=None) -> np.ndarray:
     """A display image resized to ``side`` pixels on its longer edge, uint8."""
-    from PIL import Image
-
-    from zslib.analysis.viz import to_display
-
     arr = (to_display(image, mean, std) * 255).round().astype(np.uint8)
     img = Image.fromarray(arr)
     scale = side / max(img.size)
@@ -387,11 +396,7 @@ def _image(dataset_or_images, i: int):
 def embeddings_of(model_or_array, dataset):
     """An (n, d) float32 array: given embeddings as they are, a network's embeddings of ``dataset`` (what every
     explorer of embeddings draws, the papers' own included)."""
-    import torch
-
     if isinstance(model_or_array, torch.nn.Module):
-        from zslib.engine.train import embed
-
         return embed(model_or_array, dataset)[0].numpy().astype(np.float32)
     arr = model_or_array.detach().cpu().numpy() if hasattr(model_or_array, "detach") else np.asarray(model_or_array)
     if arr.ndim != 2:
@@ -434,8 +439,6 @@ def retrieval(dataset, models: Mapping[str, object], *, labels=None, k: int = 5,
     photographs of different classes; the static page carries the first ``static_queries``. The query shown
     first is one that at least one model answers right at rank 1, when the menu holds such a query.
     """
-    from zslib.engine.evaluate import knn
-
     if not models:
         raise ValueError("give at least one model: {name: network or embeddings}")
     y = _labels(dataset, labels)
@@ -494,8 +497,6 @@ def retrieval(dataset, models: Mapping[str, object], *, labels=None, k: int = 5,
 def _stored_with_weights(config):
     """The finished run of ``config`` in the results folder when its checkpoint is there too (a chapter's grid trained
     it already: the same config hash is the same run), else ``None``; a recorded run (metrics only) has no weights."""
-    from zslib.engine.store import load_result, result_path, results_dir
-
     path = result_path(config, results_dir())
     if not path.exists():
         return None
@@ -509,9 +510,6 @@ def _trained_runs(configs: Mapping[str, object]) -> tuple[dict, list]:
     names), the others are trained together by :func:`zslib.engine.grid.run_many` (one run per core) into
     ``results/explorers/``, their own folder, so that a recorded result (metrics only) is never overwritten; a run
     stored there with its checkpoint is loaded."""
-    from zslib.engine.grid import run_many
-    from zslib.engine.store import results_dir
-
     found = {name: _stored_with_weights(c) for name, c in configs.items()}
     reused = [name for name, r in found.items() if r is not None]
     missing = {name: c for name, c in configs.items() if found[name] is None}
@@ -554,12 +552,6 @@ def models_of_runs(configs: Mapping[str, object], seed: int, fallback: str | Non
     parallel, in ``results/explorers/`` (:func:`_trained_runs`); the pretrained features are built as :func:`run`
     would. Without the configs' data, and with ``fallback`` a profile, the same methods and losses run on that
     profile instead."""
-    from zslib.engine.config import Config
-    from zslib.engine.data.errors import MissingDataError
-    from zslib.engine.runner import build_data, build_model, load_model
-    from zslib.engine.train import set_seed
-    from zslib.engine.registry import get_method
-
     configs = {name: c.replace(seed=seed) for name, c in configs.items()}
     first = next(iter(configs.values()))
     note = ""
@@ -574,8 +566,6 @@ def models_of_runs(configs: Mapping[str, object], seed: int, fallback: str | Non
                                        loss_params=c.loss_params) for name, c in configs.items()}
         first = next(iter(configs.values()))
         data = build_data(first)
-        from zslib.analysis.photos import missing_photos_text
-
         missing = missing_photos_text(err, profile=profile, dataset=dataset, markdown=False)
         note = f"{missing} Meanwhile the same methods run on the {fallback} profile. "
     unseen = data["unseen"]
@@ -609,14 +599,10 @@ def retrieval_of_runs(configs: Mapping[str, object], *, seed: int = 0, fallback:
     photographs shown come from the dataset itself, or, where a run reads cached features, from the image
     dataset of the same split in the same order (checked). ``kwargs`` go to :func:`retrieval`.
     """
-    from zslib.engine.models import normalization
-
     models, unseen, first, note, origin = models_of_runs(configs, seed, fallback)
     mean, std = normalization(first.backbone)
     images = unseen
     if unseen[0][0].ndim == 1:  # cached pooled features: the photographs of the same split, in the same order
-        from zslib.engine.data import get_dataset_class, test_transform
-
         images = get_dataset_class(first.dataset)(split="test", transform=test_transform(
             first.image_size, first.resize_size, mean, std))
         if not np.array_equal(np.asarray(images.labels), np.asarray(unseen.labels)):
@@ -641,8 +627,6 @@ def embedding(models: Mapping[str, object], dataset=None, *, labels=None, images
     ``kind`` name the control and make it a menu (``"select"``) or a slider over ordered models (``"slider"``);
     ``captions`` (``{name: text}``) are shown under each model's map; ``title`` replaces the default title.
     """
-    from zslib.analysis.viz import project_2d
-
     if not models:
         raise ValueError("give at least one model: {name: network or embeddings}")
     if dataset is None and (labels is None or images is None):
@@ -653,8 +637,6 @@ def embedding(models: Mapping[str, object], dataset=None, *, labels=None, images
     idx = np.concatenate([np.sort(rng.permutation(np.flatnonzero(y == c))[:per_class]) for c in chosen])
     source = dataset if dataset is not None else images
     pics = [jpeg_uri(_thumbnail(_image(source, i), thumb, mean, std), quality=70) for i in idx]
-    import matplotlib as mpl
-
     palette = [mpl.colors.to_hex(c) for c in mpl.colormaps["tab10"].colors]
     computed: dict = {}
 

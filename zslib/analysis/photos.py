@@ -5,7 +5,7 @@
   they are missing, and fails instead when the build declared the data present (``ZS_REQUIRE_DATA=1``).
 * :func:`unseen_embeddings` -- the embeddings of the unseen photographs under a recorded run. A recorded
   run keeps metrics; the runs a chapter draws also keep their trained weights (``results/recorded/weights/``,
-  :mod:`zslib.engine.weights`), which are used once they reproduce the run's recorded unseen retrieval metrics,
+  :mod:`zslib.engine.kept_weights`), which are used once they reproduce the run's recorded unseen retrieval metrics,
   scored from the embeddings then drawn (one pass over the unseen split). A run without them is trained again in
   a scratch folder (a head-only run of the real profile takes 5 to 10 s on one core) and must reproduce its
   recorded metrics before its embedding is shown.
@@ -22,12 +22,23 @@ with the counts the figure shows, so a chapter displays both in one line.
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
+import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
+from zslib.analysis.reproduce import CLUSTER_METRICS
 from zslib.analysis.viz import CORRECT, WRONG, _frame, embedding_scatter, to_display
+from zslib.engine.data import DataError, data_root, get_dataset_class, test_transform
+from zslib.engine.data.datasets import open_dataset
+from zslib.engine.evaluate import knn
+from zslib.engine.kept_weights import RETRAIN_TOLERANCE, has_kept_weights as kept, kept_embeddings, kept_model
+from zslib.engine import profile as engine_profile  # repository_root() read when called (a pip install has none)
+from zslib.engine.registry import get_method
+from zslib.engine import runner, train as training  # called through their modules: a patch of either reaches here
 
 __all__ = ["REQUIRE_DATA_ENV", "PhotosRequiredError", "data_required", "photos_unavailable", "missing_photos_text",
            "shown_path", "flower_photos", "query_rows", "has_kept_weights", "recorded_model", "unseen_embeddings",
@@ -56,12 +67,8 @@ def data_required() -> bool:
 def shown_path(path) -> str:
     """``path`` as a reader can use it and a page may show it: under the home folder as ``~/...``, inside the
     book's checkout as ``<checkout>/...``, else as it is."""
-    from pathlib import Path
-
-    from zslib.engine.profile import repository_root
-
     path = Path(path).expanduser()
-    for base, prefix in ((repository_root(), "<checkout>"), (Path.home(), "~")):
+    for base, prefix in ((engine_profile.repository_root(), "<checkout>"), (Path.home(), "~")):
         if base is not None and path.is_relative_to(base):
             rel = path.relative_to(base).as_posix()
             return prefix if rel == "." else f"{prefix}/{rel}"
@@ -73,8 +80,6 @@ def missing_photos_text(err: BaseException | str | None = None, *, profile: str 
     """What is missing, where it was looked for and the one command that fetches it, as one paragraph (inline
     code in backticks when ``markdown``): the note of a photo figure or explorer that cannot draw the ``profile``
     profile's photographs (``dataset`` under ``$ZS_DATA``, :func:`zslib.engine.data.data_root`)."""
-    from zslib.engine.data import data_root, get_dataset_class
-
     cls = get_dataset_class(dataset)
     root = data_root()
     code = (lambda t: f"`{t}`") if markdown else (lambda t: t)
@@ -95,7 +100,7 @@ def photos_unavailable(what: str, err: BaseException | str | None = None, *, pro
     looked for and the command that fetches it (:func:`missing_photos_text`); with ``ZS_REQUIRE_DATA=1`` a
     :class:`PhotosRequiredError` instead (a build that promised the data must not publish a page without its
     photographs)."""
-    from IPython.display import Markdown
+    from IPython.display import Markdown  # optional (zslib[notebook]), as in every chapter
 
     reason = type(err).__name__ if isinstance(err, BaseException) else (err or "missing data")
     if data_required():
@@ -112,9 +117,6 @@ def flower_photos(config, split: str = "test"):
     [0, 1], label)``, in the dataset's order, the order of the real profile's feature cache. Raises
     :class:`zslib.engine.data.errors.MissingDataError` when the files are not found; never downloads
     unless ``ZS_DOWNLOAD=1``."""
-    from zslib.engine.data import get_dataset_class, test_transform
-    from zslib.engine.data.datasets import open_dataset
-
     cls = get_dataset_class(config.dataset)
     return open_dataset(cls, split=split, transform=test_transform(config.image_size, config.resize_size,
                                                                    (0.0, 0.0, 0.0), (1.0, 1.0, 1.0)))
@@ -131,10 +133,8 @@ def query_rows(labels, n: int = 6) -> np.ndarray:
 
 def has_kept_weights(result) -> bool:
     """Whether the recorded run ``result`` (a stored :class:`~zslib.engine.store.Result`) kept its trained weights
-    (``weights/<run file stem>.pt`` beside its file; :mod:`zslib.engine.weights`), so that :func:`recorded_model`
+    (``weights/<run file stem>.pt`` beside its file; :mod:`zslib.engine.kept_weights`), so that :func:`recorded_model`
     gives its model without training. A method that trains nothing needs none (its model is rebuilt)."""
-    from zslib.engine.weights import has_kept_weights as kept
-
     return kept(result)
 
 
@@ -143,15 +143,13 @@ def recorded_model(result, device="cpu", tolerance: float | None = None):
     the file's SHA-256 is the one ``results/recorded/SHA256SUMS`` lists, it holds this run's weights (config hash),
     and the model rebuilt from the run's config with them (float16 cast back to float32) gives the run's recorded
     retrieval metrics on every split it recorded within ``tolerance`` (default: the one the file states,
-    :data:`zslib.engine.weights.TOLERANCE`, 0.5 points, unless it was recorded with a wider one). A failed check raises
-    :class:`zslib.engine.weights.KeptWeightsError` (the figure is not drawn); a run without kept weights raises
+    :data:`zslib.engine.kept_weights.TOLERANCE`, 0.5 points, unless it was recorded with a wider one). A failed check raises
+    :class:`zslib.engine.kept_weights.KeptWeightsError` (the figure is not drawn); a run without kept weights raises
     ``FileNotFoundError`` (see :func:`has_kept_weights`). A chapter shows "the method's own model" with it::
 
         if has_kept_weights(run):
             results["the method"] = run   # retrieval_section then embeds it from its kept weights, no training
     """
-    from zslib.engine.weights import kept_model
-
     return kept_model(result, torch.device(device), tolerance)
 
 
@@ -160,49 +158,38 @@ def unseen_embeddings(result, device="cpu", tolerance: float | None = None, *, w
     :class:`~zslib.engine.store.Result`); with ``with_model`` also the model, ``(embeddings, labels, model)``.
 
     A method that trains nothing is rebuilt as the run built it; a run with a checkpoint is loaded; a recorded
-    run with kept weights is loaded from them (:func:`zslib.engine.weights.kept_embeddings`: the checks of
+    run with kept weights is loaded from them (:func:`zslib.engine.kept_weights.kept_embeddings`: the checks of
     :func:`recorded_model`, with the record compared on the unseen split, the one drawn, scored from the very
     embeddings returned, so the split is embedded once) and must reproduce its recorded unseen retrieval metrics
-    within ``tolerance`` (default: the file's, :data:`zslib.engine.weights.TOLERANCE`, 0.5 points, or wider);
+    within ``tolerance`` (default: the file's, :data:`zslib.engine.kept_weights.TOLERANCE`, 0.5 points, or wider);
     otherwise the run is trained again in a scratch folder with the thread count of its provenance and must
-    reproduce them within ``tolerance`` (default :data:`zslib.engine.weights.RETRAIN_TOLERANCE`, 1 point). A run
+    reproduce them within ``tolerance`` (default :data:`zslib.engine.kept_weights.RETRAIN_TOLERANCE`, 1 point). A run
     whose metrics score a small sample (e.g. ZSML's 4 images per class) needs a wider ``tolerance``. The
     clustering metrics, which one k-means start can move, are not compared (they are checked by
     :func:`zslib.analysis.reproduce.check_reproduced` in ``tests/test_recorded.py``; a figure needs only the
     neighbours)."""
-    import tempfile
-
-    from zslib.engine.runner import build_data, load_model, run
-    from zslib.engine.registry import get_method
-
     config, device = result.config, torch.device(device)
     if not get_method(config.method).trains or (result.checkpoint is not None and result.checkpoint.is_file()):
-        model = load_model(result, device)
+        model = runner.load_model(result, device)
     elif has_kept_weights(result):
-        from zslib.engine.weights import kept_embeddings
-
         model, emb, labels = kept_embeddings(result, "unseen", device, tolerance)
         labels = np.asarray(labels)
         return (emb, labels, model) if with_model else (emb, labels)
     else:
-        from zslib.engine.weights import RETRAIN_TOLERANCE
-
         threads = torch.get_num_threads()
         torch.set_num_threads(int(result.provenance.get("torch_threads", 1)))
         try:
             with tempfile.TemporaryDirectory(prefix="zslib-photos-") as scratch:
-                again = run(config, results_dir=scratch, force=True, progress=False, device=device)
+                again = runner.run(config, results_dir=scratch, force=True, progress=False, device=device)
                 _check_retrieval(result, again, RETRAIN_TOLERANCE if tolerance is None else tolerance)
-                model = load_model(again, device)
+                model = runner.load_model(again, device)
         finally:
             torch.set_num_threads(threads)
-    emb, labels = _embed_unseen(model, build_data(config), config, device)
+    emb, labels = _embed_unseen(model, runner.build_data(config), config, device)
     return (emb, labels, model) if with_model else (emb, labels)
 
 
 def _check_retrieval(stored, again, tolerance: float) -> None:
-    from zslib.analysis.reproduce import CLUSTER_METRICS
-
     gaps = {(s, m): abs(again.metrics.get(s, {}).get(m, np.inf) - v) for s, row in stored.metrics.items()
             for m, v in row.items() if m not in CLUSTER_METRICS}
     (split, metric), worst = max(gaps.items(), key=lambda kv: kv[1])
@@ -213,10 +200,8 @@ def _check_retrieval(stored, again, tolerance: float) -> None:
 
 
 def _embed_unseen(model, data, config, device):
-    from zslib.engine.train import embed
-
     with torch.no_grad():
-        emb, labels = embed(model.eval(), data["unseen"], batch_size=config.eval_batch_size, device=device,
+        emb, labels = training.embed(model.eval(), data["unseen"], batch_size=config.eval_batch_size, device=device,
                             num_workers=0)
     return emb, np.asarray(labels)
 
@@ -229,11 +214,9 @@ def nearest(embeddings, rows, k: int = 5, metric: str = "cosine", scorer=None) -
     x = torch.as_tensor(np.asarray(embeddings), dtype=torch.float32)
     rows = np.asarray(rows, dtype=int)
     if scorer is None:
-        from zslib.engine.evaluate import knn
-
         idx = knn(x[rows], x, k=k + 1, metric=metric, exclude_self=False).indices.numpy()
     else:
-        from zslib.methods.zsml.pairwise import score_topk
+        from zslib.methods.zsml.pairwise import score_topk  # a paper's module, for ZSML's pair scorer only
 
         with torch.no_grad():
             idx = score_topk(scorer, x[rows], x, k=k + 1, exclude_self=False).indices.numpy()
@@ -246,8 +229,6 @@ def retrieval_grid(photos, labels, rows, neighbours: Mapping[str, np.ndarray], *
     (name -> ``(len(rows), k)`` gallery indices, best first), its ``k`` nearest photographs, framed green when
     they share the query's class and red when not. Returns ``(figure, caption)``; the caption counts the
     green frames of each model."""
-    import matplotlib.pyplot as plt
-
     labels, rows = np.asarray(labels), np.asarray(rows, dtype=int)
     names = list(neighbours)
     k = int(np.asarray(neighbours[names[0]]).shape[1])
@@ -292,8 +273,6 @@ def overlay_maps(photos, rows, maps: Mapping[str, np.ndarray], *, size: float = 
     """The photographs ``photos[rows]`` (top row) and, for each entry of ``maps`` (name -> ``(len(rows), h, w)``),
     the map upsampled (bilinear) to the photograph and drawn over it with opacity ``alpha``, each map scaled to
     its own maximum. Returns ``(figure, caption)``."""
-    import matplotlib.pyplot as plt
-
     rows = np.asarray(rows, dtype=int)
     images = [to_display(photos[int(r)][0]) for r in rows]
     fig, axes = plt.subplots(1 + len(maps), len(rows), figsize=(size * len(rows), size * (1 + len(maps))),
@@ -367,8 +346,7 @@ def retrieval_section(results: Mapping, *, scorers: Mapping | None = None, tsne_
     the retrieval caption; ``tolerance`` (name -> float) widens the reproduction check of a run whose recorded
     metrics are measured on a small sample (see :func:`unseen_embeddings`). Without the photographs a section with
     the note of :func:`photos_unavailable` (an error under ``ZS_REQUIRE_DATA=1``)."""
-    from zslib.engine.data import DataError
-    from zslib.present.base import Section, Sections
+    from zslib.present.base import Section, Sections  # the presentation floor imports this module: a cycle
 
     first = next(iter(results.values()))
     try:

@@ -30,6 +30,12 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 
+import numpy as np
+import torch
+
+from zslib.engine.runner import build_data, build_method, load_model, run, scored_splits, split_metrics
+from zslib.engine.store import cpu_model
+
 __all__ = ["CLUSTER_METRICS", "EXACT", "reproduction_gaps", "check_reproduced", "reproduction_mode",
            "reproduction_rule", "check_reproduced_here", "verify_run"]
 
@@ -55,8 +61,6 @@ def reproduction_gaps(stored, again, device="cpu", cluster_seeds: Iterable[int] 
     retrained (with its checkpoint). Retrieval metrics: the absolute difference. Clustering metrics: the
     distance from the stored value to the interval of the metric over ``again``'s own value and the
     clusterings of its model with ``cluster_seeds`` (:func:`zslib.engine.runner.split_metrics`)."""
-    from zslib.engine.runner import build_data, build_method, load_model, scored_splits, split_metrics
-
     if stored.config.name != again.config.name:
         raise ValueError(f"these are two different runs: {stored.config.name!r} and {again.config.name!r}")
     scored = set(scored_splits(stored.config))  # a validation run recorded before it stopped scoring unseen classes
@@ -69,9 +73,6 @@ def reproduction_gaps(stored, again, device="cpu", cluster_seeds: Iterable[int] 
     clustered = [(s, m) for s, row in stored_metrics.items() for m in row if m in CLUSTER_METRICS]
     if not clustered:
         return gaps
-    import numpy as np
-    import torch
-
     config = again.config
     data = build_data(config)
     model = load_model(again, device)
@@ -113,8 +114,6 @@ def check_reproduced_here(stored, again, elsewhere: float, device="cpu") -> tupl
     tolerance, why = reproduction_rule(stored, elsewhere)
     if tolerance > EXACT:
         return check_reproduced(stored, again, tolerance, device), why
-    from zslib.engine.runner import scored_splits
-
     worst = 0.0
     scored = set(scored_splits(stored.config))  # a validation run recorded before it stopped scoring unseen classes
     for split, row in stored.metrics.items():
@@ -137,10 +136,6 @@ def reproduction_mode(stored, device: str = "cpu") -> tuple[str, str]:
     """How closely a run trained again here must match ``stored``: ``("exact", why)`` (every metric to the last bit)
     when this is the machine its provenance names (a CPU run, the same CPU model: the same code, seed and thread
     count then give the same bits), else ``("tolerance", why)`` (:func:`reproduction_gaps`)."""
-    import torch
-
-    from zslib.engine.store import cpu_model
-
     recorded_device = str(stored.provenance.get("device", ""))
     recorded_cpu = stored.provenance.get("cpu")
     if not recorded_device.startswith("cpu") or str(device) != "cpu":
@@ -164,10 +159,6 @@ def verify_run(stored, scratch, tolerance: float = 0.01, device: str = "cpu") ->
     with the thread count of its provenance) and compare every metric: exactly, or within ``tolerance`` where
     :func:`reproduction_mode` says the machine differs. Returns ``{"run", "mode", "why", "ok", "worst", "message"}``:
     ``worst`` is ``(split, metric, recorded, again, gap)`` of the largest difference, ``message`` one line."""
-    import torch
-
-    from zslib.engine.runner import run, scored_splits
-
     mode, why = reproduction_mode(stored, device)
     threads = torch.get_num_threads()
     torch.set_num_threads(int(stored.provenance.get("torch_threads") or 1))

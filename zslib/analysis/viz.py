@@ -6,9 +6,16 @@ values in [0, 1]; pass ``mean``/``std`` to undo a normalization first.
 """
 from __future__ import annotations
 
+import warnings
 from typing import Sequence
 
+import matplotlib as mpl
+import matplotlib.pyplot as plt
 import numpy as np
+import seaborn as sns
+from matplotlib.offsetbox import AnnotationBbox, OffsetImage
+from sklearn.decomposition import PCA
+from sklearn.manifold import TSNE
 
 from zslib.engine.threads import one_thread
 
@@ -21,9 +28,6 @@ WRONG = "#d62728"
 
 def set_style(context: str = "notebook") -> None:
     """The seaborn look every chapter shares (white grid, colour-blind palette, modest size)."""
-    import matplotlib as mpl
-    import seaborn as sns
-
     sns.set_theme(context=context, style="whitegrid", palette="colorblind")
     mpl.rcParams.update({"figure.figsize": (7.0, 4.0), "figure.dpi": 100, "axes.titlesize": "medium",
                          "image.interpolation": "nearest"})
@@ -66,8 +70,6 @@ def image_grid(images, titles: Sequence[str] | None = None, ncols: int = 8,
                colors: Sequence[str | None] | None = None, size: float = 1.2,
                mean=None, std=None, suptitle: str | None = None):
     """A grid of images with optional titles and coloured frames; returns the figure."""
-    import matplotlib.pyplot as plt
-
     n = len(images)
     if n == 0:
         raise ValueError("image_grid needs at least one image")
@@ -101,8 +103,6 @@ def attention_panels(panels: dict, boxes: dict | None = None, *, mean=None, std=
     of that panel, drawn on it. ``panels_as``: ``"columns"`` (one row per example, one column per
     label) or ``"rows"``. ``titles``: one per example (e.g. the class), shown next to its first panel.
     """
-    import matplotlib.pyplot as plt
-
     if not panels:
         raise ValueError("attention_panels needs at least one panel")
     if panels_as not in ("columns", "rows"):
@@ -153,8 +153,6 @@ def show_retrievals(query_images, query_labels, gallery_images, gallery_labels, 
     share the query's label and red when they do not. ``neighbours[i]`` lists gallery indices in
     rank order (for example the indices returned by :func:`zslib.engine.evaluate.knn`). ``gallery_images``
     may be a dataset whose items are ``(image, label)``: only the images shown are read."""
-    import matplotlib.pyplot as plt
-
     neighbours = np.asarray(neighbours)
     nq = len(query_images)
     if neighbours.shape[0] != nq or neighbours.shape[1] < k:
@@ -204,15 +202,11 @@ def project_2d(embeddings, method: str = "tsne", seed: int = 0, **kwargs) -> np.
     if x.shape[0] < 3:
         raise ValueError(f"need at least 3 embeddings to project, got {x.shape[0]}")
     if method == "tsne":
-        from sklearn.manifold import TSNE
-
         opts = {"perplexity": min(30.0, (x.shape[0] - 1) / 3.0), "init": "pca", "random_state": seed}
         opts.update(kwargs)
         return TSNE(n_components=2, **opts).fit_transform(x)
     if method == "umap":
-        import umap
-
-        import warnings
+        import umap  # optional (zslib[notebook]): only this projection uses it
 
         opts = {"random_state": seed, "n_neighbors": min(15, x.shape[0] - 1)}
         opts.update(kwargs)
@@ -220,8 +214,6 @@ def project_2d(embeddings, method: str = "tsne", seed: int = 0, **kwargs) -> np.
             warnings.filterwarnings("ignore", message="n_jobs value", category=UserWarning)
             return umap.UMAP(n_components=2, **opts).fit_transform(x)
     if method == "pca":
-        from sklearn.decomposition import PCA
-
         return PCA(n_components=2, random_state=seed, **kwargs).fit_transform(x)
     raise ValueError(f"unknown projection method {method!r}; use 'tsne', 'umap' or 'pca'")
 
@@ -253,9 +245,6 @@ def embedding_scatter(embeddings, labels, method: str = "tsne", images=None, *, 
     images at well-spread points are drawn over the scatter, framed in their point's colour. Returns the
     figure; the coordinates used are attached to it as ``fig.coords``.
     """
-    import matplotlib.pyplot as plt
-    from matplotlib.offsetbox import AnnotationBbox, OffsetImage
-
     labels = _as_numpy(labels, "labels", 1)
     if coords is None:
         x = _as_numpy(embeddings, "embeddings", 2)
@@ -301,8 +290,6 @@ def plot_curves(history, metric: str = "R@1", splits=("seen", "unseen"), ax=None
     :class:`zslib.experiment.Result`), or a list of them (several seeds: the mean is drawn with a band
     from the minimum to the maximum over runs, which must share their evaluation steps).
     """
-    import matplotlib.pyplot as plt
-
     runs = list(history) if isinstance(history, (list, tuple)) else [history]
     runs = [getattr(h, "history", h) for h in runs]
     if not runs:
@@ -338,8 +325,6 @@ def probe_bars(reports: dict, names: Sequence[str] | None = None, shortcut: Sequ
     :class:`zslib.analysis.probe.ProbeReport` (anything with ``names``, ``accuracy``, ``chance``, ``stderr``
     dicts). Attributes listed in ``shortcut`` get a ``*`` in their tick label.
     """
-    import matplotlib.pyplot as plt
-
     if not reports:
         raise ValueError("probe_bars needs at least one report")
     first = next(iter(reports.values()))
@@ -376,8 +361,6 @@ def band_plot(x, series: dict, ax=None, xlabel: str = "", ylabel: str = "", titl
     """Lines with confidence bands: ``series`` maps a label to ``(values, low, high)`` over ``x`` (e.g.
     the H-divergence and λ against the weight α, as in JRD Fig. 2). ``xscale="symlog"`` spreads out
     weights that include 0."""
-    import matplotlib.pyplot as plt
-
     x = np.asarray(x, dtype=float)
     if ax is None:
         fig, ax = plt.subplots()

@@ -24,9 +24,12 @@ writes ``campaign/<dataset>.json`` (the runs of every stage, the choices, the ta
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import torch
 
 from zslib.campaign.records import hardware
 from zslib.campaign.plan import (RECIPES, SMOKE, SMOKE_SEEDS, UNTRAINED, Recipe, candidate_configs, estimated_images,
@@ -35,6 +38,14 @@ from zslib.campaign.plan import (RECIPES, SMOKE, SMOKE_SEEDS, UNTRAINED, Recipe,
 from zslib.engine.choice import choose
 from zslib.engine.stability import stability_label
 from zslib.engine.config import Config
+from zslib.engine.data.datasets import get_dataset_class
+from zslib.engine.data.device_images import DEVICE_SHARE, HOST_SHARE
+from zslib.engine.profile import device as default_device
+from zslib.engine.runner import run
+from zslib.engine.store import (check_writable, device_name, result_path, results_dir as default_results,
+                                write_json)
+from zslib.engine.train.batches import loader_workers
+from zslib.engine.train.precision import Precision
 from zslib.engine.stats import format_interval, interval, paired
 
 __all__ = ["STAGES", "Campaign", "run_campaign", "setting_to_test", "device_settings", "comparison_rows", "markdown_table",
@@ -81,8 +92,6 @@ T4_MEMORY_GB = {"gpu": 15.0, "host": 12.7}
 def assumed_rate(where: str, dataset: str) -> tuple[float, str]:
     """``(images per second, what it assumes)`` of ``where`` (a key of :data:`ASSUMED_RATES`) for ``dataset``: on the
     T4, the device image path where the pixels fit (:data:`PIXELS_GB`), else its loader's :data:`LOADER_RATE`."""
-    from zslib.engine.data.device_images import DEVICE_SHARE, HOST_SHARE
-
     rate = ASSUMED_RATES[where]
     if "T4" not in where:
         return rate, ASSUMED_RATE_SOURCES[where]
@@ -151,12 +160,6 @@ def device_settings(device, recipe: Recipe, smoke: bool = False, methods=(),
     ``description["method_batches"]`` (``{method: P}``). ``batch_classes``: the P the caller asked for instead of
     the recipe's (``finetune --batch-classes``; not halved below 12 GiB, but still per method where it does not
     fit). A changed batch is a different experiment (its hash changes) and is said."""
-    import torch
-
-    from zslib.engine.store import device_name
-    from zslib.engine.train.batches import loader_workers
-    from zslib.engine.train.precision import Precision
-
     device = torch.device(device)
     overrides: dict = {}
     sizes = SMOKE if smoke else recipe.settings
@@ -340,8 +343,6 @@ def _every_method(methods) -> tuple:
 
 
 def _recipe(dataset: str) -> Recipe:
-    from zslib.engine.data.datasets import get_dataset_class
-
     try:
         key = get_dataset_class(dataset).name
     except ValueError:
@@ -366,9 +367,6 @@ class _Runner:
         self.total, self.done, self.trained = total, 0, 0
 
     def __call__(self, config: Config, stage: str, split: str):
-        from zslib.engine.runner import run
-        from zslib.engine.store import result_path
-
         stored = result_path(config, self.results_dir).exists()
         started = time.perf_counter()
         every = self.checkpoint_every or max(1, config.iterations // 10)
@@ -393,11 +391,6 @@ def run_campaign(dataset: str = "flowers102", *, smoke: bool = False, methods=No
     stored apart (``<results>/smoke-campaign/``) so that they never mix with real runs. ``overrides``: Config
     fields set on every run (e.g. ``{"iterations": 100}`` for a shorter campaign; they change the runs' hashes)."""
     methods = _every_method(methods)
-    import torch
-
-    from zslib.engine.profile import device as default_device
-    from zslib.engine.store import check_writable, results_dir as default_results
-
     recipe = _recipe(dataset)
     device = torch.device("cpu") if smoke and device is None else torch.device(device or default_device())
     directory = default_results(results_dir)
@@ -540,8 +533,6 @@ def markdown_table(rows: list[dict]) -> str:
 
 
 def _write(camp: Campaign, directory: Path, table: str) -> dict:
-    from zslib.engine.store import write_json
-
     folder = directory / "campaign"
     stem = camp.dataset
 
@@ -571,10 +562,6 @@ def record_campaigns(results_dir=None, dry_run: bool = False) -> list[Path]:
     """Copy the campaigns' manifests and tables (``<results>/campaign/*.json``, ``*.md``) into
     ``<results>/recorded/campaign/`` beside the recorded runs (``python -m zslib record --profile full`` does it);
     returns the copied paths. Smoke campaigns (``<results>/smoke-campaign/``) are never copied."""
-    import shutil
-
-    from zslib.engine.store import results_dir as default_results
-
     root = default_results(results_dir)
     out = []
     for path in sorted((root / "campaign").glob("*")):

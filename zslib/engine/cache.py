@@ -16,6 +16,7 @@ book's checkout, else ``~/.cache/zslib``.
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 import os
 import shutil
@@ -44,8 +45,6 @@ def source_fingerprint(*sources) -> str:
     """16 hex digits of the SHA-256 of source code: files (paths, e.g. ``module.__file__``), or functions,
     classes and modules (their source, via :func:`inspect.getsource`). Name exactly the code that computes a
     cached value, so that an edit elsewhere does not throw the cache away while an edit there always does."""
-    import inspect
-
     h = hashlib.sha256()
     for src in sources:
         if isinstance(src, (str, os.PathLike)):

@@ -21,7 +21,7 @@ CATALOG = Path(__file__).with_name("catalog.json")
 
 
 def build() -> dict:
-    """The catalog of the live registries (imports them, hence PyTorch)."""
+    """The catalog of the live registries (imports them, hence PyTorch, here: this module must not)."""
     from zslib.engine.data.datasets import DATASETS
     from zslib.engine.losses import LOSSES
     from zslib.engine.registry import METHODS, PAPERS

@@ -17,23 +17,22 @@ import dataclasses
 import hashlib
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from zslib.engine.fields import ProfileFields, helped, names
 from zslib.engine.profile import PROFILES, Profile, get_profile
 
 __all__ = ["Config", "config_hash", "PROFILE_FIELDS", "NOT_HASHED", "HASHED_UNLESS_DEFAULT", "TRAIN_BN"]
 
-#: Config fields whose default is the value of the profile of the same name.
-PROFILE_FIELDS = ("dataset", "image_size", "resize_size", "backbone", "backbone_params", "pretrained",
-                  "embedding_dim", "batch_classes", "batch_per_class", "iterations", "eval_every", "lr",
-                  "new_layer_mult", "weight_decay", "num_workers", "amp", "synth_images_per_class", "feature_stages",
-                  "image_cache")
+#: Config fields whose default is the value of the profile of the same name (those of
+#: :class:`~zslib.engine.fields.ProfileFields`, which Config and Profile inherit).
+PROFILE_FIELDS = names(ProfileFields)
 
 #: Config fields that change how fast a run goes, never its numbers: left out of :func:`config_hash`.
-#: ``image_cache`` gives bitwise the same images as decoding the files (see :mod:`zslib.engine.data.cache`), and
+#: ``image_cache`` gives bitwise the same images as decoding the files (see :mod:`zslib.engine.data.image_cache`), and
 #: ``device_images`` bitwise the same batches as the loader (see :mod:`zslib.engine.data.device_images`).
 NOT_HASHED = ("name", "image_cache", "device_images")
 
@@ -46,11 +45,6 @@ HASHED_UNLESS_DEFAULT = {"train_stages": [], "train_bn": "frozen"}
 #: ``"frozen"``: normalized with the ImageNet running statistics (eval mode, never updated), scale and shift
 #: trained; ``"batch"``: normalized with each batch's statistics, running statistics updated (PyTorch's default).
 TRAIN_BN = ("frozen", "batch")
-
-
-def _help(text: str, choices: tuple | None = None) -> dict:
-    """A field's metadata: ``help`` (what ``python -m zslib train --help`` says of it) and ``choices``."""
-    return {"help": text, **({"choices": tuple(choices)} if choices is not None else {})}
 
 
 def _json_default(obj):
@@ -90,8 +84,8 @@ def _check_possible(config, parametric_loss: bool) -> None:
                          "use synth_images_per_class >= 2 (--synth-images-per-class 2)")
 
 
-@dataclass(frozen=True)
-class Config:
+@dataclass(frozen=True, kw_only=True)
+class Config(ProfileFields):
     """Everything that determines a training run (and therefore its result file).
 
     ``method`` / ``method_params``: the method and its hyperparameters (``"baseline"``: the metric loss
@@ -108,63 +102,25 @@ class Config:
     ``name`` is a label only. None of the three is part of :func:`config_hash`.
     """
 
-    profile: str = field(default="quick", metadata=_help("the size profile that fills every field left out (default: "
-                                                         "$ZS_PROFILE, else quick)", choices=sorted(PROFILES)))
-    dataset: str | None = field(default=None, metadata=_help("synthparts, cub200, cars196, sop, inshop or flowers102"))
-    backbone: str | None = field(default=None,
-                                 metadata=_help("smallcnn, googlenet, resnet50, bninception, efficientnet_lite0 or "
-                                                 "tf_efficientnet_lite0"))
-    backbone_params: dict | None = field(default=None, metadata=_help("a setting of the backbone, e.g. "
-                                                                      "widths=[16,32,64,128] (repeatable)"))
-    pretrained: bool | None = field(default=None, metadata=_help("start the backbone from its ImageNet weights"))
-    weights_path: str | None = field(default=None, metadata=_help("a weight file for the backbone"))
-    embedding_dim: int | None = field(default=None, metadata=_help("the size of the embedding"))
-    normalize: bool = field(default=True, metadata=_help("L2-normalize the embedding"))
-    dropout: float = field(default=0.0,
-                           metadata=_help("dropout on the backbone's feature before the embedding layer, in [0, 1)"))
-    freeze_bn: bool = field(default=False, metadata=_help("keep the backbone's BatchNorm layers in eval mode, their "
-                                                          "scale and shift frozen"))
-    image_size: int | None = field(default=None,
-                                   metadata=_help("the side in pixels of the square crop the network sees"))
-    resize_size: int | None = field(default=None,
-                                    metadata=_help("the side in pixels an image is resized to before the crop"))
-    loss: str = field(default="triplet", metadata=_help("the metric loss (zslib.engine.losses.LOSSES)"))
-    loss_params: dict = field(default_factory=dict,
-                              metadata=_help("a loss hyperparameter, e.g. margin=0.1 (repeatable)"))
-    method: str = field(default="baseline", metadata=_help("the method (python -m zslib methods lists them)"))
-    method_params: dict = field(default_factory=dict,
-                                metadata=_help("a method hyperparameter, e.g. lambda1=0.02 (repeatable)"))
-    iterations: int | None = field(default=None, metadata=_help("training steps"))
-    batch_classes: int | None = field(default=None, metadata=_help("P: classes per batch"))
-    batch_per_class: int | None = field(default=None, metadata=_help("K: images per class in a batch"))
-    lr: float | None = field(default=None, metadata=_help("the learning rate of the pretrained layers (the new layers "
-                                                          "get new_layer_mult times it)"))
-    weight_decay: float | None = field(default=None, metadata=_help("weight decay"))
-    new_layer_mult: float | None = field(default=None, metadata=_help("the new layers (the embedding head) learn at "
-                                                                      "this many times lr"))
-    objective_lr: float | None = field(default=None, metadata=_help("the learning rate of the method's own parameters "
-                                                                    "(default: new_layer_mult x lr)"))
-    schedule: str | dict | None = field(default=None, metadata=_help("the learning-rate schedule: constant (default), "
-                                                                     "cosine, or step:EVERY[:GAMMA]"))
-    eval_every: int | None = field(default=None, metadata=_help("evaluate every this many steps"))
-    validation_fraction: float = field(default=0.0,
-                                       metadata=_help("hold out this share of the seen classes as validation classes"))
-    seed: int = field(default=0, metadata=_help("the random seed"))
-    amp: bool | None = field(default=None, metadata=_help("mixed precision (CUDA only)"))
-    num_workers: int | None = field(default=None, metadata=_help("data-loading worker processes"))
-    synth_images_per_class: int | None = field(default=None, metadata=_help("SynthParts images per class"))
-    feature_stages: list | None = field(default=None, metadata=_help("the backbone maps read from the feature cache "
-                                                                     "(real profile), e.g. block4,block5,head"))
-    train_stages: tuple = field(default=(), metadata=_help("the last pretrained stages that train on a cached-feature "
-                                                           "profile, e.g. block6,head"))
-    train_bn: str = field(default="frozen",
-                          metadata=_help("BatchNorm of the trained stages (TRAIN_BN)", choices=TRAIN_BN))
-    image_cache: bool | None = field(default=None,
-                                     metadata=_help("read real datasets through the pre-resized image cache"))
-    device_images: bool = field(default=False, metadata=_help("hold the pre-resized pixels on the training device and "
-                                                              "crop them there (same batches as the loader)"))
-    eval_batch_size: int = field(default=256, metadata=_help("images per batch when the model embeds for evaluation"))
-    name: str = field(default="", metadata=_help("a label of the run, not hashed (default: method-loss-dataset-sSEED)"))
+    profile: str = helped("the size profile that fills every field left out (default: $ZS_PROFILE, else quick)",
+                          choices=sorted(PROFILES), default="quick")
+    weights_path: str | None = helped("a weight file for the backbone")
+    normalize: bool = helped("L2-normalize the embedding", default=True)
+    dropout: float = helped("dropout on the backbone's feature before the embedding layer, in [0, 1)", default=0.0)
+    freeze_bn: bool = helped("keep the backbone's BatchNorm layers in eval mode, their scale and shift frozen",
+                             default=False)
+    loss: str = helped("the metric loss (zslib.engine.losses.LOSSES)", default="triplet")
+    loss_params: dict = helped("a loss hyperparameter, e.g. margin=0.1 (repeatable)", default_factory=dict)
+    method: str = helped("the method (python -m zslib methods lists them)", default="baseline")
+    method_params: dict = helped("a method hyperparameter, e.g. lambda1=0.02 (repeatable)", default_factory=dict)
+    validation_fraction: float = helped("hold out this share of the seen classes as validation classes", default=0.0)
+    seed: int = helped("the random seed", default=0)
+    train_stages: tuple = helped("the last pretrained stages that train on a cached-feature profile, e.g. block6,head",
+                                 default=())
+    train_bn: str = helped("BatchNorm of the trained stages (TRAIN_BN)", choices=TRAIN_BN, default="frozen")
+    device_images: bool = helped("hold the pre-resized pixels on the training device and crop them there (same "
+                                 "batches as the loader)", default=False)
+    name: str = helped("a label of the run, not hashed (default: method-loss-dataset-sSEED)", default="")
 
     def __post_init__(self):
         if self.profile not in PROFILES:
@@ -194,7 +150,7 @@ class Config:
         if self.train_bn not in TRAIN_BN:
             raise ValueError(f"Config.train_bn must be one of {TRAIN_BN}, got {self.train_bn!r}")
         if self.train_stages:
-            from zslib.engine.models.adapted import check_train_stages
+            from zslib.engine.models.adapted import check_train_stages  # imports torch: as checks above
 
             if not self.feature_stages:
                 raise ValueError("Config.train_stages needs a cached-feature profile (profile='real'): the "
@@ -211,7 +167,7 @@ class Config:
             raise ValueError(f"Config.dropout must be in [0, 1), got {self.dropout!r}")
         if not 0.0 <= self.validation_fraction < 1.0:
             raise ValueError(f"Config.validation_fraction must be in [0, 1), got {self.validation_fraction!r}")
-        from zslib.engine.losses import LOSSES
+        from zslib.engine.losses import LOSSES  # these three import torch: here, as checks above
         from zslib.engine.registry import get_method
 
         if self.loss not in LOSSES:
@@ -253,10 +209,7 @@ class Config:
             changes["name"] = ""
         if "method" in changes and changes["method"] != self.method and "method_params" not in changes:
             changes["method_params"] = {}
-        return dataclasses.replace(self, **changes)
-
-    def as_dict(self) -> dict:
-        return dataclasses.asdict(self)
+        return super().replace(**changes)
 
     @classmethod
     def from_dict(cls, d: Mapping) -> "Config":

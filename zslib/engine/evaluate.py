@@ -60,8 +60,10 @@ from typing import NamedTuple
 
 import numpy as np
 import torch
+from scipy.optimize import linear_sum_assignment
+from sklearn.cluster import KMeans
 
-from zslib.engine import checks
+from zslib.engine import checks, profile
 from zslib.engine.threads import one_thread
 
 __all__ = [
@@ -154,8 +156,6 @@ def _resolve_device(device, *tensors) -> torch.device:
     for t in tensors:
         if isinstance(t, torch.Tensor) and t.device.type != "cpu":
             return t.device
-    from zslib.engine import profile
-
     return profile.device()
 
 
@@ -357,7 +357,7 @@ def _search(faiss, index, queries: np.ndarray, k: int):
 
 def _faiss_knn_chunks(query, gallery, k, metric, exclude_self, chunk_size):
     try:
-        import faiss
+        import faiss  # optional (zslib[notebook] or [full]): the CPU's fast neighbour search
     except ImportError:  # pragma: no cover - faiss is installed in the book environment
         raise ImportError(
             "backend='faiss' needs the faiss package (pip install faiss-cpu); or use backend='torch'."
@@ -415,7 +415,7 @@ def _pick_backend(backend: str, device: torch.device, deep: bool = False) -> str
         if device.type != "cpu" or deep:
             return "torch"
         try:
-            import faiss  # noqa: F401
+            import faiss  # noqa: F401  (optional: without it, torch's search)
         except ImportError:
             return "torch"
         return "faiss"
@@ -808,8 +808,6 @@ def kmeans(embeddings, n_clusters: int, metric: str = "cosine", seed: int = 0, n
     Under the cosine metric the embeddings are L2-normalized first, as the papers evaluate
     normalized features. Returns int64 cluster ids, one per sample.
     """
-    from sklearn.cluster import KMeans
-
     metric = _check_metric(metric)
     x = _prepare(_matrix(embeddings, "embeddings"), metric, "embeddings").cpu().numpy()
     n_clusters = int(n_clusters)
@@ -897,8 +895,6 @@ def cluster_accuracy(embeddings, labels, *, assignments=None, n_clusters: int | 
     """Clustering accuracy (ZSML, Xu et al. 2019, Sec. 5): the best one-to-one matching of clusters
     to classes (Hungarian algorithm), as the fraction of samples it labels correctly. Clusters
     or classes left unmatched (when their numbers differ) count as errors."""
-    from scipy.optimize import linear_sum_assignment
-
     a = _assignments(embeddings, labels, assignments, n_clusters, metric, seed)
     yi, ci, nij, n = _cells(labels, a)
     table = np.zeros((yi.max() + 1, ci.max() + 1))

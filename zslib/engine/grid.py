@@ -12,6 +12,7 @@ interrupted grid resumes where it stopped (every run writes its own result and c
 from __future__ import annotations
 
 import json
+import multiprocessing as mp
 import os
 import warnings
 from collections.abc import Iterable, Mapping
@@ -20,7 +21,7 @@ import torch
 
 from zslib.engine.choice import OFF, Choice, choose
 from zslib.engine.config import Config, config_hash
-from zslib.engine.profile import PROFILES
+from zslib.engine.profile import PROFILES, device as default_device
 from zslib.engine.progress import progress_bar
 from zslib.engine.runner import build_data, run
 from zslib.engine.store import Result, check_writable, result_path, results_dir, stale_code_warning
@@ -155,7 +156,6 @@ def default_workers(device=None) -> int:
             raise ValueError(f"ZS_WORKERS={env!r} must be a positive integer (the number of runs trained at once)")
         return int(env)
     if device is None:
-        from zslib.engine.profile import device as default_device
         device = default_device()
     if torch.device(device).type != "cpu":
         return 1
@@ -209,8 +209,6 @@ def run_many(configs: Iterable[Config], *, workers: int | None = None, progress=
     several train at once). The thread count is part of each result's provenance (``torch_threads``):
     CPU sums, hence the last digits of a result, depend on it.
     """
-    import multiprocessing as mp
-
     configs = list(configs)
     for c in configs:
         if not isinstance(c, Config):
@@ -231,8 +229,6 @@ def run_many(configs: Iterable[Config], *, workers: int | None = None, progress=
     todo = list(unique.values())
     if todo:
         check_writable(directory)
-    from zslib.engine.profile import device as default_device
-
     dev = torch.device(run_kwargs.get("device") or default_device())
     workers = default_workers(dev) if workers is None else int(workers)
     if dev.type != "cpu" or "fork" not in mp.get_all_start_methods() or distributed.launched():

@@ -8,6 +8,8 @@ is available, and :func:`reset_peak_rss` says so by returning False.
 """
 from __future__ import annotations
 
+import sys
+
 from pathlib import Path
 
 
@@ -44,7 +46,6 @@ def peak_rss_mib() -> float:
     value = _status_mib("VmHWM")
     if value is not None:
         return value
-    import resource
-    import sys
+    import resource  # Unix only
     scale = 2 ** 20 if sys.platform == "darwin" else 2 ** 10  # macOS reports bytes, Linux kB
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / scale

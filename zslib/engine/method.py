@@ -58,6 +58,7 @@ import torch
 from torch import nn
 
 from zslib.engine.checks import finite_number
+from zslib.engine.losses import get_loss
 from zslib.engine.train.optim import OptimSettings, model_groups, own_parameters_group
 
 __all__ = ["Method", "Param", "number", "one_of", "boolean", "ObjectiveMethod", "objective_method"]
@@ -131,8 +132,6 @@ class Method(nn.Module):
         self.p = self.settings(getattr(config, "method_params", None))
         self.loss_name = getattr(config, "loss", None)
         if config is not None:
-            from zslib.engine.losses import get_loss
-
             self.loss = get_loss(config.loss, num_classes=num_classes, embedding_dim=config.embedding_dim,
                                  **config.loss_params)
         self.register_buffer("class_index", None, persistent=False)

@@ -16,12 +16,12 @@ The profile is chosen by the environment variable ``ZS_PROFILE`` (``quick``, ``r
 """
 from __future__ import annotations
 
-import dataclasses
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from zslib.engine.choice import TEST_SEEDS
+from zslib.engine.fields import ProfileFields, names
 
 __all__ = ["Profile", "PROFILES", "ADAPTED_REAL", "get_profile", "set_profile", "device", "repository_root",
            "resolve_folder", "downloads_allowed", "DOWNLOAD_ENV"]
@@ -29,49 +29,36 @@ __all__ = ["Profile", "PROFILES", "ADAPTED_REAL", "get_profile", "set_profile", 
 DOWNLOAD_ENV = "ZS_DOWNLOAD"  # "1": a missing dataset or pretrained weights file may be downloaded
 
 
-@dataclass(frozen=True)
-class Profile:
-    """The sizes a chapter needs. All fields are plain values so a profile prints and serializes."""
+#: What a profile may leave out, and the value it then has.
+_PROFILE_DEFAULTS = {"objective_lr": None, "schedule": None, "eval_batch_size": 256, "feature_stages": (),
+                     "image_cache": False}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Profile(ProfileFields):
+    """The sizes a chapter needs: the fields of :class:`~zslib.engine.fields.ProfileFields` (the data, the network,
+    the training's length and rates: every field a config takes from its profile), a ``name`` and the ``seeds`` of
+    repeated runs (confidence intervals). All plain values, so a profile prints and serializes."""
 
     name: str
-    dataset: str  # "synthparts" (quick) or a real dataset name such as "cub200"
-    image_size: int  # side of the square crop fed to the network
-    resize_size: int  # side the shorter image edge is resized to before cropping
-    backbone: str  # key understood by zslib.engine.models
-    backbone_params: dict  # keyword arguments of the backbone, e.g. the channel widths of smallcnn
-    pretrained: bool  # ImageNet weights for the backbone (full profile only)
-    embedding_dim: int
-    batch_classes: int  # P classes per batch ...
-    batch_per_class: int  # ... times K images per class
-    iterations: int  # optimizer steps of a standard training run
-    eval_every: int  # evaluate seen / unseen retrieval every this many steps
-    lr: float  # Adam learning rate of the backbone
-    new_layer_mult: float  # new layers (the embedding head) learn at this multiple of lr
-    weight_decay: float
-    num_workers: int  # DataLoader workers
-    amp: bool  # automatic mixed precision (CUDA only)
-    seeds: tuple[int, ...]  # seeds for repeated runs (confidence intervals)
-    synth_images_per_class: int  # SynthParts images generated per class
-    feature_stages: tuple[str, ...] = ()  # stages read from the feature cache (real profile); () = run on images
-    image_cache: bool = False  # real datasets read through the pre-resized image cache (zslib.engine.data.cached)
+    seeds: tuple[int, ...]
+
+    def __post_init__(self):
+        for key in names(ProfileFields):
+            if getattr(self, key) is None:
+                if key not in _PROFILE_DEFAULTS:
+                    raise TypeError(f"profile {self.name!r} sets no {key}")
+                object.__setattr__(self, key, _PROFILE_DEFAULTS[key])
 
     @property
     def batch_size(self) -> int:
         return self.batch_classes * self.batch_per_class
 
-    def replace(self, **changes) -> "Profile":
-        """A copy with some fields changed, e.g. ``get_profile().replace(iterations=200)``."""
-        return dataclasses.replace(self, **changes)
-
-    def as_dict(self) -> dict:
-        return dataclasses.asdict(self)
-
 
 PROFILES: dict[str, Profile] = {
-    # The quick recipe, measured on the 2-core machine (see the README): 48-px SynthParts, a narrow SmallCNN
-    # (widths 16-128, about 20 ms per 64-image step on one thread) trained from scratch, so the head needs no
-    # larger learning rate than the rest; 300 steps of Adam at 2e-3 take about 6 s and leave unseen Recall@1
-    # far above chance (triplet: about 0.2, chance 0.02).
+    # The quick recipe (its times and numbers: the README): 48-px SynthParts, a narrow SmallCNN (widths 16-128)
+    # trained from scratch, so the head needs no larger learning rate than the rest; 300 steps of Adam at 2e-3 leave
+    # unseen Recall@1 far above chance.
     "quick": Profile(
         name="quick",
         dataset="synthparts",
@@ -120,10 +107,8 @@ PROFILES: dict[str, Profile] = {
 }
 # The real recipe: a frozen ImageNet EfficientNet-Lite0 at 224 px (ImageNet's resize-256, centre-crop-224), its
 # maps cached once, and a trained 512-d embedding head, 16 classes x 4 images per batch, five seeds. The learning
-# rate and length were chosen with the triplet loss on a class-disjoint validation split of the seen classes
-# (validation_fraction=0.3, 3 seeds; 2026-11-23): validation R@1 95.3 / 95.1 / 94.9 % at lr 1e-4 for 200 / 400 /
-# 800 steps, 93.9-94.0 % at 5e-4 and 89.6-90.5 % at 2e-3 (the raw pretrained features: 95.5 %). A run trains in
-# about 6 s on one core.
+# rate and length were chosen with the triplet loss on a class-disjoint validation split of the seen classes (the
+# numbers: the README).
 PROFILES["real"] = Profile(
     name="real",
     dataset="flowers102",
@@ -153,9 +138,7 @@ PROFILES["real"] = Profile(
 #: cache of the ``block5`` maps that enter them (:func:`zslib.engine.data.features.view_cache`: centre crop and
 #: its mirror image, float16, 294 MB), BatchNorm with the ImageNet statistics (``train_bn="frozen"``; its scale
 #: and shift train). One evaluation at the end (``eval_every`` = the 200 steps): no stopping step is read from a
-#: curve. Measured on one core of the 2-core AMD EPYC (2026-11-25): 0.21 s of CPU per training step, 50 s of CPU
-#: per validation run (200 steps and the final evaluation), 1.5 to 2 minutes of wall time when the machine
-#: is lightly shared. Whether the stages should move at all, and how fast, is checked on validation classes by
+#: curve (its cost: the README). Whether the stages should move at all, and how fast, is checked on validation classes by
 #: :mod:`zslib.analysis.adaptation` (the frozen network is "off" there).
 ADAPTED_REAL = {"train_stages": ("block6", "head"), "eval_every": 200}
 
@@ -196,7 +179,7 @@ def set_profile(profile: str | Profile | None) -> Profile:
 
 def device(prefer: str | None = None):
     """The device to compute on: ``$ZS_DEVICE`` or ``prefer`` if given, else CUDA when present, else CPU."""
-    import torch
+    import torch  # `import zslib` imports this module: it stays free of torch
 
     choice = prefer or os.environ.get("ZS_DEVICE")
     if choice:

@@ -19,7 +19,7 @@ def progress_bar(mode, total: int, initial: int = 0, desc: str = "train"):
     if mode is False or mode is None:
         return None
     if mode == "auto" or mode is True:
-        from tqdm.auto import tqdm
+        from tqdm.auto import tqdm  # which tqdm depends on the mode asked for
         return tqdm(total=total, initial=initial, desc=desc, dynamic_ncols=True)
     if mode == "text":
         from tqdm.std import tqdm

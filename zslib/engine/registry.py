@@ -15,6 +15,8 @@ import importlib
 import pkgutil
 from collections.abc import Callable, Iterator, MutableMapping
 
+from zslib.engine.paper import Paper
+
 __all__ = ["METHODS", "PAPERS", "PLUGINS", "register", "register_paper", "get_method", "get_paper",
            "describe_methods"]
 
@@ -101,8 +103,6 @@ def register(cls: type) -> type:
 
 def register_paper(paper):
     """Add a :class:`~zslib.engine.paper.Paper` to :data:`PAPERS` under ``paper.key`` and return it."""
-    from zslib.engine.paper import Paper
-
     if not isinstance(paper, Paper):
         raise TypeError(f"register_paper takes a zslib.engine.paper.Paper, got {type(paper).__name__}")
     PAPERS._add(paper.key, paper)

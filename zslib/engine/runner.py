@@ -5,7 +5,7 @@
 which builds the metric loss) -- trains with :func:`zslib.engine.train.train`, evaluates the unseen (and
 validation) classes once with :func:`zslib.engine.evaluate.evaluate`, and stores everything with its provenance
 (:mod:`zslib.engine.store`). A run whose result exists is loaded, not repeated; an interrupted one resumes from
-its checkpoint in ``<results>/checkpoints/`` (the policy: :mod:`zslib.engine.resume`).
+its checkpoint in ``<results>/checkpoints/``: the store decides both in one call (:func:`zslib.engine.store.lookup`).
 
 Under ``torchrun --nproc_per_node=N`` (for example ``torchrun --nproc_per_node=2 -m zslib train ...``) every
 process calls :func:`run`; it joins the process group (:func:`zslib.engine.train.distributed.setup`), lets process 0
@@ -19,20 +19,28 @@ import os
 import time
 import warnings
 from functools import partial
-from pathlib import Path
 
 import numpy as np
 import torch
 from torch import nn
 
+from zslib.engine.collapse import collapse_reason
 from zslib.engine.config import Config
-from zslib.engine.registry import get_method
+from zslib.engine.data import LabeledSubset, build_dataset, labels_of, split_classes
+from zslib.engine.data.device_images import data_path, on_device
+from zslib.engine.data.features import ViewDataset, view_cache
+from zslib.engine.evaluate import evaluate
 from zslib.engine.method import Method
-from zslib.engine import resume
+from zslib.engine.models import build_model as build_net, normalization
+from zslib.engine.models.adapted import entry_stage
+from zslib.engine.models.registry import layout
 from zslib.engine.out_of_memory import batch_memory_hint
-from zslib.engine.resume import checkpoint_config
-from zslib.engine.store import (Result, check_writable, code_fingerprint, load_result, provenance, results_dir)
-from zslib.engine.train import TrainSpec, default_eval, distributed, embed, load_checkpoint, set_seed, train
+from zslib.engine.profile import device as default_device
+from zslib.engine.registry import get_method
+from zslib.engine.store import (Result, check_writable, checkpoint_config, code_fingerprint, load_result, lookup,
+                                provenance)
+from zslib.engine.train import (History, TrainSpec, default_eval, distributed, embed, load_checkpoint, set_seed,
+                                train)
 from zslib.engine.train.precision import Precision
 
 __all__ = ["build_data", "build_model", "build_method", "run", "load_model", "evaluate_checkpoint", "split_metrics",
@@ -46,9 +54,6 @@ def build_data(config: Config, method_cls: type[Method] | None = None) -> dict:
     classes, test transform), ``unseen`` (test classes; for In-Shop a ``(query, gallery)`` pair) and
     ``val`` when ``validation_fraction`` > 0. ``method_cls``: the run's method class, when the caller has
     resolved it already (:func:`run` does, once)."""
-    from zslib.engine.data import LabeledSubset, build_dataset, split_classes
-    from zslib.engine.models import normalization
-
     profile = config.to_profile()
     mean, std = normalization(config.backbone)
     pooled_only = _pooled_only(config, method_cls or get_method(config.method))
@@ -83,11 +88,6 @@ def _pooled_only(config: Config, method_cls: type[Method]) -> bool:
 def _adapted_data(config: Config) -> dict:
     """The datasets of the adapted regime (``config.train_stages``): the two-view cache of the map that enters
     the trained stages; ``train`` draws a view per image and step, the others read the centre crop."""
-    from zslib.engine.data import LabeledSubset, split_classes
-    from zslib.engine.data.features import ViewDataset, view_cache
-    from zslib.engine.models.adapted import entry_stage
-    from zslib.engine.models.registry import layout
-
     if config.dataset == "inshop":
         raise NotImplementedError("the adapted regime caches datasets with a train and a test split, not In-Shop")
     stage = entry_stage(config.backbone, config.train_stages)
@@ -105,8 +105,6 @@ def _adapted_data(config: Config) -> dict:
 
 def build_model(config: Config, method_cls: type[Method] | None = None) -> nn.Module:
     """The network of ``config``: the profile's backbone and embedding head, extended by the method."""
-    from zslib.engine.models import build_model as build_net
-
     method_cls = method_cls or get_method(config.method)
     net = build_net(config.backbone, config.embedding_dim, pretrained=config.pretrained,
                     weights_path=config.weights_path, normalize=config.normalize, freeze_bn=config.freeze_bn,
@@ -149,8 +147,6 @@ def split_metrics(config: Config, model: nn.Module, data: dict, device, method=N
     validation run stores no unseen-class metrics. ``embedded`` (split -> ``(embeddings, labels)`` of
     :func:`zslib.engine.train.embed` with this ``model``; In-Shop: ``((q, ql), (g, gl))``) gives splits already
     embedded, which are scored without embedding them again."""
-    from zslib.engine.evaluate import evaluate
-
     def emb(ds):
         return embed(model, ds, batch_size=config.eval_batch_size, device=device, num_workers=config.num_workers,
                      amp=config.amp)
@@ -207,21 +203,19 @@ def run(config: Config, results_dir: str | os.PathLike | None = None, force: boo
     """
     if not isinstance(config, Config):
         raise TypeError(f"run() needs a zslib.engine.config.Config, got {type(config).__name__}")
-    directory = _results(results_dir)
-    identity = _data_identity(config, fresh=force)  # force: every data file hashed again (identity.py)
-    slot = resume.locate(config, directory, force, identity)  # reuse, resume or start over: zslib.engine.resume
-    if slot.stored and not distributed.launched():
-        return resume.reuse(slot)
-    if not slot.stored:
-        check_writable(directory)
+    found = lookup(config, results_dir, force)  # the store's one answer: reuse, resume or start over
+    if found.result is not None and not distributed.launched():
+        return found.result
+    if found.result is None:
+        check_writable(found.directory)
     device = distributed.setup(device)  # the same device outside torchrun; one GPU per process under it
     rank, world_size = distributed.world()
-    if distributed.broadcast_object(slot.stored):  # under torchrun, process 0 decides for all
-        return resume.reuse(slot)
+    if distributed.broadcast_object(found.result is not None):  # under torchrun, process 0 decides for all
+        return found.result or load_result(found.path)
     with distributed.main_first():
         if rank == 0:
-            resume.prepare_checkpoint(slot, config, identity)
-    path, ckpt = slot.path, slot.checkpoint
+            found.discard_checkpoint()
+    path, ckpt, identity = found.path, found.checkpoint, found.identity
 
     started = time.perf_counter()
     method_cls = get_method(config.method)  # resolved once, here, and handed down
@@ -231,8 +225,6 @@ def run(config: Config, results_dir: str | os.PathLike | None = None, force: boo
         data.pop("unseen", None)
     moved = {}
     if config.device_images:  # the same batches, cropped and normalized on the device (or the loader's: too big)
-        from zslib.engine.data.device_images import data_path, on_device
-
         data = on_device(data, device)
         moved = {"data_path": data_path(data)}
     classes = np.unique(np.asarray(data["train"].labels))
@@ -241,8 +233,6 @@ def run(config: Config, results_dir: str | os.PathLike | None = None, force: boo
         model = build_model(config, method_cls)
     method = build_method(config, model, classes, method_cls)
     if not method.trains:  # e.g. the pretrained features: evaluate only
-        from zslib.engine.train import History
-
         if rank != 0:
             distributed.barrier()
             return load_result(path)
@@ -279,9 +269,6 @@ def run(config: Config, results_dir: str | os.PathLike | None = None, force: boo
         distributed.barrier()
         return load_result(path)
     metrics = _final_metrics(config, model, data, history, device, method)
-    from zslib.engine.collapse import collapse_reason
-    from zslib.engine.data import labels_of
-
     diverged = collapse_reason(model, history, metrics, labels_of(data["seen"]),
                                {k: labels_of(data[k]) for k in ("val", "unseen") if k in data
                                 and not isinstance(data[k], tuple)})
@@ -317,18 +304,6 @@ def _throughput(config: Config, history, device) -> dict:
     return out
 
 
-def _data_identity(config: Config, fresh: bool = False) -> str | None:
-    """The identity of the data ``config`` reads (:func:`zslib.engine.data.identity.data_identity`), recorded in its
-    result's provenance and checked before a stored result is reused; ``None`` when the data is not on disk."""
-    from zslib.engine.data.identity import data_identity
-
-    return data_identity(config, fresh=fresh)
-
-
-def _results(directory) -> Path:
-    return results_dir(directory)
-
-
 # ----------------------------------------------------------------------------------------------------
 # A stored model
 
@@ -338,7 +313,6 @@ def load_model(result: Result, device=None) -> nn.Module:
     if not isinstance(result, Result):
         raise TypeError(f"load_model needs a zslib.engine.store.Result, got {type(result).__name__}")
     if device is None:
-        from zslib.engine.profile import device as default_device
         device = default_device()
     method_cls = get_method(result.config.method)
     if not method_cls.trains:  # nothing was trained: the network as it comes, and its
@@ -349,7 +323,7 @@ def load_model(result: Result, device=None) -> nn.Module:
         raise FileNotFoundError(
             f"the checkpoint of run {result.config.name!r} is missing ({ckpt}); results copied without "
             "their checkpoints/ folder cannot give back the model -- run it again with force=True, or, for a "
-            "recorded run with kept weights, use zslib.engine.weights.kept_model")
+            "recorded run with kept weights, use zslib.engine.kept_weights.kept_model")
     state = load_checkpoint(ckpt, map_location="cpu")
     checkpoint_config(ckpt, state, result.config)  # never another run's weights under this run's name
     return _model_from_state(result.config, state, device)
@@ -366,14 +340,9 @@ def evaluate_checkpoint(checkpoint: str | os.PathLike, split: str = "test", devi
                         config: Config | None = None) -> dict[str, float]:
     """Rebuild the model of a training checkpoint and evaluate it on ``split`` (``"test"`` = unseen
     classes, ``"train"`` = seen classes) with :func:`zslib.engine.evaluate.evaluate`."""
-    from zslib.engine.data import build_dataset
-    from zslib.engine.evaluate import evaluate
-    from zslib.engine.models import normalization
-
     if split not in ("train", "test"):
         raise ValueError(f"split must be 'train' or 'test', got {split!r}")
     if device is None:
-        from zslib.engine.profile import device as default_device
         device = default_device()
     state = load_checkpoint(checkpoint, map_location="cpu")  # the model is moved to the device below
     # the checkpoint's own config, checked against its name and against ``config`` (a result's config is never

@@ -27,6 +27,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from zslib.engine.method import Method
+from zslib.engine.registry import get_method
+
 __all__ = ["COLLAPSE_FRACTION", "UNSTABLE_DROP", "Stability", "seen_collapse", "held_out_fall", "run_stability",
            "stability_label", "unstable_runs", "evaluations", "broken", "NOT_JUDGED"]
 
@@ -94,9 +97,6 @@ class Stability:
 
 def _scored_apart(config) -> bool:
     """Whether ``config``'s method scores its final evaluation with its own pair evaluator."""
-    from zslib.engine.method import Method
-    from zslib.engine.registry import get_method
-
     try:
         cls = get_method(config.method)
     except (KeyError, ValueError, AttributeError):

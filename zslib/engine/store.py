@@ -42,6 +42,7 @@ import os
 import platform
 import re
 import subprocess
+import sysconfig
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -50,8 +51,13 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from zslib import __version__
+from zslib.engine.cache import source_fingerprint
 from zslib.engine.config import Config, config_hash
-from zslib.engine.profile import repository_root, resolve_folder
+from zslib.engine.data.identity import data_identity, identity_mismatch
+from zslib.engine import profile as engine_profile  # repository_root() read when called: a test stands in a pip install
+from zslib.engine.profile import resolve_folder
+from zslib.engine.train.checkpoint import atomic_write, load_checkpoint
 from zslib.engine.train.history import History
 
 __all__ = ["Result", "ResultFileError", "check_key", "hash_in_name",
@@ -60,7 +66,8 @@ __all__ = ["Result", "ResultFileError", "check_key", "hash_in_name",
            "record_runs", "metric_changes", "recorded_runs", "provenance_summary", "utc_minute", "short_commit",
            "git_commit", "device_name", "cpu_model", "provenance",
            "json_default", "file_slug", "write_json", "recorded_dir", "installed_recorded_dir", "recorded_runs_table",
-           "DIGEST_KEY", "MANIFEST", "content_digest", "write_manifest", "manifest_differences", "check_listed"]
+           "DIGEST_KEY", "MANIFEST", "content_digest", "write_manifest", "manifest_differences", "check_listed",
+           "Lookup", "lookup", "checkpoint_config"]
 
 
 class ResultFileError(ValueError):
@@ -93,8 +100,6 @@ def code_fingerprint() -> str:
     """16 hex digits over zslib's source files as imported in this process: what a stored result depends on
     besides its config. Recorded in every result's provenance and compared when a result is reused."""
     if not _FINGERPRINT:
-        from zslib.engine.cache import source_fingerprint
-
         root = Path(__file__).resolve().parents[1]  # the zslib package
         _FINGERPRINT.append(source_fingerprint(*sorted(root.rglob("*.py"))))
     return _FINGERPRINT[0]
@@ -155,8 +160,6 @@ def check_key(path: str | os.PathLike, config: Config, stored_hash, what_to_do: 
 def installed_recorded_dir() -> Path:
     """Where a pip install of zslib keeps the recorded runs: ``<prefix>/share/zslib/recorded`` (the
     ``data-files`` of pyproject.toml, copied from ``results/recorded/`` when the wheel is built)."""
-    import sysconfig
-
     return Path(sysconfig.get_path("data")) / "share" / "zslib" / "recorded"
 
 
@@ -164,10 +167,8 @@ def recorded_dir(directory: str | os.PathLike | None = None) -> Path:
     """The folder of the recorded runs: ``<results>/recorded`` when it exists or zslib runs from a checkout (whose
     own ``results/recorded/`` is the truth), else the copy installed with zslib (:func:`installed_recorded_dir`;
     e.g. on Colab), else ``<results>/recorded`` (empty)."""
-    from zslib.engine.profile import repository_root
-
     own = results_dir(directory) / "recorded"
-    if own.is_dir() or repository_root() is not None:
+    if own.is_dir() or engine_profile.repository_root() is not None:
         return own
     installed = installed_recorded_dir()
     return installed if installed.is_dir() else own
@@ -187,7 +188,7 @@ def result_path(config: Config, directory: Path) -> Path:
 
 def git_commit() -> str | None:
     """The commit of the checkout zslib runs from, or ``None`` (not a checkout, no git, any failure)."""
-    root = repository_root()
+    root = engine_profile.repository_root()
     if root is None:
         return None
     try:
@@ -224,8 +225,6 @@ def cpu_model() -> str:
 
 def provenance(config: Config, device: torch.device, **extra) -> dict:
     """What made a result: versions, commit, profile, device, threads, seed, date, plus ``extra``."""
-    from zslib import __version__
-
     return {
         "complete": True,
         "zslib_version": __version__,
@@ -310,8 +309,6 @@ class Result:
 def write_json(path: str | os.PathLike, data) -> Path:
     """Write ``data`` as indented JSON to ``path`` atomically and durably (a temporary file beside it, flushed
     to disk, renamed over it), creating the folder; a crash leaves the old file or none, never half of one."""
-    from zslib.engine.train.checkpoint import atomic_write
-
     text = json.dumps(data, indent=1, default=json_default)
     return atomic_write(path, lambda f: f.write(text), "w")
 
@@ -379,7 +376,7 @@ def _manifest_entries(manifest: Path) -> dict[str, str]:
 def _shipped_recorded(folder: Path) -> bool:
     """Whether ``folder`` holds the recorded runs shipped with zslib (the checkout's ``results/recorded/`` or the
     installed copy), whose :data:`MANIFEST` must be there."""
-    root = repository_root()
+    root = engine_profile.repository_root()
     shipped = [installed_recorded_dir()] + ([root / "results" / "recorded"] if root is not None else [])
     try:
         return any(folder.resolve() == s.resolve() for s in shipped)
@@ -443,8 +440,6 @@ def write_manifest(directory: str | os.PathLike | None = None) -> Path:
     records, kept weights and campaign files included) with its SHA-256, sorted by path. Returns its path."""
     folder = results_dir(directory) / "recorded"
     text = "".join(line + "\n" for line in _manifest_lines(folder))
-    from zslib.engine.train.checkpoint import atomic_write
-
     return atomic_write(folder / MANIFEST, lambda f: f.write(text), "w")
 
 
@@ -605,8 +600,6 @@ def _check_same_data(path: Path, result: Result, fresh: dict) -> None:
     :func:`zslib.engine.data.identity.folder_identity`): a run made from other data (a subset, a fabricated tree,
     photographs rewritten in place), a run whose provenance records no identity, and a run whose dataset is not on
     disk here, where it cannot be checked. ``fresh``: the identities hashed so far in this call, by dataset."""
-    from zslib.engine.data.identity import data_identity, identity_mismatch
-
     stored = result.provenance.get("data_identity")
     if not stored:
         raise ResultFileError(f"{path} records no data identity, so the data it was made from cannot be checked: not "
@@ -629,6 +622,126 @@ def metric_changes(old: Result, new: Result) -> dict[str, float]:
     """``{"split metric": new - old}`` for every metric ``old`` has (``nan`` where ``new`` lacks it)."""
     return {f"{split} {name}": float(new.metrics.get(split, {}).get(name, float("nan")) - value)
             for split, row in old.metrics.items() for name, value in row.items()}
+
+
+# ----------------------------------------------------------------------------------------------------
+# Reuse and resume: may a stored result (or checkpoint) stand for this config on this data?
+
+
+@dataclass(frozen=True)
+class Lookup:
+    """The store's one answer for a config (:func:`lookup`): ``result``, the stored result that stands for it (else
+    ``None``: the run is trained); ``path``, that result's file or the file a run trained now writes (always in
+    ``directory``, never over a recorded run); ``checkpoint``, ``<directory>/checkpoints/<path stem>.pt``, and
+    ``resume``, whether it is continued (else a checkpoint there is deleted before training by
+    :meth:`discard_checkpoint`, with ``checkpoint_note`` saying why, or silently under ``force``); ``identity``,
+    the identity of the data on disk now (:mod:`zslib.engine.data.identity`), which a new result and checkpoint
+    record; ``reason``, the answer in words."""
+
+    path: Path
+    checkpoint: Path
+    directory: Path
+    identity: str | None
+    result: Result | None
+    resume: bool
+    reason: str
+    checkpoint_note: str | None = None
+
+    def discard_checkpoint(self) -> None:
+        """Delete a checkpoint that is not to be resumed (warning why, unless the run was forced); called by the
+        process that writes (:func:`zslib.engine.runner.run`: process 0)."""
+        if self.resume or not self.checkpoint.exists():
+            return
+        self.checkpoint.unlink()
+        if self.checkpoint_note:
+            warnings.warn(f"{self.checkpoint_note}: not resumed, the run starts over from step 0", stacklevel=3)
+
+
+def lookup(config: Config, directory: str | os.PathLike | None = None, force: bool = False) -> Lookup:
+    """May a stored result, or else a checkpoint, stand for ``config`` on the data on disk now? Asked once per call
+    of :func:`zslib.engine.runner.run`; every check of the store answers here:
+
+    * the result stored under the config's hash (in ``directory``, else among the recorded runs; the file, its
+      name, digest and manifest line checked by :func:`load_result`) is **reused**, unless ``force``, or unless it
+      was made from other data than the data on disk now (its provenance's data identity): then the run is trained
+      again, with one warning, into ``directory`` (never over a recorded run), from step 0. A result reused from
+      ``directory`` that other zslib code made is reused with a warning (:func:`stale_code_warning`);
+    * a run to train **resumes** its checkpoint when it belongs to this config (:func:`checkpoint_config`; another
+      run's checkpoint under this run's name is refused), this code and this data; otherwise the checkpoint is to be
+      deleted (:meth:`Lookup.discard_checkpoint`).
+
+    ``force``: every data file is hashed again (:func:`zslib.engine.data.identity.data_identity` with ``fresh``), no
+    stored result is reused and no checkpoint resumed."""
+    directory = results_dir(directory)
+    identity = data_identity(config, fresh=force)
+    path = result_path(config, directory)
+    if force:
+        reason = "forced: trained again"
+    elif not path.exists():
+        reason = "no stored result: trained"
+    else:
+        stored = load_result(path)
+        other = identity_mismatch(f"the stored result {path}", stored.provenance.get("data_identity"), identity)
+        if other is None:
+            stale = stale_code_warning([stored]) if path.parent == directory else None
+            if stale:
+                warnings.warn(stale, stacklevel=3)
+            return Lookup(path, directory / "checkpoints" / f"{path.stem}.pt", directory, identity, stored, False,
+                          f"reused: {path}")
+        warnings.warn(f"{other}: not reused, the run is trained again", stacklevel=3)
+        reason, force = f"{other}: trained again from step 0", True
+    if path.parent != directory:  # a run trained again never writes over a recorded run
+        path = directory / f"{file_slug(config.name)}-{config_hash(config)}.json"
+    checkpoint = directory / "checkpoints" / f"{path.stem}.pt"
+    if force or not checkpoint.exists():
+        return Lookup(path, checkpoint, directory, identity, None, False, reason)
+    note = _stale_checkpoint(checkpoint, config, identity)
+    return Lookup(path, checkpoint, directory, identity, None, note is None,
+                  reason if note else f"resumed from {checkpoint}", note)
+
+
+def _stale_checkpoint(path: Path, config: Config, identity: str | None) -> str | None:
+    """Why the checkpoint at ``path`` must not be resumed (written by other zslib code, whose half-trained state this
+    code would finish and store under its own fingerprint, or trained on other data than ``identity``), or
+    ``None``; another run's checkpoint under this run's name is refused (:func:`checkpoint_config`)."""
+    state = load_checkpoint(path, map_location="cpu")
+    checkpoint_config(path, state, config)
+    meta = state.get("meta") or {}
+    other = identity_mismatch(f"the checkpoint {path}", meta.get("data_identity"), identity)
+    if other:
+        return other
+    written_by = meta.get("code_fingerprint")
+    if written_by != code_fingerprint():
+        return (f"the checkpoint {path} was written by other zslib code (code fingerprint {written_by}, this code "
+                f"{code_fingerprint()})")
+    return None
+
+
+def checkpoint_config(path, state: dict, config: Config | None = None) -> Config:
+    """The config a training checkpoint (``state``, read from ``path``) was written for, checked as the result
+    store checks its files: its config must hash to the hash in the checkpoint's name and, when ``config`` is
+    given, be that config (same :func:`~zslib.engine.config.config_hash`); else :class:`ResultFileError` in one
+    line saying which run the checkpoint belongs to."""
+    meta = state.get("meta") or {}
+    if "config" not in meta:
+        if config is None:
+            raise ValueError(f"{path} does not record its config (it was not written by zslib.engine.runner.run); "
+                             "pass config=")
+        raise ResultFileError(f"{path} does not record its config, so it cannot be checked to belong to run "
+                              f"{config.name} ({config_hash(config)}); train the run again (--force)")
+    try:
+        own = Config.from_dict(meta["config"])
+    except (TypeError, ValueError) as e:
+        raise ResultFileError(f"{path}: its config is not valid for this zslib ({e}); train the run again") from None
+    h = config_hash(own)
+    named = hash_in_name(Path(path).with_suffix(".json"))
+    if named is not None and named != h:
+        raise ResultFileError(f"{path}: the checkpoint holds run {own.name} ({h}), not the run its name says "
+                              f"({named}); delete it (the run is trained again)")
+    if config is not None and config_hash(config) != h:
+        raise ResultFileError(f"{path} is the checkpoint of run {own.name} ({h}), not of {config.name} "
+                              f"({config_hash(config)}); delete it, or train the run again (--force)")
+    return own
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -680,15 +793,13 @@ def recorded_runs_table(runs: list[Result] | None = None):
     """One row per recorded run (``runs``, default :func:`recorded_runs`): its :func:`provenance_summary`, the
     method's parameters as text, whether it held out validation classes, and its unseen-class metrics
     :data:`TABLE_METRICS` in %. A ``pandas.DataFrame`` for a searchable table (the "Recorded runs" page)."""
-    import json as _json
-
-    import pandas as pd
+    import pandas as pd  # only this table reads it: the store's import stays light for the command line
 
     runs = recorded_runs() if runs is None else runs
     rows = []
     for r in runs:
         row = provenance_summary(r)
-        params = ", ".join(f"{k}={_json.dumps(v, default=str)}" for k, v in sorted(r.config.method_params.items()))
+        params = ", ".join(f"{k}={json.dumps(v, default=str)}" for k, v in sorted(r.config.method_params.items()))
         row["params"] = params if len(params) <= 70 else params[:69] + "\u2026"  # the file holds them all
         row["val. split"] = r.config.validation_fraction or 0.0
         for m in TABLE_METRICS:  # a validation run's unseen metrics (stored by older code) are not shown

@@ -64,7 +64,7 @@ def prefer_short_spin() -> None:
 def limit_process(threads: int) -> None:
     """At most ``threads`` threads in every BLAS and OpenMP pool of this process from now on: the pools
     already loaded are limited now, those loaded later read the limit from the environment."""
-    from threadpoolctl import threadpool_limits
+    from threadpoolctl import threadpool_limits  # `import zslib` imports this module: kept light
 
     threads = max(1, int(threads))
     for name in _THREAD_VARIABLES:

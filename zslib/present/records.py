@@ -9,7 +9,7 @@ import pandas as pd
 from zslib.analysis.records import analysis_summary, recorded_analysis_records
 from zslib.analysis.tables import searchable
 from zslib.engine.store import recorded_runs, recorded_runs_table
-from zslib.engine.weights import has_kept_weights, weights_path
+from zslib.engine.kept_weights import has_kept_weights, weights_path
 from zslib.present.base import Section
 
 __all__ = ["runs_section", "run_metrics_section", "kept_weights_section", "analysis_records_section"]
@@ -44,7 +44,7 @@ def run_metrics_section(runs: list | None = None) -> Section:
 
 
 def kept_weights_section(runs: list | None = None) -> Section:
-    """The recorded runs that keep their trained parameters (:mod:`zslib.engine.weights`), with the file's size."""
+    """The recorded runs that keep their trained parameters (:mod:`zslib.engine.kept_weights`), with the file's size."""
     runs = recorded_runs() if runs is None else runs
     kept = [r for r in runs if has_kept_weights(r)]
     if not kept:

@@ -20,7 +20,7 @@ Public names (used by the book and by the other zslib modules):
 from __future__ import annotations
 
 from zslib.engine.data.build import build_dataset
-from zslib.engine.data.cache import PreResizedCache, cached
+from zslib.engine.data.image_cache import PreResizedCache, cached
 from zslib.engine.data.datasets import (CUB200, DATASETS, SOP, Cars196, Flowers102, InShop, RealImageDataset,
                                         get_dataset_class)
 from zslib.engine.data.download import download_url, extract_archive, verify_checksum

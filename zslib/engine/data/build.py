@@ -16,10 +16,14 @@
 """
 from __future__ import annotations
 
+from torchvision.transforms import v2
+
 from zslib.engine.data.datasets import get_dataset_class, open_dataset
+from zslib.engine.data.image_cache import cached
 from zslib.engine.data.splits import check_zero_shot_split
 from zslib.engine.data.synthparts import SynthParts
 from zslib.engine.data.transforms import IMAGENET_MEAN, IMAGENET_STD, test_transform, train_transform
+from zslib.engine.profile import get_profile
 
 __all__ = ["build_dataset"]
 
@@ -38,8 +42,6 @@ def build_dataset(profile=None, split: str = "train", train: bool | None = None,
     ``pooled_only`` (real profile): the pooled feature of each image instead of its cached maps.
     """
     if profile is None:
-        from zslib.engine.profile import get_profile
-
         profile = get_profile()
     split = str(split).lower()
     if train is None:
@@ -49,8 +51,6 @@ def build_dataset(profile=None, split: str = "train", train: bool | None = None,
             raise ValueError(f"SynthParts splits are 'train' (= seen), 'test' (= unseen) or 'all', not {split!r}")
         transform = None
         if mean is not None or std is not None:
-            from torchvision.transforms import v2
-
             transform = v2.Normalize(list(mean), list(std))
         return SynthParts(_TO_SYNTH[split], image_size=profile.image_size,
                           images_per_class=profile.synth_images_per_class, seed=seed, transform=transform)
@@ -65,14 +65,13 @@ def build_dataset(profile=None, split: str = "train", train: bool | None = None,
     if split in ("train", "seen", "test", "unseen"):
         check_zero_shot_split(dataset, split)  # before an image cache is built from it
     if getattr(profile, "image_cache", False):
-        from zslib.engine.data.cache import cached
-
         return cached(dataset, profile.resize_size)
     return dataset
 
 
 def _cached_split(profile, split: str, root, pooled_only: bool):
-    from zslib.engine.data.features import FeatureDataset, feature_cache
+    from zslib.engine.data.features import FeatureDataset, feature_cache  # features imports the models, which import
+    # this package (zslib.engine.data.download): imported when a cached-feature profile is built, not with the package
     from zslib.engine.models.registry import layout
 
     split = _TO_REAL.get(split, split)

@@ -2,7 +2,7 @@
 
 A GPU that fine-tunes EfficientNet-Lite0 on 128-image batches trains several thousand images per second; loader
 processes that decode, crop, convert and normalize every image on the CPU deliver fewer (the pre-resized image
-cache, :mod:`zslib.engine.data.cache`, removes the decoding but not the rest). :class:`DeviceImages` moves the
+cache, :mod:`zslib.engine.data.image_cache`, removes the decoding but not the rest). :class:`DeviceImages` moves the
 pre-resized pixels once to the device -- as uint8, end to end in one flat buffer with each image's offset and
 shape, as the cache stores them -- and makes every batch there: one gather reads each image's own crop window
 (its own random offset and its own flip) straight into a ``B x H x W x 3`` block, which viewed as ``B x 3 x H x W``
@@ -37,6 +37,11 @@ import os
 import numpy as np
 import torch
 from torch.utils.data import Dataset
+from torchvision.transforms import v2
+
+from zslib.engine.data.image_cache import PreResizedCache
+from zslib.engine.data.splits import LabeledSubset
+from zslib.engine.train.batches import step_seed
 
 __all__ = ["DeviceImages", "on_device", "crop_plan", "placement_of", "data_path", "DEVICE_SHARE", "HOST_SHARE"]
 
@@ -52,8 +57,6 @@ _CHUNK = 1 << 28  # bytes copied to the device at a time
 def crop_plan(transform) -> dict:
     """What a source transform does, as the device reproduces it: ``{"resize", "size", "random", "flip", "mean",
     "std"}``. ``ValueError`` (naming the step) for a transform with any other step."""
-    from torchvision.transforms import v2
-
     steps = list(transform.transforms) if isinstance(transform, v2.Compose) else [transform]
     plan = {"resize": None, "size": None, "random": None, "flip": 0.0, "mean": None, "std": None}
     kinds = []
@@ -122,7 +125,7 @@ def placement_of(nbytes: int, device, placement: str = "auto") -> str:
 
 
 class _Pixels:
-    """The pre-resized pixels of a cache (:class:`~zslib.engine.data.cache.PreResizedCache`) in one place: a flat
+    """The pre-resized pixels of a cache (:class:`~zslib.engine.data.image_cache.PreResizedCache`) in one place: a flat
     ``uint8`` tensor viewed as ``(pixels, 3)``, each image's first pixel and ``(height, width)``."""
 
     def __init__(self, arrays: dict, device: torch.device, placement: str):
@@ -158,13 +161,11 @@ class _Pixels:
 
 
 class DeviceImages(Dataset):
-    """``source`` (a :class:`~zslib.engine.data.cache.PreResizedCache` with the full profile's transform) with its
+    """``source`` (a :class:`~zslib.engine.data.image_cache.PreResizedCache` with the full profile's transform) with its
     pixels on ``device`` (see the module docstring). ``pixels``: a :class:`DeviceImages` whose pixels this one shares
     (the same cache under another transform, e.g. the training and the evaluation view of the seen classes)."""
 
     def __init__(self, source, device, *, placement: str = "auto", pixels: "DeviceImages | None" = None):
-        from zslib.engine.data.cache import PreResizedCache
-
         if not isinstance(source, PreResizedCache):
             raise TypeError(f"device images are made from the pre-resized image cache, not {type(source).__name__}; "
                             "set image_cache=True (and ZS_CACHE to a writable folder)")
@@ -239,8 +240,6 @@ class DeviceImages(Dataset):
 
     def step_batch(self, step: int, indices, seed: int, rank: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
         """The batch of training step ``step``: ``(images on the device, labels)``, equal to the loader's batch."""
-        from zslib.engine.train.batches import step_seed
-
         if not self.plan["random"]:
             top, left = self._centre(indices)
             flip = torch.zeros(len(top), dtype=torch.bool)
@@ -289,9 +288,6 @@ def on_device(data: dict, device, *, placement: str = "auto") -> dict:
     their indices. Views of one cache share its pixels. A set whose pixels fit neither the device nor pinned host
     memory (:func:`placement_of`: ``"loader"``) is left as it is. ``TypeError`` when a set is not read through the
     cache."""
-    from zslib.engine.data.cache import PreResizedCache
-    from zslib.engine.data.splits import LabeledSubset
-
     shared: dict = {}
 
     def move(ds):
@@ -316,8 +312,6 @@ def on_device(data: dict, device, *, placement: str = "auto") -> dict:
 def data_path(data: dict) -> str:
     """How a run's training batches are made: ``"device images (<placement>)"`` or ``"loader"`` (recorded in a
     result's provenance)."""
-    from zslib.engine.data.splits import LabeledSubset
-
     train = data["train"]
     while isinstance(train, LabeledSubset):
         train = train.dataset

@@ -22,6 +22,8 @@ import zipfile
 import zlib
 from pathlib import Path
 
+from tqdm.auto import tqdm
+
 from zslib.engine.data.errors import ChecksumError, CorruptFileError, DataError
 
 __all__ = ["file_checksum", "verify_checksum", "download_url", "extract_archive", "mirrored", "DATA_MIRROR_ENV"]
@@ -102,8 +104,6 @@ def download_url(url: str, dest: str | os.PathLike, *, md5: str | None = None,
             mode = "ab" if have else "wb"
             bar = None
             if progress:
-                from tqdm.auto import tqdm
-
                 bar = tqdm(total=total, initial=have, unit="B", unit_scale=True, unit_divisor=1024,
                            desc=dest.name)
             try:

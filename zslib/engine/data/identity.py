@@ -13,7 +13,7 @@ provenance (``provenance["data_identity"]``); a stored result or cache made from
   same names, sizes and labels differ as soon as one pixel does; it is done once per folder: the identity is kept
   in the cache folder (``$ZS_CACHE/data-identity/``) with a stamp of every file's size and modification time, and
   computed again only when one of them changes (or a file comes or goes). Its cost on Flowers-102: see
-  :func:`folder_identity`. That size-and-time shortcut serves everyday loading; it misses a file rewritten in
+  the README. That size-and-time shortcut serves everyday loading; it misses a file rewritten in
   place whose size and time were restored. ``train --force`` (:func:`zslib.engine.runner.run` with ``force``) and
   ``record`` never take it: they hash every file again (``fresh=True``), and the identity they find replaces the
   kept one, so a feature or image cache made from the old contents is rebuilt.
@@ -32,7 +32,11 @@ import os
 import time
 from pathlib import Path
 
+from zslib.engine.cache import cache_dir
+from zslib.engine.data.datasets import get_dataset_class
+from zslib.engine.data.errors import MissingDataError
 from zslib.engine.data.images import check_file_name
+from zslib.engine.data.synthparts import generator_identity
 
 __all__ = ["LARGE_FILE", "EDGE_BYTES", "folder_identity", "data_identity", "identity_mismatch"]
 
@@ -84,8 +88,6 @@ def _stamp(listing) -> str:
 
 
 def _record_path(folder: Path) -> Path | None:
-    from zslib.engine.cache import cache_dir
-
     root = cache_dir()
     if root is None:
         return None
@@ -97,12 +99,7 @@ def folder_identity(folder: str | os.PathLike, fresh: bool = False) -> str:
     read back while no file's size or modification time changed. That shortcut is for everyday loading: a file
     rewritten in place with its size and time restored keeps the old identity. ``fresh``: every file is read and
     hashed now (what ``train --force`` and ``record`` use), and the kept identity replaced by the result, so that
-    the caches keyed by it are rebuilt.
-
-    Measured on the shared 2-core machine (Flowers-102: 8,192 files, 8,189 of them JPEGs at 160 px, 89 MB;
-    2026-11-27, the files in the page cache; a cold disk adds the time to read them once): computed in 0.26-0.34 s
-    and read back in 0.09-0.11 s (a ``stat`` of every file) at a load average of about 3, and in 3.3-3.9 s and
-    0.6-1.1 s at a load average of 15."""
+    the caches keyed by it are rebuilt (its cost on Flowers-102: the README)."""
     folder = Path(folder).resolve()
     if not folder.is_dir():
         raise FileNotFoundError(f"no dataset folder at {folder}")
@@ -147,14 +144,9 @@ def data_identity(profile, root=None, fresh: bool = False) -> str | None:
     :class:`~zslib.engine.config.Config`) reads: ``"synthparts-<16 hex>"`` from SynthParts' generator, else
     ``"<dataset>-<16 hex>"`` of the dataset's folder under ``root`` (default :func:`~zslib.engine.data.data_root`);
     ``None`` when that folder is not on disk. ``fresh``: hash every file now (:func:`folder_identity`)."""
-    from zslib.engine.data.datasets import get_dataset_class
-    from zslib.engine.data.errors import MissingDataError
-
     if hasattr(profile, "to_profile"):
         profile = profile.to_profile()
     if str(profile.dataset).lower() == "synthparts":
-        from zslib.engine.data.synthparts import generator_identity
-
         return "synthparts-" + generator_identity(profile.image_size, profile.synth_images_per_class)
     cls = get_dataset_class(profile.dataset)
     try:

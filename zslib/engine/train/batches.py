@@ -18,7 +18,7 @@ import random
 import numpy as np
 import torch
 
-from zslib.engine.data.sampler import split_batch
+from zslib.engine.data.sampler import ClassBalancedSampler, split_batch
 from zslib.engine.data.splits import labels_of
 from zslib.engine.train.checkpoint import preserved_rng, to_safe
 
@@ -174,6 +174,4 @@ def default_sampler(labels, batch_classes, batch_per_class, seed):
     if batch_classes is None or batch_per_class is None:
         raise ValueError("give batch_classes and batch_per_class (P classes x K images per batch), "
                          "or a batch_sampler")
-    from zslib.engine.data.sampler import ClassBalancedSampler
-
     return ClassBalancedSampler(labels, batch_classes, batch_per_class, seed=seed)

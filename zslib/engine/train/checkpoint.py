@@ -14,6 +14,7 @@ from __future__ import annotations
 import errno
 import os
 import random
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -127,7 +128,7 @@ def atomic_write(path: str | os.PathLike, write, mode: str = "wb") -> Path:
 def _file_size_limit() -> int | None:
     """The largest file this process may write (``ulimit -f``, ``RLIMIT_FSIZE``), in bytes; ``None``: unlimited."""
     try:
-        import resource
+        import resource  # Unix only
 
         soft = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
     except (ImportError, OSError, ValueError):
@@ -145,8 +146,6 @@ def _size(path: Path) -> int | None:
 def _write_failed(path: Path, err: Exception, written: int | None = None) -> OSError:
     """One line for a write that failed for lack of space: which file, how much room is left, what to do. A write
     stopped by the process's file-size limit (``ulimit -f``) says so instead: the disk may have plenty of room."""
-    import shutil
-
     limit = _file_size_limit()
     if getattr(err, "errno", None) == errno.EFBIG or (limit is not None and (written or 0) >= limit):
         shown = f"at most {limit:,} bytes" if limit is not None else "only files below a size limit"

@@ -40,6 +40,7 @@ is the same computation, up to the order of floating-point sums.
 """
 from __future__ import annotations
 
+import atexit
 import contextlib
 import datetime
 import os
@@ -47,6 +48,9 @@ import os
 import torch
 import torch.distributed as dist
 from torch import nn
+from torch.nn.parallel import DistributedDataParallel
+
+from zslib.engine.profile import device as default_device
 
 __all__ = ["world", "setup", "launched", "main_first", "barrier", "broadcast_object", "gather_batch",
            "GatheredModel", "SyncedBatchNorm", "synced_batchnorm", "Replicas"]
@@ -72,7 +76,6 @@ def setup(device=None) -> torch.device:
     the device this process trains on: ``device`` (default ``zslib.device()``), with CUDA pinned to the GPU
     of this process's local rank. NCCL connects GPUs, gloo CPU processes."""
     if device is None:
-        from zslib.engine.profile import device as default_device
         device = default_device()
     device = torch.device(device)
     if not launched():
@@ -84,8 +87,6 @@ def setup(device=None) -> torch.device:
     if not dist.is_initialized():
         backend = "nccl" if device.type == "cuda" else "gloo"
         dist.init_process_group(backend, timeout=TIMEOUT)
-        import atexit
-
         atexit.register(_leave)
     return device
 
@@ -309,8 +310,6 @@ class Replicas:
     """
 
     def __init__(self, model: nn.Module, method: nn.Module, device):
-        from torch.nn.parallel import DistributedDataParallel
-
         self.rank, self.size = world()
         if self.size == 1:
             raise RuntimeError("Replicas is for several processes; none is initialized (start with torchrun)")

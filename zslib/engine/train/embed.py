@@ -5,6 +5,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from zslib.engine.evaluate import recall_at_k
 from zslib.engine.train.batches import in_memory, loader_workers
 from zslib.engine.train.precision import Precision
 
@@ -76,8 +77,6 @@ def default_eval(embeddings: torch.Tensor, labels: torch.Tensor, query_embedding
                  query_labels=None) -> dict[str, float]:
     """Recall@1, 2, 4, 8 (cosine) -- the curves of CML Fig. 3 and DeML Fig. 5. Leave-one-out over
     ``embeddings``, or ``query_embeddings`` against the gallery ``embeddings`` (In-Shop)."""
-    from zslib.engine.evaluate import recall_at_k
-
     n = len(labels) if query_embeddings is not None else len(labels) - 1
     ks = tuple(k for k in (1, 2, 4, 8) if k <= n) or (1,)
     rec = recall_at_k(embeddings, labels, ks=ks, query_embeddings=query_embeddings, query_labels=query_labels)

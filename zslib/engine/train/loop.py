@@ -36,6 +36,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from zslib.engine.profile import device as default_device
 from zslib.engine.progress import progress_bar
 from zslib.engine.train import distributed
 from zslib.engine.train.batches import BatchStream, default_sampler
@@ -52,7 +53,7 @@ __all__ = ["train", "TrainSpec"]
 
 
 def _as_method(method):
-    from zslib.engine.method import Method, objective_method
+    from zslib.engine.method import Method, objective_method  # method.py imports this package: a cycle
 
     if isinstance(method, Method):
         return method
@@ -267,7 +268,6 @@ def _start(model: nn.Module, method, train_set, spec: TrainSpec, eval_sets) -> _
         raise ValueError(f"{type(method).__name__}.phases must be distinct names, got {phases!r}")
     device = spec.device
     if device is None:
-        from zslib.engine.profile import device as default_device
         device = default_device()
     device = torch.device(device)
     rank, world_size = distributed.world()

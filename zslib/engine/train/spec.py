@@ -1,22 +1,27 @@
 """What one call of the training loop needs besides the model, the method and the data: :class:`TrainSpec`.
 
 A run's :class:`~zslib.engine.config.Config` holds what its result depends on; the part of it that the loop reads
-(the length, the batches, the learning rates, the seed, precision and loading) is copied by
-:meth:`TrainSpec.from_config`, field by field where the names agree, and the rest (evaluation, checkpoints,
+(the length, the batches, the learning rates, precision and loading: :class:`~zslib.engine.fields.TrainFields`, which
+both inherit, and the seed) is copied by :meth:`TrainSpec.from_config`, and the rest (evaluation, checkpoints,
 progress, the device) is how this call trains, not what it trains.
 """
 from __future__ import annotations
 
-import dataclasses
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from zslib.engine.fields import TrainFields, names
+
 __all__ = ["TrainSpec"]
 
 
-@dataclass(frozen=True)
-class TrainSpec:
+#: The values of the training fields a spec leaves out (the others stay ``None``: see :class:`TrainSpec`).
+_LOOP_DEFAULTS = {"weight_decay": 0.0, "new_layer_mult": 10.0, "eval_batch_size": 256, "num_workers": 0}
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrainSpec(TrainFields):
     """How :func:`zslib.engine.train.train` trains, by purpose:
 
     * length and batches: ``iterations`` steps; P x K batches of ``batch_classes`` x ``batch_per_class``
@@ -42,21 +47,11 @@ class TrainSpec:
       order; ``progress``: see :func:`zslib.engine.progress.progress_bar`.
     """
 
-    iterations: int
-    lr: float
-    batch_classes: int | None = None
-    batch_per_class: int | None = None
     batch_sampler: object = None
-    weight_decay: float = 0.0
-    new_layer_mult: float = 10.0
-    objective_lr: float | None = None
-    schedule: str | dict | None = None
     grad_clip: float | None = None
-    eval_every: int | None = None
     eval_at_start: bool = True
     eval_at_end: bool = True
     eval_fn: Callable | None = None
-    eval_batch_size: int = 256
     checkpoint_path: str | os.PathLike | None = None
     checkpoint_every: int | None = None
     resume: bool = True
@@ -66,12 +61,15 @@ class TrainSpec:
     log_every: int = 1
     seed: int = 0
     device: object = None
-    amp: bool | None = None
-    num_workers: int = 0
     channels_last: bool | None = None
     progress: object = "auto"
 
     def __post_init__(self):
+        for key, default in _LOOP_DEFAULTS.items():
+            if getattr(self, key) is None:
+                object.__setattr__(self, key, default)
+        if self.iterations is None:
+            raise ValueError("give iterations, the number of training steps")
         if self.iterations < 1:
             raise ValueError(f"iterations must be at least 1, got {self.iterations}")
         if self.log_every < 1:
@@ -82,11 +80,8 @@ class TrainSpec:
 
     @classmethod
     def from_config(cls, config, **changes) -> "TrainSpec":
-        """The spec of a run's ``config`` (every field of the config whose name is a field of the spec:
-        ``iterations``, ``lr``, ``seed`` ...), then ``changes`` (how this call trains: checkpoints, device ...)."""
-        names = {f.name for f in dataclasses.fields(cls)} & {f.name for f in dataclasses.fields(config)}
-        return cls(**{**{name: getattr(config, name) for name in names}, **changes})
-
-    def replace(self, **changes) -> "TrainSpec":
-        """A copy with some fields changed."""
-        return dataclasses.replace(self, **changes)
+        """The spec of a run's ``config`` (every field of the config whose name is a field of the spec: those of
+        :class:`~zslib.engine.fields.TrainFields`, ``seed`` ...), then ``changes`` (how this call trains:
+        checkpoints, device ...)."""
+        shared = set(names(cls)) & set(names(type(config)))
+        return cls(**{**{name: getattr(config, name) for name in shared}, **changes})

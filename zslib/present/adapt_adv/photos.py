@@ -26,7 +26,7 @@ def photo_sections(study: AdaptAdvStudy) -> Section | Sections:
     seed 0 of each, drawn by :func:`zslib.analysis.photos.retrieval_section`, with a t-SNE of the base and one of
     Adapt-Adv. The trained models are loaded from their kept weights (float16), each checked to give its run's
     recorded unseen retrieval metrics from the very embeddings that are drawn
-    (:func:`zslib.engine.weights.kept_embeddings`); training Adapt-Adv again took minutes. A copy without its kept
+    (:func:`zslib.engine.kept_weights.kept_embeddings`); training Adapt-Adv again took minutes. A copy without its kept
     weights draws the base alone and says why. Its Grad-CAM maps are drawn over the photographs on the experiments
     page (:func:`gradcam_photos_section`)."""
     runs = study.runs

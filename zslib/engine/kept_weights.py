@@ -24,14 +24,20 @@ the record, and saves it.
 """
 from __future__ import annotations
 
+import io
 import os
 import tempfile
+import time
 from pathlib import Path
 
+import numpy as np
 import torch
 from torch import nn
 
 from zslib.engine.config import Config, config_hash
+from zslib.engine import runner, train as training  # called through their modules: a patch of either reaches here
+from zslib.engine.store import ResultFileError, check_listed
+from zslib.engine.train.checkpoint import atomic_write
 
 __all__ = ["WEIGHTS_FOLDER", "FORMAT", "TOLERANCE", "RETRAIN_TOLERANCE", "KeptWeightsError", "weights_path",
            "has_kept_weights", "kept_names", "kept_state", "save_weights", "read_weights", "model_from_weights",
@@ -100,8 +106,6 @@ def kept_state(model: nn.Module) -> dict[str, torch.Tensor]:
 def save_weights(model: nn.Module, config: Config, path: str | os.PathLike, tolerance: float = TOLERANCE) -> Path:
     """Write the kept weights of ``model`` (the trained network of ``config``) to ``path`` atomically, with the
     ``tolerance`` they are checked against when loaded (:func:`kept_model`)."""
-    from zslib.engine.train.checkpoint import atomic_write
-
     tensors = {k: v.contiguous() for k, v in kept_state(model).items()}
     body = {"format": FORMAT, "version": _VERSION, "run": config.name, "config_hash": config_hash(config),
             "dtype": "float16", "tolerance": float(tolerance), "tensors": tensors}
@@ -119,8 +123,6 @@ def read_weights(path: str | os.PathLike, config: Config, *, listed_in: str | os
 
 def _read(path, config: Config, listed_in) -> dict:
     """The checked contents of a kept-weights file (:func:`read_weights`): ``tensors``, ``tolerance``, ..."""
-    from zslib.engine.store import ResultFileError, check_listed
-
     path = Path(path)
     data = path.read_bytes()
     if listed_in is not None:
@@ -128,7 +130,6 @@ def _read(path, config: Config, listed_in) -> dict:
             check_listed(path, data, Path(listed_in))
         except ResultFileError as err:
             raise KeptWeightsError(str(err)) from None
-    import io
 
     try:
         body = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
@@ -157,11 +158,8 @@ def model_from_weights(config: Config, tensors: dict[str, torch.Tensor], device=
     did not train is what it was), with ``tensors`` (:func:`kept_state`) loaded, cast to the dtype of the model's
     own entries (float32), on ``device`` in eval mode. ``tensors`` must hold exactly :func:`kept_names` with their
     shapes, else :class:`KeptWeightsError`."""
-    from zslib.engine.runner import build_model
-    from zslib.engine.train import set_seed
-
-    set_seed(config.seed)
-    model = build_model(config)
+    training.set_seed(config.seed)
+    model = runner.build_model(config)
     state = model.state_dict()
     want = kept_names(model)
     missing, extra = sorted(set(want) - set(tensors)), sorted(set(tensors) - set(want))
@@ -184,16 +182,14 @@ def retrieval_gaps(result, model: nn.Module, device="cpu", *, splits=None, data:
     evaluator included). ``data``: the run's datasets when the caller built them
     (:func:`zslib.engine.runner.build_data`); ``embedded``: splits the caller has embedded with ``model`` already
     (split -> ``(embeddings, labels)``)."""
-    import numpy as np
 
-    from zslib.engine.runner import build_data, build_method, scored_splits, split_metrics
 
     config = result.config
-    splits = tuple(s for s in (scored_splits(config) if splits is None else splits) if s in result.metrics)
-    data = build_data(config) if data is None else data
-    method = build_method(config, model, np.unique(np.asarray(data["train"].labels)))
+    splits = tuple(s for s in (runner.scored_splits(config) if splits is None else splits) if s in result.metrics)
+    data = runner.build_data(config) if data is None else data
+    method = runner.build_method(config, model, np.unique(np.asarray(data["train"].labels)))
     with torch.no_grad():
-        now = split_metrics(config, model.eval(), data, torch.device(device), method, splits=splits,
+        now = runner.split_metrics(config, model.eval(), data, torch.device(device), method, splits=splits,
                             embedded=embedded)
     return {(s, m): (float(v), float(now.get(s, {}).get(m, float("nan"))))
             for s in splits for m, v in result.metrics[s].items() if m.split()[-1] not in _CLUSTERING}
@@ -239,16 +235,13 @@ def kept_embeddings(result, split: str = "unseen", device="cpu", tolerance: floa
     ``tolerance``), except that the recorded metrics compared are those of ``split`` alone, scored from these very
     embeddings: the split is embedded once, and what is drawn is what was checked. A run that recorded no retrieval
     metric on ``split`` is refused (:class:`KeptWeightsError`)."""
-    from zslib.engine.runner import build_data
-    from zslib.engine.train import embed
-
     model, path, tolerance = _listed_model(result, device, tolerance)
     config = result.config
-    data = build_data(config)
+    data = runner.build_data(config)
     if split not in data or isinstance(data[split], tuple):
         raise ValueError(f"run {config.name!r} has no single {split!r} set to embed (its splits: {sorted(data)})")
     with torch.no_grad():
-        emb, labels = embed(model, data[split], batch_size=config.eval_batch_size, device=device,
+        emb, labels = training.embed(model, data[split], batch_size=config.eval_batch_size, device=device,
                             num_workers=config.num_workers)
     check_reproduces(result, model, device, tolerance, what=f"the kept weights {path.name}", splits=(split,),
                      data=data, embedded={split: (emb, labels)})
@@ -277,9 +270,7 @@ def record_weights(result, *, scratch: str | os.PathLike | None = None, device="
     "gaps", "retrain_gaps"}``: the file, its size, the seconds spent training (or reusing) the run here, the
     training time and thread count of the run trained again (its provenance), ``{"split metric": float16 model -
     record}`` and the same for the float32 model trained again. The manifest is not rewritten here."""
-    import time
 
-    from zslib.engine.runner import load_model, run
 
     if not getattr(result, "path", None):
         raise ValueError("record_weights needs a stored result read from its file (load_result)")
@@ -290,9 +281,9 @@ def record_weights(result, *, scratch: str | os.PathLike | None = None, device="
     try:
         with tempfile.TemporaryDirectory(prefix="zslib-weights-") as tmp:
             folder = Path(scratch) if scratch is not None else Path(tmp)
-            again = run(result.config, results_dir=folder, progress=False, device=torch.device(device))
+            again = runner.run(result.config, results_dir=folder, progress=False, device=torch.device(device))
             seconds = time.perf_counter() - started
-            trained = load_model(again, torch.device(device))
+            trained = runner.load_model(again, torch.device(device))
             retrained = check_reproduces(result, trained, device, retrain_tolerance, what="the weights trained again")
             save_weights(trained, result.config, target, tolerance)
     finally:
