@@ -4,13 +4,17 @@
 ``scripts/build_book.py`` runs it before every build, so the index states what the recorded runs say now, and a test
 checks that the committed copy is the generator's output (run the command after changing a sentence or a run). There is
 one bullet per paper of :data:`zslib.engine.registry.PAPERS`, in the book's order: the first sentence of the "Key
-findings" box its main chapter opens with (:meth:`zslib.engine.paper.Paper.key_finding`).
+findings" box its main chapter opens with (:meth:`zslib.engine.paper.Paper.key_finding`), then what its row of the
+fine-tuned regime (every layer trained on a CPU, :func:`zslib.analysis.compare.compare`) says, in the words of
+:func:`zslib.analysis.verdict.row_sentence`.
 """
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
+from zslib.analysis.compare import FINETUNED_CPU, compare
+from zslib.analysis.verdict import row_sentence
 from zslib.engine.registry import PAPERS
 
 __all__ = ["book_findings", "write", "HEADER"]
@@ -23,8 +27,13 @@ def book_findings() -> str:
     """Markdown: one bullet per paper with its headline sentence on Flowers-102."""
     lines = ["On the real profile (Flowers-102 photographs, classes 52-102 unseen, a frozen ImageNet "
              "EfficientNet-Lite0, five seeds per row, 95% intervals, differences paired by seed):", ""]
+    finetuned = {r.method: r for r in compare(FINETUNED_CPU).rows}
     for paper in PAPERS.values():
         lines.append(f"- **{paper.name}** ([chapter]({paper.chapter}.ipynb)): {paper.key_finding()}")
+        row = finetuned.get(paper.name)
+        if row is not None and not getattr(row, "missing", ""):
+            lines.append(f"  Every layer fine-tuned on a CPU ([comparison](compare.ipynb), 96-px crops): "
+                         f"{row_sentence(row)}")
     lines += ["", "Every sentence above is generated from the recorded runs when the book is built."]
     return "\n".join(lines) + "\n"
 
