@@ -169,3 +169,24 @@ def test_every_tested_row_and_the_untrained_network_report_map_at_r(real):
     for row in real.rows:
         assert row.runs, row.method
         assert "MAP@R" in row.vs_baseline and "MAP@R" in row.vs_floor, row.method
+
+
+def test_the_finetuning_sentences_say_what_each_fine_tuned_row_did():
+    """The comparison's bullets beside the fine-tuned table (zslib.campaign.report.finetuning_sentences): each method's
+    fine-tuned part quotes its paired interval, its direction, "clearly" only for a setting the rule chose, and says
+    "an ablation" exactly for a row whose setting the rule did not choose."""
+    from zslib.campaign.report import finetuning_sentences
+    from zslib.engine.stats import format_interval, verdict
+
+    comps = [cmp.compare("real frozen"), cmp.compare(cmp.FINETUNED_CPU)]
+    text = finetuning_sentences(comps)
+    for row in comps[1].rows:
+        line = next(s for s in text.splitlines() if s.startswith(f"- **{row.method}**"))
+        part = line.split("fine-tuned on the CPU", 1)[1]
+        d = row.vs_baseline["R@1"]
+        assert f"({format_interval(d, signed=True)} points)" in part, part
+        said = {"up": "above its baseline", "down": "below its baseline"}.get(verdict(d),
+                                                                             "not clearly different from its baseline")
+        assert said in part, part
+        assert ("clearly above" in part or "clearly below" in part) == (not row.ablation and verdict(d) in ("up", "down"))
+        assert ("an ablation" in part) == row.ablation

@@ -182,6 +182,7 @@ def test_the_script_s_smoke_run_records_a_proof_whose_choice_and_rows_follow_fro
     finally:
         monkeypatch.setenv("ZS_DATA", str(tmp_path / "nowhere"))
     folder = tmp_path / "smoke-cpu"
+    monkeypatch.setenv("ZS_DATA", str(folder / "data"))  # recording checks the runs' data identity against it
     assert len(record_runs("full", folder)) == 1 + 2 + 4 * 2 + 3 * 2 - 1  # tiny, builds, validation, test (one shared)
     record_campaigns(folder)
     proof = _check_proof(folder)
@@ -232,11 +233,11 @@ def test_the_methods_stage_s_smoke_run_records_choices_the_rule_makes_and_valida
             "--methods", "jrd,cml"]
     assert cf.main(args) == 0
     folder = tmp_path / "smoke-cpu"
+    monkeypatch.setenv("ZS_DATA", str(folder / "data"))  # the smoke run's fabricated Flowers-102
     record_runs("full", folder)
     record_campaigns(folder)
     stage = recorded_cpu_methods(folder)
     assert set(stage["methods"]) == {"jrd", "cml"} and set(stage["tiny"]) == {"jrd", "cml"}
-    monkeypatch.setenv("ZS_DATA", str(folder / "data"))  # the smoke run's fabricated Flowers-102
     unseen = {int(c) for c in np.unique(runner.build_data(stage["untrained"][0].config)["unseen"].labels)}
     for m, entry in stage["methods"].items():
         val = {k: [r.metric("R@1", "val") for r in runs] for k, runs in entry["validation"].items()}

@@ -35,22 +35,27 @@ IMPORT = "from zslib.teaching.exercises import check"
 CARD = "from zslib.teaching.path import chapter_card\nchapter_card('metrics')"
 PURITY = ("def purity(labels, clusters):\n    return sum(max(int(((clusters == c) & (labels == k)).sum())"
           " for k in labels.unique()) for c in clusters.unique()) / len(labels)\ncheck('metrics.purity', purity)")
-NORMS = ("import torch\nfrom zslib.engine import losses\ntorch.manual_seed(0)\n"
-         "free = (0.1 * torch.randn(32, 8)).requires_grad_()\nfree_labels = torch.arange(8).repeat_interleave(4)\n"
-         "sgd = torch.optim.SGD([free], lr=0.5)\nnorm_before = free.norm(dim=1).mean().item()\n"
-         "for _ in range(50):\n    step = losses.contrastive_loss(free, free_labels, normalize=False)\n"
-         "    sgd.zero_grad()\n    step.backward()\n    sgd.step()\nnorm_after = free.norm(dim=1).mean().item()")
-CHOICE = "check('deep_metric_learning.unnormalized_norms', 'grow', before=norm_before, after=norm_after)"
+# an experiment computed in the notebook (the norms of unnormalized contrastive training, over three seeds), whose paired
+# interval decides a prediction: the grader's own run of the key computes it, whatever a submission hands over
+NORMS = ("import torch\nfrom zslib.engine import losses\nfrom zslib.engine.stats import interval\ngrowth = []\n"
+         "for seed in range(3):\n    torch.manual_seed(seed)\n    free = (0.1 * torch.randn(32, 8)).requires_grad_()\n"
+         "    free_labels = torch.arange(8).repeat_interleave(4)\n    sgd = torch.optim.SGD([free], lr=0.5)\n"
+         "    before = free.norm(dim=1).mean().item()\n    for _ in range(50):\n"
+         "        step = losses.contrastive_loss(free, free_labels, normalize=False)\n"
+         "        sgd.zero_grad()\n        step.backward()\n        sgd.step()\n"
+         "    growth.append(free.norm(dim=1).mean().item() - before)\neffect = tuple(interval(growth))[:3]")
+PREDICTION = "cml_experiments.unseen_diversity"  # a prediction: up, down or no clear effect, from `interval`
+CHOICE = "check('" + PREDICTION + "', 'up', interval=effect)"
 UNIT = "check('zero_shot_problem.unit_distance', (2 - 2 * 0.6) ** 0.5)"
 KEY = [IMPORT, CARD, "check('metrics.duplicated_r1', 1.0)", PURITY, UNIT, NORMS, CHOICE]
 RUBRIC = {"tiny": {"metrics.duplicated_r1": 1, "metrics.purity": 2, "zero_shot_problem.unit_distance": 1,
-                   "deep_metric_learning.unnormalized_norms": 1},
+                   PREDICTION: 1},
           "other": {"metrics.duplicated_r1": 1}}
 MALFORMED = [  # what a submission can write on the grader's channel instead of what check() writes
     {"op": "answer", "name": "metrics.purity", "kind": "function", "identity": "x.f", "results": [1, 2, 3, 4, 5, 6]},
     {"op": "answer", "name": "zero_shot_problem.unit_distance", "kind": "number",
      "answer": {"tensor": "double", "shape": [3, 3], "data": [1.0, 2.0]}},
-    {"op": "answer", "name": "deep_metric_learning.unnormalized_norms", "kind": "choice", "answer": "grow",
+    {"op": "answer", "name": PREDICTION, "kind": "choice", "answer": "up",
      "context": 7},
 ]
 CHANNEL = ("import json, os, sys\nfd = int(sys.argv[2])  # the grader's channel, as the sandbox was started\n"
@@ -113,7 +118,7 @@ def _rows(out: Path) -> list[dict]:
 
 def test_each_malformed_message_is_refused_with_its_reason():
     kinds = {"metrics.purity": "function", "zero_shot_problem.unit_distance": "number",
-             "deep_metric_learning.unnormalized_norms": "choice"}
+             PREDICTION: "choice"}
     reasons = ["results[0] is a JSON int", "needs 9 numbers, got 2", "'context' must be an encoded mapping"]
     for msg, reason in zip(MALFORMED, reasons):
         with pytest.raises(BadMessage, match=reason.replace("[", r"\[").replace("]", r"\]")):
@@ -249,7 +254,7 @@ def test_feedback_names_what_happened(same_user_class):
     feedback = (same_user_class["out"] / "feedback" / "mistakes.md").read_text()
     assert "your function raised NotImplementedError" in feedback  # before: "not attempted"
     assert "its check cell (cell 4) ran and raised NameError: name 'd' is not defined" in feedback  # "did not run"
-    assert "no cell of the notebook calls check('deep_metric_learning.unnormalized_norms'" in feedback
+    assert f"no cell of the notebook calls check('{PREDICTION}'" in feedback
 
 
 def test_a_double_forked_child_does_not_outlive_grade_all(same_user_class):
@@ -263,10 +268,10 @@ def test_a_double_forked_child_does_not_outlive_grade_all(same_user_class):
 def test_the_key_comes_from_the_pack_not_from_a_path_the_submission_names(tmp_path):
     instructor, subs = tmp_path / "pack" / "instructor", tmp_path / "subs"
     _write(instructor / "tiny.ipynb", [IMPORT, NORMS, CHOICE])
-    forged = "check('deep_metric_learning.unnormalized_norms', 'grow', before=1.0, after=2.0)"
+    forged = "check('" + PREDICTION + "', 'up', interval=(1.0, 0.5, 1.5))"
     me = _write(subs / "forger.ipynb", [IMPORT, forged], chapter=os.path.relpath(subs / "forger", instructor))
     g = grading.grade_submission(me, None, instructor=instructor, user=None, timeout=180)
-    assert g.exercises["deep_metric_learning.unnormalized_norms"]["points"] == 0  # before: its own key, 1 point
+    assert g.exercises[PREDICTION]["points"] == 0  # before: its own key, 1 point
     assert g.chapter == "tiny" and "its metadata names chapter '../../subs/forger'" in g.note
 
 

@@ -491,7 +491,7 @@ def _allowed_clearly(every_regime) -> set:
     comps = list(every_regime.values())
     texts = [cmp.findings(comps), cmp.choice_sentences(comps), cmp.metric_agreement(comps),
              cmp.adaptation_sentences(comps), report.campaign_sentences(report.recorded_campaign("flowers102")),
-             report.cpu_proof_sentences(report.recorded_cpu_proof())]
+             report.cpu_proof_sentences(report.recorded_cpu_proof()), report.finetuning_sentences(comps)]
     return {line.strip() for text in texts for line in _clearly_lines(text)}
 
 

@@ -78,7 +78,7 @@ def test_a_recorded_run_without_its_manifest_line_or_manifest_is_refused(stored,
     with pytest.raises(ResultFileError, match="is not listed in"):
         load_result(path)  # before: served as an old record
     (recorded / MANIFEST).unlink()
-    monkeypatch.setattr(store, "repository_root", lambda: tmp_path)  # these are the recorded runs zslib ships
+    monkeypatch.setattr(store.engine_profile, "repository_root", lambda: tmp_path)  # the recorded runs zslib ships
     with pytest.raises(ResultFileError, match="SHA256SUMS is missing"):
         load_result(path)
 

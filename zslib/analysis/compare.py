@@ -358,10 +358,15 @@ def _compare_finetuned() -> Comparison:
         row.choice, row.val_runs = got["choice"], got["validation"]
         row.chosen, row.ablation, row.tested = row.choice.chosen, got["ablation"], got["setting"]
         row.label = plan.parts(row.tested)
-        row.runs, row.baseline = got["method"], got["off"]
+        row.runs = got["method"]
+        prefix = paper.comparison.off_metrics_prefix if paper.comparison is not None else ""
+        if prefix:  # as in the other regimes: "off" is the very embedding the method starts from, on the same queries
+            row.baseline = [_Prefixed(r, prefix) for r in row.runs]
+        else:
+            row.baseline = got["off"]
+            if _one_session(row.runs + row.baseline):
+                row.seconds_per_step_ratio = _seconds_per_step(row.runs) / _seconds_per_step(row.baseline)
         _claim(row, plan.claims(row.tested), row.runs[0].config)
-        if _one_session(row.runs + row.baseline):
-            row.seconds_per_step_ratio = _seconds_per_step(row.runs) / _seconds_per_step(row.baseline)
         row.vs_baseline = _differences(row.baseline, row.runs)
         if floor is not None:
             row.vs_floor = _vs_floor(row.runs, floor)
@@ -369,7 +374,7 @@ def _compare_finetuned() -> Comparison:
         row.identical = bool(row.vs_baseline) and all(
             d == 0 for m in row.vs_baseline for d in paired(row.baseline, row.runs, m).differences)
         _power(row, row.val_runs)
-        _parameters(row, row.runs[0].config, row.baseline[0].config)
+        _parameters(row, row.runs[0].config, None if prefix else row.baseline[0].config)
     return Comparison(FINETUNED_CPU, rows, floor)
 
 
@@ -429,8 +434,17 @@ def check_protocol(configs: Sequence[Config]) -> None:
     first = configs[0]
     for c in configs[1:]:
         for f in PROTOCOL_FIELDS:
-            if getattr(c, f) != getattr(first, f):
-                raise ValueError(f"{c.name}: {f} = {getattr(c, f)!r}, but {first.name} has {getattr(first, f)!r}")
+            a, b = _protocol_value(c, f), _protocol_value(first, f)
+            if a != b:
+                raise ValueError(f"{c.name}: {f} = {a!r}, but {first.name} has {b!r}")
+
+
+def _protocol_value(config: Config, name: str):
+    """A protocol field of ``config``; ``iterations`` counts the steps its embedding trains: a run that trains a pair
+    network after its embedding (``method_params["metric_steps"]`` > 0, ZSML fine-tuned) counts those steps only."""
+    if name == "iterations" and (config.method_params or {}).get("metric_steps"):
+        return int(config.method_params["metric_steps"])
+    return getattr(config, name)
 
 
 

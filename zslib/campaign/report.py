@@ -559,7 +559,7 @@ def finetuning_sentences(comparisons, frozen: str = "real frozen") -> str:
         if not row.runs or d is None:
             return f"{where}: not recorded"
         tag = " (an ablation: the rule kept off)" if row.ablation else ""
-        words = change_words(verdict(d), not row.ablation).removesuffix(" from")
+        words = change_words(verdict(d), not row.ablation)
         return (f"{where}, {row.label or row.tested}{tag}: {100 * mean_r1(row.runs):.1f}% unseen Recall@1, {words} its "
                 f"baseline ({format_interval(d, signed=True)} points)")
 
