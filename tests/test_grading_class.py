@@ -18,23 +18,12 @@ import pytest
 from zslib.teaching import gradebook, grading
 from zslib.teaching.exercises.kinds import NOT_ATTEMPTED
 
+from grading_cells import IMPORT, NORMS, PREDICTION, PURITY
+
 pytestmark = pytest.mark.slow
 
 HERE = str(Path(grading.__file__).resolve().parents[2])  # this checkout's zslib, from any folder
-IMPORT = "from zslib.teaching.exercises import check"
-PURITY = ("def purity(labels, clusters):\n    return sum(max(int(((clusters == c) & (labels == k)).sum())"
-          " for k in labels.unique()) for c in clusters.unique()) / len(labels)\ncheck('metrics.purity', purity)")
 STUB = "def purity(labels, clusters):\n    ...  # your code here\ncheck('metrics.purity', purity)"
-# an experiment computed in the notebook (deep_metric_learning's "do the norms grow?", over three seeds), whose paired
-# interval decides a prediction: the grader's own run of the key computes it, whatever a submission hands over
-NORMS = ("import torch\nfrom zslib.engine import losses\nfrom zslib.engine.stats import interval\ngrowth = []\n"
-         "for seed in range(3):\n    torch.manual_seed(seed)\n    free = (0.1 * torch.randn(32, 8)).requires_grad_()\n"
-         "    free_labels = torch.arange(8).repeat_interleave(4)\n    sgd = torch.optim.SGD([free], lr=0.5)\n"
-         "    before = free.norm(dim=1).mean().item()\n    for _ in range(50):\n"
-         "        step = losses.contrastive_loss(free, free_labels, normalize=False)\n"
-         "        sgd.zero_grad()\n        step.backward()\n        sgd.step()\n"
-         "    growth.append(free.norm(dim=1).mean().item() - before)\neffect = tuple(interval(growth))[:3]")
-PREDICTION = "cml_experiments.unseen_diversity"  # a prediction: up, down or no clear effect, from `interval`
 CHOICE = "check('" + PREDICTION + "', '{}', interval=effect)"
 RUBRIC = {"tiny": {"metrics.duplicated_r1": 1, "metrics.purity": 2, PREDICTION: 1}}
 KEY = [IMPORT, "check('metrics.duplicated_r1', 1.0)", PURITY, NORMS, CHOICE.format("up")]

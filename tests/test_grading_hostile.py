@@ -29,22 +29,11 @@ from zslib.teaching import grading
 from zslib.teaching.output import OutputFolder, UnsafeOutput
 from zslib.teaching.protocol import BadMessage, check_message
 
+from grading_cells import IMPORT, NORMS, PREDICTION, PURITY
+
 pytestmark = pytest.mark.slow
 
-IMPORT = "from zslib.teaching.exercises import check"
 CARD = "from zslib.teaching.path import chapter_card\nchapter_card('metrics')"
-PURITY = ("def purity(labels, clusters):\n    return sum(max(int(((clusters == c) & (labels == k)).sum())"
-          " for k in labels.unique()) for c in clusters.unique()) / len(labels)\ncheck('metrics.purity', purity)")
-# an experiment computed in the notebook (the norms of unnormalized contrastive training, over three seeds), whose paired
-# interval decides a prediction: the grader's own run of the key computes it, whatever a submission hands over
-NORMS = ("import torch\nfrom zslib.engine import losses\nfrom zslib.engine.stats import interval\ngrowth = []\n"
-         "for seed in range(3):\n    torch.manual_seed(seed)\n    free = (0.1 * torch.randn(32, 8)).requires_grad_()\n"
-         "    free_labels = torch.arange(8).repeat_interleave(4)\n    sgd = torch.optim.SGD([free], lr=0.5)\n"
-         "    before = free.norm(dim=1).mean().item()\n    for _ in range(50):\n"
-         "        step = losses.contrastive_loss(free, free_labels, normalize=False)\n"
-         "        sgd.zero_grad()\n        step.backward()\n        sgd.step()\n"
-         "    growth.append(free.norm(dim=1).mean().item() - before)\neffect = tuple(interval(growth))[:3]")
-PREDICTION = "cml_experiments.unseen_diversity"  # a prediction: up, down or no clear effect, from `interval`
 CHOICE = "check('" + PREDICTION + "', 'up', interval=effect)"
 UNIT = "check('zero_shot_problem.unit_distance', (2 - 2 * 0.6) ** 0.5)"
 KEY = [IMPORT, CARD, "check('metrics.duplicated_r1', 1.0)", PURITY, UNIT, NORMS, CHOICE]
