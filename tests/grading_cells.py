@@ -14,3 +14,12 @@ NORMS = ("import torch\nfrom zslib.engine import losses\nfrom zslib.engine.stats
          "        sgd.zero_grad()\n        step.backward()\n        sgd.step()\n"
          "    growth.append(free.norm(dim=1).mean().item() - before)\neffect = tuple(interval(growth))[:3]")
 PREDICTION = "cml_experiments.unseen_diversity"  # a prediction: up, down or no clear effect, from `interval`
+
+
+def notebook(cells, chapter="tiny") -> dict:
+    """A notebook of code ``cells`` whose assignment metadata names ``chapter``."""
+    return {"cells": [{"cell_type": "code", "metadata": {}, "source": c, "outputs": [], "execution_count": None,
+                       "id": f"c{i}"} for i, c in enumerate(cells)],
+            "metadata": {"zslib_assignment": {"chapter": chapter}, "kernelspec": {
+                "name": "python3", "display_name": "Python 3", "language": "python"}},
+            "nbformat": 4, "nbformat_minor": 5}

@@ -21,6 +21,8 @@ from zslib.teaching.exercises import kinds
 from zslib.teaching.exercises.kinds import FunctionExercise
 from zslib.teaching.sandbox import run_function
 
+from grading_cells import notebook as _nb
+
 FUNCTIONS = [e for e in REGISTRY.values() if isinstance(e, FunctionExercise)]
 
 
@@ -156,14 +158,6 @@ SOLUTIONS = ["check('metrics.duplicated_r1', 1.0)",
              "check('cml.diversity_confusion', lambda x: (x ** 2).sum(1).mean())",
              "check('zero_shot_problem.unit_distance', (2 - 2 * 0.6) ** 0.5)",
              f"check('how_to_use.batch_size', {PROFILES['quick'].batch_classes * PROFILES['quick'].batch_per_class})"]
-
-
-def _nb(cells, chapter="tiny"):
-    return {"cells": [{"cell_type": "code", "metadata": {}, "source": c, "outputs": [], "execution_count": None,
-                       "id": f"c{i}"} for i, c in enumerate(cells)],
-            "metadata": {"zslib_assignment": {"chapter": chapter}, "kernelspec": {
-                "name": "python3", "display_name": "Python 3", "language": "python"}},
-            "nbformat": 4, "nbformat_minor": 5}
 
 
 IMPORT = "from zslib.teaching.exercises import check"

@@ -19,6 +19,7 @@ from zslib.teaching import gradebook, grading
 from zslib.teaching.exercises.kinds import NOT_ATTEMPTED
 
 from grading_cells import IMPORT, NORMS, PREDICTION, PURITY
+from grading_cells import notebook as _nb
 
 pytestmark = pytest.mark.slow
 
@@ -27,14 +28,6 @@ STUB = "def purity(labels, clusters):\n    ...  # your code here\ncheck('metrics
 CHOICE = "check('" + PREDICTION + "', '{}', interval=effect)"
 RUBRIC = {"tiny": {"metrics.duplicated_r1": 1, "metrics.purity": 2, PREDICTION: 1}}
 KEY = [IMPORT, "check('metrics.duplicated_r1', 1.0)", PURITY, NORMS, CHOICE.format("up")]
-
-
-def _nb(cells, chapter="tiny"):
-    return {"cells": [{"cell_type": "code", "metadata": {}, "source": c, "outputs": [], "execution_count": None,
-                       "id": f"c{i}"} for i, c in enumerate(cells)],
-            "metadata": {"zslib_assignment": {"chapter": chapter}, "kernelspec": {
-                "name": "python3", "display_name": "Python 3", "language": "python"}},
-            "nbformat": 4, "nbformat_minor": 5}
 
 
 def _class(root: Path) -> tuple[Path, Path]:

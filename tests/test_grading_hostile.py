@@ -30,6 +30,7 @@ from zslib.teaching.output import OutputFolder, UnsafeOutput
 from zslib.teaching.protocol import BadMessage, check_message
 
 from grading_cells import IMPORT, NORMS, PREDICTION, PURITY
+from grading_cells import notebook as _nb
 
 pytestmark = pytest.mark.slow
 
@@ -50,14 +51,6 @@ MALFORMED = [  # what a submission can write on the grader's channel instead of 
 CHANNEL = ("import json, os, sys\nfd = int(sys.argv[2])  # the grader's channel, as the sandbox was started\n"
            f"for msg in {MALFORMED!r}:\n    os.write(fd, (json.dumps(msg) + '\\n').encode())\n"
            "os.write(fd, b'not json\\n[1, 2]\\n')")
-
-
-def _nb(cells, chapter="tiny"):
-    return {"cells": [{"cell_type": "code", "metadata": {}, "source": c, "outputs": [], "execution_count": None,
-                       "id": f"c{i}"} for i, c in enumerate(cells)],
-            "metadata": {"zslib_assignment": {"chapter": chapter}, "kernelspec": {
-                "name": "python3", "display_name": "Python 3", "language": "python"}},
-            "nbformat": 4, "nbformat_minor": 5}
 
 
 def _write(path: Path, cells, chapter="tiny") -> Path:

@@ -14,8 +14,8 @@ import re
 from collections import Counter
 from pathlib import Path
 
-from zslib.analysis.compare import regime_config
-from zslib.analysis.verdict import paired_phrase
+from zslib.analysis.compare import FINETUNED_CPU, mean_r1, regime_config
+from zslib.analysis.verdict import change_words, paired_phrase
 from zslib.campaign.plan import RECIPES, TUNING_LOSS, length_candidates, method_plans, tuning_configs
 from zslib.campaign.records import CPU_METHODS_MANIFEST, hardware, open_manifest, recorded_cpu_methods
 from zslib.campaign.run import (Campaign, campaign_configs, comparison_rows, load_manifest, tuning_to_use)
@@ -546,9 +546,6 @@ def finetuning_sentences(comparisons, frozen: str = "real frozen") -> str:
     """Markdown bullets, one per method: its row in the frozen regime beside its row fine-tuned on the CPU (what each
     tested, its unseen Recall@1 and its paired change against its own baseline), in the words of
     :mod:`zslib.analysis.verdict` ("clearly" only for a setting the rule chose; an ablation named as one)."""
-    from zslib.analysis.compare import FINETUNED_CPU, mean_r1
-    from zslib.analysis.verdict import change_words
-
     by = {c.regime: c for c in comparisons}
     if FINETUNED_CPU not in by:
         return ""
