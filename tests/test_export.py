@@ -19,8 +19,8 @@ import torch
 from zslib.__main__ import main
 from zslib.teaching.assignments import build_pack, chapters_with_exercises, solution_text, strip_solutions
 from zslib.teaching.exercises import REGISTRY
-from zslib.teaching.export import assert_passes, to_nbgrader, to_otter
-from zslib.teaching.grading import _kind, exercise_names, load_rubric
+from zslib.teaching.export import assert_passes, plan_chapter, to_nbgrader, to_otter
+from zslib.teaching.grading import RubricItem, _kind, exercise_names, load_rubric
 
 pytestmark = pytest.mark.slow
 
@@ -280,10 +280,26 @@ def test_shared_cells_are_split_and_unchecked_solutions_stubbed(exported):
     # the comparison chapter's solution cell holds its own check: it is the solution, the stub before stays
     compare = {q["name"]: q for q in _questions(masters["compare"])}["compare.selection_bias"]
     assert "check(" in _text(compare["solution"][0]) and not compare["after"]
-    # the jrd chapter's "More exercises" solution has no check: the master holds its stub only
-    jrd = "\n".join(_text(c) for c in masters["jrd"]["cells"])
-    assert "More exercise 1" in jrd and "shrunk[c1] = " not in jrd
-    assert "shrunk[c1] = " in (pack / "instructor" / "jrd.ipynb").read_text()
+
+
+def test_a_solution_no_check_grades_is_stubbed_in_the_master():
+    """A solution cell after the last check (an exercise without a check) keeps its stub only; a checked
+    exercise before it becomes a question with its solution."""
+    def cell(kind, text):
+        return {"cell_type": kind, "id": f"c{abs(hash(text)) % 10**8}", "metadata": {}, "source": text,
+                **({"outputs": [], "execution_count": None} if kind == "code" else {})}
+
+    nb = {"cells": [cell("markdown", "Exercise: purity"),
+                    cell("code", "# BEGIN SOLUTION\nanswer = 1.0\n# END SOLUTION"),
+                    cell("code", 'check("metrics.purity", answer)'),
+                    cell("markdown", "More exercise: no check"),
+                    cell("code", "x = 2\n# BEGIN SOLUTION\nsecret_step = 3\n# END SOLUTION")],
+          "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    plan = plan_chapter(nb, {"metrics.purity": RubricItem("metrics.purity", 2)}, seed=0)
+    text = "\n".join(_text(c) for c in plan if isinstance(c, dict))
+    question = next(c for c in plan if not isinstance(c, dict))
+    assert question.name == "metrics.purity" and "answer = 1.0" in "\n".join(_text(c) for c in question.solution)
+    assert "x = 2" in text and "More exercise: no check" in text and "secret_step" not in text
 
 
 def test_assert_passes_names_the_failing_input_and_swallows_what_the_answer_prints():

@@ -8,6 +8,7 @@ from pathlib import Path
 import nbformat
 
 from zslib.engine.config import Config
+from zslib.engine.registry import PAPERS
 from zslib.engine.store import Result
 from zslib.engine.train.history import History
 from zslib.teaching import path as P
@@ -85,3 +86,13 @@ def test_the_build_rewrites_the_record_only_from_a_complete_quick_build():
     assert build.compute_record(report, "2026-12-01", "real") is None
     report["chapters"]["book/zsml.ipynb"] = {"seconds": None, "status": "FAILED"}
     assert build.compute_record(report, "2026-12-01", "quick") is None
+
+
+def test_each_method_chapter_reads_in_at_most_a_quarter_of_an_hour():
+    """A paper's main chapter reads in at most 15 minutes (words at 200 a minute, visible code at 20 lines a minute);
+    its other pages (experiments, ablations) in at most 18; reference material lives in its appendix page."""
+    for paper in PAPERS.values():
+        assert P.reading_minutes(REPO / "book" / f"{paper.chapter}.ipynb") <= 15, paper.chapter
+        for page in paper.chapters:
+            if page != paper.chapter and not page.endswith("_appendix"):
+                assert P.reading_minutes(REPO / "book" / f"{page}.ipynb") <= 18, page

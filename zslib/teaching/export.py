@@ -35,7 +35,7 @@ from the book's chapters (the registered points, a fresh seed). ``to_nbgrader`` 
 
 **What does not carry over.**
 
-* A solution cell that no check grades (the jrd chapter's "More exercises") and the solution of an
+* A solution cell that no check grades (an exercise without a check) and the solution of an
   exercise the rubric leaves out: otter strips solutions only inside questions, so the master holds their
   stubs already; the solutions stay in the pack's ``instructor/`` notebooks. The written answers and the
   derivations are not graded by either grader.
