@@ -4,7 +4,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from zslib.engine.choice import choose
+from zslib.engine.choice import Prefixed, choose
+from zslib.engine.stability import run_stability, stability_label
 
 
 def _runs(values, split="val", metric="R@1"):
@@ -86,3 +87,25 @@ def test_choose_on_validation_reads_a_recorded_grid_with_off_first_and_applies_t
         assert choice.chosen == (leader if verdict == "up" else "off")
     with pytest.raises(ValueError, match="not both"):
         choose_on_validation({"off": base, 1: base}, off=base, train=False)
+
+
+def _scored_run(main: dict, embedding: dict, reason):
+    """A stored run as ZSML writes one: its scorer's metrics and, under "input ", the embedding's it scored."""
+    metrics = {"unseen": {**main, **{f"input {k}": v for k, v in embedding.items()}}}
+    return SimpleNamespace(config=SimpleNamespace(seed=0), metrics=metrics, diverged=reason,
+                           history=SimpleNamespace(evals=[]), metric=lambda name, split: metrics[split][name])
+
+
+def test_a_view_through_a_prefix_is_judged_by_the_metrics_it_reads():
+    flat = {"R@1": 0.02, "R@2": 0.02, "R@4": 0.02, "R@8": 0.02}
+    healthy = {"R@1": 0.85, "R@2": 0.91, "R@4": 0.95, "R@8": 0.97}
+    # the scorer collapsed (stored as diverged); the embedding it scored is sound: the baseline view is not diverged
+    run = _scored_run(flat, healthy, "every Recall@K on the unseen classes is 0.0200")
+    view = Prefixed(run, "input ")
+    assert view.diverged is None and view.metric("R@1") == 0.85
+    assert run_stability(view).diverged is None and run_stability(run).diverged
+    assert "diverged" not in stability_label([view]) and "diverged" in stability_label([run])
+    # an embedding whose own Recall@K are ties, or not finite, is a diverged view whatever the run says
+    assert "collapsed onto ties" in Prefixed(_scored_run(healthy, flat, None), "input ").diverged
+    broken = Prefixed(_scored_run(healthy, {**healthy, "MAP@R": float("nan")}, None), "input ")
+    assert "input MAP@R on the unseen classes is nan" == broken.diverged

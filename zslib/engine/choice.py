@@ -21,6 +21,7 @@ what was compared, so a chapter can state it in a sentence (:meth:`Choice.senten
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -86,14 +87,33 @@ class Choice:
 
 class Prefixed:
     """A stored run read through a metric prefix, as a candidate of :func:`choose`: ZSML's "off" is the same run's
-    input features compared on the same images (the ``input`` metrics every ZSML result carries)."""
+    input features compared on the same images (the ``input`` metrics every ZSML result carries).
+
+    Whether the view diverged is judged on its own numbers, not on the run's: a relation scorer that collapsed
+    says nothing of the embedding it scored, whose metrics the view reads. The view counts as diverged when one of
+    its metrics is not finite, or when its Recall@K are all equal on a split (ties: the sign of a collapsed
+    embedding in :mod:`zslib.engine.collapse`)."""
 
     def __init__(self, run, prefix: str):
         self.run, self.prefix, self.config = run, prefix, run.config
-        self.diverged = getattr(run, "diverged", None)
+        self.diverged = _collapsed_view(run.metrics, prefix)
 
     def metric(self, name: str = "R@1", split: str = "unseen") -> float:
         return self.run.metric(self.prefix + name, split)
+
+
+def _collapsed_view(metrics: Mapping, prefix: str) -> str | None:
+    """Why the metrics named ``prefix + name`` in ``metrics`` (split -> name -> value) show a collapse, or None."""
+    for split, values in metrics.items():
+        own = {name[len(prefix):]: float(v) for name, v in values.items()
+               if name.startswith(prefix) and isinstance(v, (int, float))}
+        broken = [name for name, v in own.items() if not math.isfinite(v)]
+        if broken:
+            return f"{prefix}{broken[0]} on the {split} classes is {own[broken[0]]}"
+        recalls = [v for name, v in own.items() if name.startswith("R@")]
+        if len(recalls) > 1 and len(set(recalls)) == 1:
+            return f"every {prefix}Recall@K on the {split} classes is {recalls[0]:.4f}: the embeddings collapsed onto ties"
+    return None
 
 
 def choose(candidates: Mapping[object, Sequence], off: object = OFF, metric: str = "R@1", split: str = "val",

@@ -112,14 +112,15 @@ def _held_out_split(run) -> str:
 def run_stability(run, split: str | None = None) -> Stability:
     """The signs of :func:`seen_collapse` and :func:`held_out_fall` for a stored ``run`` (its ``history.evals``),
     on ``split`` (default: ``val`` for a validation run, else ``unseen``). A run read through a metric prefix (an
-    object with ``.run``) is judged by the run it reads."""
-    run = getattr(run, "run", run)
+    object with ``.run``, :class:`zslib.engine.choice.Prefixed`) is judged by the evaluations of the run it reads
+    and by its own ``diverged``, which looks at the metrics it reads."""
+    view, run = run, getattr(run, "run", run)
     evals = list(getattr(getattr(run, "history", None), "evals", None) or ())
     config = getattr(run, "config", None)
     if evals and config is not None and _scored_apart(config):
         evals = evals[:-1]  # the final row comes from the pair evaluator, the others from the embeddings
     return Stability(seen_collapse(evals), held_out_fall(evals, split or _held_out_split(run)),
-                     getattr(run, "diverged", None) or None)
+                     getattr(view, "diverged", None) or None)
 
 
 def evaluations(run) -> int:
