@@ -4,9 +4,9 @@ The trainer stops a run whose loss or parameters become non-finite or explode (:
 A run can also end "complete" and still be broken: at a learning rate of 100 or 1000 on the quick profile the
 Adam steps throw the weights about, the batch-norm running variance grows to 1e5-1e8 while every weight
 stays below the trainer's limit, and the embeddings collapse (an all-triplet loss then sits at its margin,
-since anchor, positive and negative land on the same point). Measured on the quick profile (2 cores,
-2026-11-25): lr 2e-3 gives unseen Recall@1 0.21, seen 0.48, largest buffer 0.96; lr 100 gives 0.032 / 0.020
-with a running variance of 5.6e5; lr 1000 gives 0.019 / 0.023 with 2.7e6. Chance is 0.02 there.
+since anchor, positive and negative land on the same point). On the quick profile lr 2e-3 gives unseen Recall@1
+0.21, seen 0.48, largest buffer 0.96; lr 100 gives 0.032 / 0.020 with a running variance of 5.6e5; lr 1000 gives
+0.019 / 0.023 with 2.7e6. Chance is 0.02 there.
 
 :func:`collapse_reason` names the first of four signs, or returns ``None`` for a healthy run:
 
