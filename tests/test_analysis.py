@@ -143,6 +143,7 @@ def test_transfer_evaluates_the_other_dataset_as_the_run_evaluates_its_own(tmp_p
                                                                           params):
     """Pointed at a 'dataset' whose unseen images are the run's own, the transfer analysis must give the run's own
     unseen metrics exactly: the same evaluator (pairs or embeddings) with the same seed."""
+    import zslib.analysis.records
     import zslib.engine.runner
     from zslib.methods.zsml import analyses as zsml_analyses
 
@@ -159,6 +160,7 @@ def test_transfer_evaluates_the_other_dataset_as_the_run_evaluates_its_own(tmp_p
 
     monkeypatch.setattr(zslib.engine.runner, "build_data", same_images)
     monkeypatch.setattr(zsml_analyses, "build_data", same_images)  # the analysis imports it at module level
+    monkeypatch.setattr(zslib.analysis.records, "build_data", same_images)  # and so does analyze()'s module
     record = analyze(c, "to_flowers102", results_dir=tmp_path, device="cpu")
     assert "flowers102" in asked and record.params == {"dataset": "flowers102", "split": "unseen"}
     shared = set(result.metrics["unseen"]) & set(record.values)  # the target dataset decides the standard row

@@ -35,10 +35,13 @@ import typing
 from pathlib import Path
 
 # Plain Python (no torch): a bad argument is answered at once. Each command imports what it runs (the runner, the
-# campaign, the grader, hence torch) inside its own function, after its arguments are checked (tests/test_cli.py).
+# campaign, the grader, hence torch) inside its own function, after its arguments are checked (tests/test_cli.py):
+# those imports, marked "lazy", stay there.
 from zslib.engine.catalog import check_train_arguments, load as _catalog
 from zslib.engine.config import PROFILE_FIELDS, Config
+from zslib.engine.out_of_memory import advising
 from zslib.engine.profile import PROFILES, get_profile
+from zslib.engine.registry import describe_methods
 
 
 def _value(text: str):
@@ -390,7 +393,7 @@ _FINETUNE_ESTIMATE = {"gpu": 32, "t4": 158, "t4 cml": 55}
 def _finetune_t4_minutes() -> dict[str, int]:
     """Minutes on a free Colab T4 of ``--methods M`` (M, its baseline, "off" and the tuning stage), estimated at the
     T4 rate of zslib.campaign.run.ASSUMED_RATES (computed when ``finetune --help`` is shown)."""
-    from zslib.campaign.run import ASSUMED_RATES, estimate_minutes
+    from zslib.campaign.run import ASSUMED_RATES, estimate_minutes  # lazy: imports torch (see the top)
 
     t4 = list(ASSUMED_RATES.values())[1]
     return {m: round(estimate_minutes("flowers102", t4, (m,))) for m in _FINETUNE_METHODS}
@@ -466,11 +469,9 @@ def _finetune(args) -> int:
     _quick_device_check(args.device)
     if args.smoke and args.device and not args.device.startswith("cpu"):
         raise UsageError("--smoke runs on the CPU; leave out --device")
-    from zslib.campaign.run import run_campaign
+    from zslib.campaign.run import plan_lines, run_campaign  # lazy, after the checks above: imports torch
 
     if args.plan:
-        from zslib.campaign.run import plan_lines
-
         for line in plan_lines(args.dataset, smoke=args.smoke, methods=methods, validation_seeds=vseeds,
                                test_seeds=tseeds):
             print(line)
@@ -482,14 +483,12 @@ def _finetune(args) -> int:
         if args.dataset != "flowers102":
             raise UsageError("--smoke fabricates only Flowers-102; for another dataset give --data-root with its "
                              "folder in the official layout")
-        from zslib.campaign.fabricate import fabricate_flowers
+        from zslib.campaign.fabricate import fabricate_flowers  # lazy, as the campaign above
         from zslib.engine.store import results_dir
 
         data_root = str(fabricate_flowers(results_dir(args.results_dir) / "smoke-campaign" / "data"))
     device = None if args.smoke else _check_device(args.device)
     from zslib.engine.data.root import using_data_root  # after the checks above: they answer before torch loads
-
-    from zslib.engine.out_of_memory import advising
 
     overrides = {} if args.batch_classes is None else {"batch_classes": args.batch_classes}
     with using_data_root(data_root), advising(_finetune_advice(methods)):  # ZS_DATA: only for this campaign
@@ -530,7 +529,7 @@ def _quick_device_check(name):
 def _check_device(name):
     if name is None:
         return None
-    import torch
+    import torch  # lazy: the command line answers a bad argument before torch loads (tests/test_cli.py)
 
     try:
         dev = torch.device(name)
@@ -557,7 +556,7 @@ def _train(args, config_cls=None) -> int:
     except ValueError as err:
         raise UsageError(str(err)) from None
     _quick_device_check(args.device)
-    from zslib.experiment import run
+    from zslib.experiment import run  # lazy, after the checks above: imports torch
 
     try:
         config = (config_cls or Config).from_profile(profile_name, **overrides)
@@ -565,7 +564,7 @@ def _train(args, config_cls=None) -> int:
         raise UsageError(str(err)) from None
     _check_device(args.device)
     if config.feature_stages:  # the real profile: build (once) or find the feature cache, and say so
-        from zslib.engine.data.features import describe
+        from zslib.engine.data.features import describe  # lazy: imports torch (see the top)
         from zslib.engine.runner import build_data
 
         print(describe(build_data(config)["train"].info), flush=True)
@@ -604,7 +603,7 @@ def _plain_defaults(config_cls=None) -> dict:
 
 
 def _evaluate(args) -> int:
-    from zslib.experiment import evaluate_checkpoint, load_result
+    from zslib.experiment import evaluate_checkpoint, load_result  # lazy: imports torch (see the top)
 
     _check_device(args.device)
     config = None
@@ -627,9 +626,8 @@ def _evaluate(args) -> int:
 
 
 def _record(args) -> int:
-    from zslib.engine.store import record_runs, write_manifest
-
-    from zslib.analysis.records import record_analyses
+    from zslib.analysis.records import record_analyses  # lazy: these import torch (see the top)
+    from zslib.engine.store import load_result, record_runs, write_manifest
 
     if args.manifest:
         print(f"wrote {write_manifest(args.results_dir)}")
@@ -645,14 +643,12 @@ def _record(args) -> int:
     for path in copied:
         print(f"  {path}")
         if args.replace and not args.dry_run:
-            from zslib.engine.store import load_result
-
             changes = load_result(path).provenance.get("replaced", {}).get("metric_changes", {})
             if changes:
                 name, gap = max(changes.items(), key=lambda kv: abs(kv[1]) if kv[1] == kv[1] else float("inf"))
                 print(f"    replaced a run recorded earlier; largest change: {name} {gap:+.4f}")
     if args.profile == "full":  # the fine-tuning campaign's tables and choices (python -m zslib finetune)
-        from zslib.campaign.run import record_campaigns
+        from zslib.campaign.run import record_campaigns  # lazy: the campaign imports torch
 
         for path in record_campaigns(args.results_dir, dry_run=args.dry_run):
             print(f"{verb} the campaign file {path}")
@@ -667,8 +663,8 @@ def _record(args) -> int:
 
 
 def _record_weights(files, scratch, tolerance) -> int:
+    from zslib.engine.kept_weights import record_weights  # lazy: these import torch (see the top)
     from zslib.engine.store import load_result, write_manifest
-    from zslib.engine.kept_weights import record_weights
 
     paths = [Path(f) for f in files]
     outside = [str(p) for p in paths if p.parent.name != "recorded"]
@@ -688,7 +684,7 @@ def _record_weights(files, scratch, tolerance) -> int:
 
 
 def _verify(args) -> int:
-    from zslib.analysis.reproduce import verify_run
+    from zslib.analysis.reproduce import verify_run  # lazy: these import torch (see the top)
     from zslib.engine.store import load_result, recorded_runs
 
     if args.tolerance < 0 or (args.sample is not None and args.sample < 1):
@@ -719,12 +715,12 @@ def _verify(args) -> int:
 
 
 def _assignments(args) -> int:
-    from zslib.teaching.assignments import build_pack
+    from zslib.teaching.assignments import build_pack  # lazy: the teaching tools stay out of the command line's start
 
     out = build_pack(args.out, chapters=args.chapter, book_dir=args.book)
     print(f"assignment pack written to {out} (student/, instructor/, rubric.json, README.md)")
     if args.format != "book":
-        from zslib.teaching import export
+        from zslib.teaching import export  # lazy: as build_pack above
 
         written = getattr(export, f"to_{args.format}")(out, out / args.format)
         then = ("otter assign <chapter>.ipynb dist/ in each folder" if args.format == "otter" else
@@ -738,7 +734,7 @@ def _sandbox(args):
         raise UsageError("--timeout must be a positive number of seconds")
     if args.memory < 512:
         raise UsageError("--memory must be at least 512 (MB); torch alone needs a few GB of address space")
-    from zslib.teaching.uidpool import DEFAULT_UIDS, parse_uids
+    from zslib.teaching.uidpool import DEFAULT_UIDS, parse_uids  # lazy: only the grading commands read it
 
     try:
         uids = parse_uids(args.uids) if args.uids else DEFAULT_UIDS
@@ -752,7 +748,7 @@ def _sandbox(args):
 
 def _check_notebook(path) -> None:
     """A submission that is not a Jupyter notebook, or is a link or no regular file, is one line, not a traceback."""
-    from zslib.teaching.grading import RefusedSubmission, read_submission
+    from zslib.teaching.grading import RefusedSubmission, read_submission  # lazy: as build_pack above
 
     try:
         nb = json.loads(read_submission(path).decode("utf-8"))
@@ -772,6 +768,7 @@ def _grade(args) -> int:
     if args.rubric and not Path(args.rubric).is_file():
         raise UsageError(f"no such rubric: {args.rubric}")
     _check_notebook(Path(args.notebook))
+    # lazy: the teaching tools stay out of the command line's start
     from zslib.teaching.grading import RefusedUser, grade_submission, probe_user, resolve_isolation, resolve_user
 
     options = _sandbox(args)
@@ -798,7 +795,7 @@ def _grade_all(args) -> int:
         raise UsageError(f"no such folder of submissions: {args.submissions}")
     if not args.rubric or not Path(args.rubric).is_file():
         raise UsageError(f"--rubric must name the pack's rubric.json (got {args.rubric})")
-    from zslib.teaching.grading import RefusedUser, grade_all
+    from zslib.teaching.grading import RefusedUser, grade_all  # lazy: as build_pack above
 
     if args.jobs < 1:
         raise UsageError("-j/--jobs must be at least 1")
@@ -817,8 +814,6 @@ def _grade_all(args) -> int:
 
 
 def _methods(args) -> int:
-    from zslib.engine.registry import describe_methods
-
     print(describe_methods())
     return 0
 

@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import copy
 
+import pandas as pd
+
 __all__ = ["paper_tables", "CML_TABLES", "DEML_TABLES", "JRD_TABLES", "ADAPT_ADV_TABLES", "ZSML_TABLES", "TABLES",
            "reported_table", "reported_frame", "reported_value", "parse_cell", "CONTEXT_ZOO", "context_frame"]
 
@@ -482,8 +484,6 @@ def reported_value(table: str, method: str, column: str, paper: str = "chen2022c
 def reported_frame(table: str, paper: str = "chen2022cml", with_std: bool = False):
     """The table as a pandas DataFrame indexed by method; ``with_std`` adds ``"<col> std"`` columns (and
     ``"<col> ci95"`` for tables that print 95% confidence half-widths)."""
-    import pandas as pd
-
     t = reported_table(table, paper)
     frame = pd.DataFrame(t["rows"]).set_index("method")
     if with_std:
@@ -519,8 +519,6 @@ CONTEXT_ZOO: dict = {
 def context_frame():
     """:data:`CONTEXT_ZOO` as a DataFrame in percent, with a last row per dataset: the trained row minus the best
     frozen row (positive: training on the seen classes still pays there)."""
-    import pandas as pd
-
     t = CONTEXT_ZOO
     frame = pd.DataFrame(t["rows"]).set_index("features")
     cols = t["columns"]

@@ -13,7 +13,9 @@ config of the recorded adapted runs (same hash).
 """
 from __future__ import annotations
 
+from zslib.analysis.compare import ENTRIES, regime_config, validation_grid
 from zslib.engine.choice import OFF, VALIDATION_SEEDS, Choice, choose
+from zslib.engine.grid import MissingRunsError, run_grid
 
 __all__ = ["STAGE_RATES", "rate_grid", "rate_choice", "rate_sentence"]
 
@@ -28,8 +30,6 @@ def _label(rate: float) -> str:
 def rate_grid() -> dict:
     """``{label: config}``: "off" (the frozen regime's triplet baseline on the validation split) and the adapted
     triplet baseline at each rate of :data:`STAGE_RATES`, the head's rate unchanged."""
-    from zslib.analysis.compare import ENTRIES, regime_config, validation_grid
-
     cml = next(e for e in ENTRIES if e.name == "CML")  # its "off" is the triplet loss alone
     frozen = validation_grid(cml, regime_config("real frozen"), "real frozen")[OFF]
     adapted = validation_grid(cml, regime_config("real adapted"), "real adapted")[OFF]
@@ -43,8 +43,6 @@ def rate_grid() -> dict:
 def rate_choice(train: bool = False) -> Choice | None:
     """The rule over :func:`rate_grid` (``None`` when its runs are neither stored nor recorded and ``train`` is
     false)."""
-    from zslib.engine.grid import MissingRunsError, run_grid
-
     try:
         runs = run_grid(rate_grid(), seeds=VALIDATION_SEEDS, stored_only=not train)
     except MissingRunsError:

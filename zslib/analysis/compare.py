@@ -32,23 +32,27 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
+import matplotlib.pyplot as plt
 import numpy as np
+import pandas as pd
+import torch
 
 from zslib.analysis.verdict import (PAGE_BUDGET_REASON, POWER, POWER_METHOD, adaptation_sentence, change_words,
                                     holm, paired_p, power_of, power_size, power_words, row_sentence,
                                     seeds_words)
 from zslib.analysis.entry import FINE_TUNED, Claim, Entry
+from zslib.campaign.plan import RECIPES
+from zslib.campaign.records import recorded_cpu_methods
 from zslib.engine.choice import CONFIDENCE, OFF, VALIDATION_FRACTION, VALIDATION_SEEDS, Choice, choose
 from zslib.engine.choice import Prefixed as _Prefixed
 from zslib.engine.config import Config, config_hash
 from zslib.engine.grid import MissingRunsError, choose_on_validation, run_grid
 from zslib.engine.profile import ADAPTED_REAL, PROFILES
+from zslib.engine.registry import PAPERS
 from zslib.engine.runner import build_method, build_model
 from zslib.engine.stability import broken, stability_label
 from zslib.engine.stats import Interval, format_interval, interval, paired, summarize, verdict
-from zslib.engine.registry import PAPERS
-from zslib.campaign.plan import RECIPES
-from zslib.campaign.records import recorded_cpu_methods
+from zslib.engine.train.optim import OptimSettings
 from zslib.reported import context_frame
 
 __all__ = ["PROTOCOL_FIELDS", "Entry", "all_entries", "Row", "Comparison", "regime_config",
@@ -382,10 +386,6 @@ def trained_parameters(config: Config) -> dict | None:
     """``{name: size}`` of every parameter ``config``'s run trains, read from the built model and method: each tensor
     some phase's optimizer updates (:meth:`zslib.engine.method.Method.param_groups`: the model's trainable groups,
     the method's own modules). ``None`` where the model cannot be built here (its weights missing)."""
-    import torch
-
-    from zslib.engine.train.optim import OptimSettings
-
     try:
         torch.manual_seed(0)
         model = build_model(config)
@@ -495,8 +495,6 @@ def comparison_table(comparisons: Sequence[Comparison]):
     the power column gives the true differences the validation seeds (the rule's) and the test seeds would call clear
     in 80% of repetitions (:func:`zslib.analysis.verdict.power_of`), "= off" / "= baseline" where the runs equal it;
     the paper's gain is for the "same variant" only where weights, dataset and what trained match."""
-    import pandas as pd
-
     lines = []
     for comp in comparisons:
         for r in comp.rows:
@@ -688,8 +686,6 @@ def forest_plot(comparisons: Sequence[Comparison], metrics: Sequence[str] = ("R@
     (columns) and metric (rows), a dot for the mean over seeds and a bar for its 95% interval; hollow for a row
     whose setting "off" won (an ablation); a red cross labelled "unstable" for a row with diverged, collapsed or
     unstable seeds (:mod:`zslib.engine.stability`)."""
-    import matplotlib.pyplot as plt
-
     metrics = (metrics,) if isinstance(metrics, str) else tuple(metrics)
     fig, axes = plt.subplots(len(metrics), len(comparisons), figsize=(4.2 * len(comparisons), 3.2 * len(metrics)),
                              sharey=True, squeeze=False)
@@ -765,8 +761,6 @@ def metric_agreement(comparisons: Sequence[Comparison], metric: str = "MAP@R", a
 def protocol_frame(regimes: Sequence[str] = tuple(REGIMES)):
     """The protocol of each regime as a table: every field of :data:`PROTOCOL_FIELDS`, the seeds, the validation
     share and what the regime is."""
-    import pandas as pd
-
     cols = {}
     for regime in regimes:
         c = regime_config(regime)

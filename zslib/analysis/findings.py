@@ -13,6 +13,11 @@ import html
 import re
 from collections.abc import Iterable, Sequence
 
+from zslib.analysis.verdict import headline, variant_words
+from zslib.engine.grid import MissingRunsError, run_grid
+from zslib.engine.stability import stability_label
+from zslib.engine.stats import format_interval, paired, summarize
+
 __all__ = ["Findings", "findings_box", "found_list", "real_comparison", "verdict_words", "recorded", "not_recorded_box"]
 
 
@@ -69,10 +74,6 @@ def real_comparison(floor, baseline: Sequence, method: Sequence, method_name: st
     first sentence says "clearly" only for ``"chosen"``, names an ablation as such, and calls a method with
     collapsed or unstable seeds (:mod:`zslib.engine.stability`) unstable instead of giving it a verdict; it names
     the weights the method runs tested (:func:`zslib.analysis.verdict.variant_words`)."""
-    from zslib.analysis.verdict import headline, variant_words
-    from zslib.engine.stability import stability_label
-    from zslib.engine.stats import format_interval, paired, summarize
-
     raw = 100 * floor.metric("R@1")
     base_vs_floor = 100 * summarize(baseline)[0] - raw
     p = paired(baseline, method)
@@ -89,8 +90,6 @@ def real_comparison(floor, baseline: Sequence, method: Sequence, method_name: st
 
 def recorded(grid, seeds=None):
     """The stored runs of ``grid`` (name -> config; recorded or made here), or ``None`` when any is missing."""
-    from zslib.engine.grid import MissingRunsError, run_grid
-
     try:
         return run_grid(grid, seeds, stored_only=True)
     except MissingRunsError:

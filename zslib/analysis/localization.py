@@ -86,7 +86,7 @@ def localization_scores(attention: torch.Tensor, masks: torch.Tensor, object_box
     per-image ratio of the two), ``peak_on_object``, ``box_iou`` and ``box_iou_full_image`` (its chance
     level: no crop), all floats.
     """
-    from zslib.methods.deml.attention_crop import attention_boxes
+    from zslib.methods.deml.attention_crop import attention_boxes  # here: importing zslib.analysis loads no paper
 
     att, masks = _check_pair(attention, masks)
     obj = torch.as_tensor(object_boxes, dtype=torch.float64, device=att.device)

@@ -25,6 +25,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
+from sklearn.linear_model import LogisticRegression
+from sklearn.preprocessing import StandardScaler
 
 from zslib.engine.threads import one_thread
 
@@ -61,8 +64,6 @@ class ProbeReport:
 
     def to_frame(self):
         """A pandas DataFrame, one row per attribute (accuracy, chance, stderr, n_values)."""
-        import pandas as pd
-
         return pd.DataFrame({"attribute": list(self.names),
                              "accuracy": [self.accuracy[n] for n in self.names],
                              "chance": [self.chance[n] for n in self.names],
@@ -183,9 +184,6 @@ def attribute_probe(embeddings, attributes, *, names: Sequence[str] | None = Non
     Returns:
         :class:`ProbeReport` (``accuracy``, ``chance``, ``stderr`` per attribute).
     """
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.preprocessing import StandardScaler
-
     x = _embeddings(embeddings)
     n = x.shape[0]
     names, columns = _attribute_table(attributes, n, names)

@@ -39,6 +39,10 @@ from zslib.engine.grid import grid_jobs
 from zslib.engine.store import (ResultFileError, check_key, hash_in_name, load_result, recorded_dir, provenance,
                                 result_path, results_dir, file_slug,
                                 short_commit, utc_minute, write_json)
+from zslib.analysis.reproduce import check_reproduced
+from zslib.engine.profile import device as default_device
+from zslib.engine.registry import PAPERS
+from zslib.engine.runner import build_data, load_model, run
 
 __all__ = ["Analysis", "ANALYSES", "register_analysis", "get_analysis", "AnalysisRecord", "analyze", "analysis_path",
            "load_analysis", "recorded_analyses", "record_analyses", "recorded_analysis_records", "analysis_summary",
@@ -82,8 +86,6 @@ def register_analysis(analysis: Analysis) -> Analysis:
 def _discover() -> None:
     """Import the analyses of every paper that records some (:attr:`zslib.engine.paper.Paper.analyses`; they register
     themselves)."""
-    from zslib.engine.registry import PAPERS
-
     for paper in PAPERS.values():
         if paper.analyses is not None:
             paper.analyses()
@@ -191,9 +193,6 @@ def analyze(config: Config, analysis: str = "bound_terms", results_dir: str | os
     must reproduce the stored one within ``tolerance`` (:func:`zslib.analysis.reproduce.check_reproduced`; else
     ``RuntimeError``: an analysis of another model would be mislabelled).
     """
-    from zslib.analysis.reproduce import check_reproduced
-    from zslib.engine.runner import build_data, load_model, run
-
     spec = get_analysis(analysis)
     directory = _results(results_dir)
     target = analysis_path(config, analysis, directory)
@@ -208,7 +207,6 @@ def analyze(config: Config, analysis: str = "bound_terms", results_dir: str | os
         run_file = result_path(config, directory)
     stored = load_result(run_file)
     if device is None:
-        from zslib.engine.profile import device as default_device
         device = default_device()
     device = torch.device(device)
     ckpt = stored.checkpoint

@@ -8,6 +8,8 @@ extra) the whole table is shown as a plain HTML table, with a line saying so.
 """
 from __future__ import annotations
 
+import pandas as pd
+
 __all__ = ["searchable", "SearchableTable"]
 
 _READY = False
@@ -30,8 +32,6 @@ class SearchableTable:
         try:
             import itables
         except ImportError:
-            import pandas as pd
-
             display(Markdown("*A plain table: install `itables` (the `book` extra of zslib) to search and sort it.*"))
             with pd.option_context("display.max_rows", None, "display.max_columns", None):
                 display(self.frame)

@@ -33,10 +33,13 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
+from scipy import optimize, stats
 
 from zslib.engine.choice import CONFIDENCE
-from zslib.engine.stability import broken
-from zslib.engine.stats import format_interval
+from zslib.engine.config import Config
+from zslib.engine.registry import PAPERS
+from zslib.engine.stability import UNSTABLE_DROP, broken
+from zslib.engine.stats import format_interval, verdict
 
 __all__ = ["detectable", "change_words", "power_words", "row_label", "row_status", "row_sentence",
            "regime_sentences", "adaptation_sentence", "status_note", "headline", "verb_words", "paired_phrase",
@@ -61,8 +64,6 @@ POWER_METHOD = ("the smallest true difference that the rule's 95% interval would
 def detectable(differences: Sequence[float], confidence: float = CONFIDENCE) -> float:
     """The smallest mean of paired ``differences`` whose ``confidence`` interval would exclude 0, given their
     spread: ``t_{(1+confidence)/2, n-1} * sd / sqrt(n)`` (the interval's half-width). NaN for fewer than two."""
-    from scipy import stats
-
     d = np.asarray([float(x) for x in differences], float)
     if d.size < 2:
         return math.nan
@@ -75,8 +76,6 @@ def power_difference(sd: float, n: int, power: float = POWER, confidence: float 
     ``confidence`` interval lies above 0 for with probability ``power``: ``lambda sd / sqrt(n)``, ``lambda`` solving
     ``P(T > t_{(1+confidence)/2, n-1}) = power`` for ``T`` noncentral t (``n - 1`` degrees of freedom, noncentrality
     ``lambda``). NaN for fewer than two differences or no spread (``sd`` 0: nothing to state a power from)."""
-    from scipy import optimize, stats
-
     if n < 2 or not sd > 0 or not math.isfinite(sd):
         return math.nan
     df = n - 1
@@ -114,8 +113,6 @@ def paired_p(differences: Sequence[float]) -> float:
     """The two-sided p-value of the one-sample t test of ``differences`` against 0 (what the 95% interval reads:
     it excludes 0 exactly when this is below 0.05). 1 for differences all 0, 0 for equal non-zero ones; NaN for
     fewer than two."""
-    from scipy import stats
-
     d = np.asarray([float(x) for x in differences], float)
     if d.size < 2:
         return math.nan
@@ -165,9 +162,6 @@ def variant_words(config, knobs: Sequence[str] | None = None) -> str:
 
 def _knobs(method: str) -> list[str]:
     """The method parameters that differ between the candidates of ``method``'s comparison grid (in order)."""
-    from zslib.engine.config import Config
-    from zslib.engine.registry import PAPERS
-
     for paper in PAPERS.values():
         entry = paper.comparison
         if paper.method != method or entry is None:
@@ -312,8 +306,6 @@ def row_sentence(row, with_choice: bool = True) -> str:
     page's tests where it is known), MAP@R where its verdict differs, instability, what a regime that changes
     nothing for the method means, the test seeds' power, and (for an ablation) what "off kept" means at the rule's
     power."""
-    from zslib.engine.stats import verdict
-
     head = f"**{row_label(row)}**"
     if getattr(row, "missing", ""):
         return f"{head}: not recorded in this copy ({row.missing})."
@@ -362,8 +354,6 @@ def regime_sentences(comparison) -> list[str]:
 def adaptation_sentence(frozen_row, adapted_row, mean_r1) -> str:
     """What letting the network's last stages train changed for one method (its rows in the two regimes), with
     each row's status and stability in the words of :func:`row_sentence`."""
-    from zslib.engine.stats import verdict
-
     parts = []
     base_f, base_a = frozen_row.baseline, adapted_row.baseline
     if base_f and base_a and not hasattr(base_f[0], "prefix"):
@@ -412,8 +402,6 @@ def headline(p, method_name: str, baseline_name: str, status: str, seeds: int, u
     named = f"{method_name} at {variant}" if variant and variant not in method_name else method_name
     who = f"{named}{status_note(status)}"
     if broken(unstable):
-        from zslib.engine.stability import UNSTABLE_DROP
-
         return (f"On Flowers-102 photographs of unseen classes, {who} is unstable here ({unstable}: their unseen "
                 f"Recall@1 ended more than {100 * UNSTABLE_DROP:.0f} points below its best evaluation, or their "
                 f"seen Recall@1 collapsed): against {baseline_name} it moved {diff}, a spread made by the broken seeds")

@@ -10,6 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import scipy.io
+from PIL import Image
 
 __all__ = ["fabricate_flowers"]
 
@@ -18,9 +20,6 @@ def fabricate_flowers(root, seen: int = 8, unseen: int = 6, per_class: int = 5, 
     """Write the tree under ``root/flowers102`` (if it is not there yet) and return ``root``. ``seen`` classes
     from 1 and ``unseen`` from 52, ``per_class`` images each: enough for Recall@8 on the validation and unseen
     splits (each needs at least 9 images)."""
-    import scipy.io
-    from PIL import Image
-
     folder = Path(root) / "flowers102"
     labels = [c for c in range(1, seen + 1) for _ in range(per_class)]
     labels += [c for c in range(52, 52 + unseen) for _ in range(per_class)]

@@ -18,7 +18,7 @@ import json
 
 from zslib.campaign.plan import setting_to_test
 from zslib.engine.choice import choose
-from zslib.engine.store import load_result, recorded_dir
+from zslib.engine.store import load_result, load_results, recorded_dir, recorded_runs
 
 __all__ = ["REGIMES", "regime", "hardware", "regime_label", "finetuned_runs", "CPU_METHODS_MANIFEST",
            "open_manifest", "recorded_cpu_methods"]
@@ -57,8 +57,6 @@ def finetuned_runs(directory=None, *, recorded_only: bool = False, **match) -> l
     """The stored fine-tuned results (:func:`regime` ``== "fine-tuned"``) whose configs match ``match`` (e.g.
     ``dataset="flowers102", method="cml"``): from ``<results>/`` and ``<results>/recorded/``, or from the
     recorded runs alone with ``recorded_only``. An empty list when there are none (a chapter then says so)."""
-    from zslib.engine.store import load_results, recorded_runs
-
     runs = recorded_runs(directory) if recorded_only else load_results(directory)
     return [r for r in runs if regime(r) == "fine-tuned"
             and all(getattr(r.config, k) == v for k, v in match.items())]

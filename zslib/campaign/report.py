@@ -14,11 +14,14 @@ import re
 from collections import Counter
 from pathlib import Path
 
+import pandas as pd
+
 from zslib.analysis.compare import FINETUNED_CPU, mean_r1, regime_config
 from zslib.analysis.verdict import change_words, paired_phrase
 from zslib.campaign.plan import RECIPES, TUNING_LOSS, length_candidates, method_plans, tuning_configs
 from zslib.campaign.records import CPU_METHODS_MANIFEST, hardware, open_manifest, recorded_cpu_methods
 from zslib.campaign.run import (Campaign, campaign_configs, comparison_rows, load_manifest, tuning_to_use)
+from zslib.analysis.entry import Claim
 from zslib.engine.choice import choose
 from zslib.engine.models import build_label
 from zslib.engine.models.adapted import entry_stage
@@ -26,7 +29,7 @@ from zslib.engine.registry import PAPERS
 from zslib.engine.stability import stability_label
 from zslib.engine.stats import format_interval, interval, paired, verdict
 from zslib.engine.store import load_result, recorded_dir
-from zslib.analysis.entry import Claim
+from zslib.present.base import Section
 from zslib.reported import reported_value
 
 __all__ = ["recorded_campaign", "campaign_frame", "campaign_sentences", "campaign_recipe_note", "regime_differences",
@@ -81,9 +84,6 @@ def _session_file(folder: Path, dataset: str) -> Path | None:
 def campaign_frame(camp):
     """One row per floor, baseline and method: unseen Recall@1 and the paired changes (percentage points, 95%
     intervals over the test seeds), the seeds and the hardware the runs name."""
-    import pandas as pd
-
-
     def diff(d):
         return "-" if d is None else f"{format_interval(d['diff'], signed=True)} ({d['verdict']})"
 
@@ -250,9 +250,6 @@ def regime_differences(camp=None, cpu=None):
     the recorded fine-tuned campaign ``camp`` (its run files' configs, and the images its session file names) and
     the fine-tuned runs on the CPU ``cpu`` (:func:`recorded_cpu_proof`). Aspects on which no two regimes differ are
     left out."""
-    import pandas as pd
-
-
     book = {paper.method: paper.comparison.loss for paper in PAPERS.values() if paper.comparison is not None}
     cols = {"frozen": _describe([regime_config("real frozen")], book),
             "adapted": _describe([regime_config("real adapted")], book)}
@@ -322,9 +319,6 @@ def recorded_cpu_proof(directory=None) -> dict | None:
 def cpu_proof_frame(proof):
     """The CPU proof's test rows: the untrained network, the head on the frozen network ("off") and the fine-tuned
     setting, unseen Recall@1 (95% intervals over the test seeds) and the paired changes against the first two."""
-    import pandas as pd
-
-
     if proof is None:
         return pd.DataFrame()
     rows = []
@@ -410,8 +404,6 @@ def build_floors(proof, methods=None):
     """The untrained network of each build on the unseen classes, from the recorded CPU proof (its crop) and its
     methods stage (the real profile's 224-px crop): same images and evaluation, one run each, one row per build
     and crop."""
-    import pandas as pd
-
     runs = _floor_runs(proof, methods)
     if not runs:
         return pd.DataFrame()
@@ -471,10 +463,6 @@ def finetuned_section(method: str, stage=None):
     the untrained network, the same-loss baseline ("off") and the tested setting, unseen Recall@1 and MAP@R over the
     test seeds with 95% intervals, the paired changes, and beside the setting the paper's number for the same variant
     and dataset (or "none" and the nearest variant it reports). A :class:`zslib.present.base.Section`."""
-    import pandas as pd
-
-    from zslib.present.base import Section
-
     stage = recorded_cpu_methods() if stage is None else stage
     got = (stage or {"methods": {}})["methods"].get(method)
     name = _names().get(method, method)

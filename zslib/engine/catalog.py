@@ -22,6 +22,7 @@ CATALOG = Path(__file__).with_name("catalog.json")
 
 def build() -> dict:
     """The catalog of the live registries (imports them, hence PyTorch, here: this module must not)."""
+    # here, not at the top: these import torch, and the command line reads this module before torch loads
     from zslib.engine.data.datasets import DATASETS
     from zslib.engine.losses import LOSSES
     from zslib.engine.registry import METHODS, PAPERS

@@ -24,6 +24,7 @@ import numpy as np
 
 from zslib.engine.fields import ProfileFields, helped, names
 from zslib.engine.profile import PROFILES, Profile, get_profile
+from zslib.engine.registry import get_method
 
 __all__ = ["Config", "config_hash", "PROFILE_FIELDS", "NOT_HASHED", "HASHED_UNLESS_DEFAULT", "TRAIN_BN"]
 
@@ -167,8 +168,7 @@ class Config(ProfileFields):
             raise ValueError(f"Config.dropout must be in [0, 1), got {self.dropout!r}")
         if not 0.0 <= self.validation_fraction < 1.0:
             raise ValueError(f"Config.validation_fraction must be in [0, 1), got {self.validation_fraction!r}")
-        from zslib.engine.losses import LOSSES  # these three import torch: here, as checks above
-        from zslib.engine.registry import get_method
+        from zslib.engine.losses import LOSSES  # imports torch: here, as checks above
 
         if self.loss not in LOSSES:
             raise ValueError(f"unknown loss {self.loss!r}; choose one of {sorted(LOSSES)}")

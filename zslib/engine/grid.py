@@ -176,11 +176,10 @@ def _pool_init(threads: int) -> None:
 
 def _warm_up(configs: Iterable[Config]) -> None:
     """Build each distinct dataset of ``configs`` and import the evaluation libraries in this process, just
-    before the pool forks: every worker then inherits them (copy-on-write) instead of paying for them."""
-    import scipy.optimize  # noqa: F401  (cluster accuracy)
-    import sklearn.cluster  # noqa: F401  (k-means for NMI / F1)
+    before the pool forks: every worker then inherits them (copy-on-write) instead of paying for them. SciPy's and
+    scikit-learn's parts come with :mod:`zslib.engine.evaluate` (imported with the runner); faiss is optional."""
     try:
-        import faiss  # noqa: F401  (nearest neighbours for Recall@K on the CPU)
+        import faiss  # noqa: F401  (nearest neighbours for Recall@K on the CPU; optional: the notebook and full extras)
     except ImportError:
         pass
 

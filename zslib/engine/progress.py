@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import os
 
+from tqdm.std import tqdm as text_tqdm
+
 __all__ = ["progress_bar"]
 
 
@@ -19,10 +21,10 @@ def progress_bar(mode, total: int, initial: int = 0, desc: str = "train"):
     if mode is False or mode is None:
         return None
     if mode == "auto" or mode is True:
-        from tqdm.auto import tqdm  # which tqdm depends on the mode asked for
+        # here, not at the top: tqdm.auto picks the notebook or the text bar when it is first imported
+        from tqdm.auto import tqdm
         return tqdm(total=total, initial=initial, desc=desc, dynamic_ncols=True)
     if mode == "text":
-        from tqdm.std import tqdm
-        return tqdm(total=total, initial=initial, desc=desc, mininterval=5.0, miniters=max(1, total // 10),
-                    maxinterval=float("inf"), ncols=100)
+        return text_tqdm(total=total, initial=initial, desc=desc, mininterval=5.0, miniters=max(1, total // 10),
+                         maxinterval=float("inf"), ncols=100)
     raise ValueError(f"progress must be 'auto' (widget in notebooks), 'text' (plain text) or False, got {mode!r}")

@@ -49,6 +49,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import torch
 
 from zslib import __version__
@@ -793,8 +794,6 @@ def recorded_runs_table(runs: list[Result] | None = None):
     """One row per recorded run (``runs``, default :func:`recorded_runs`): its :func:`provenance_summary`, the
     method's parameters as text, whether it held out validation classes, and its unseen-class metrics
     :data:`TABLE_METRICS` in %. A ``pandas.DataFrame`` for a searchable table (the "Recorded runs" page)."""
-    import pandas as pd  # only this table reads it: the store's import stays light for the command line
-
     runs = recorded_runs() if runs is None else runs
     rows = []
     for r in runs:

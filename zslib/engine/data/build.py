@@ -23,6 +23,7 @@ from zslib.engine.data.image_cache import cached
 from zslib.engine.data.splits import check_zero_shot_split
 from zslib.engine.data.synthparts import SynthParts
 from zslib.engine.data.transforms import IMAGENET_MEAN, IMAGENET_STD, test_transform, train_transform
+from zslib.engine.models.registry import layout
 from zslib.engine.profile import get_profile
 
 __all__ = ["build_dataset"]
@@ -72,7 +73,6 @@ def build_dataset(profile=None, split: str = "train", train: bool | None = None,
 def _cached_split(profile, split: str, root, pooled_only: bool):
     from zslib.engine.data.features import FeatureDataset, feature_cache  # features imports the models, which import
     # this package (zslib.engine.data.download): imported when a cached-feature profile is built, not with the package
-    from zslib.engine.models.registry import layout
 
     split = _TO_REAL.get(split, split)
     if split not in ("train", "test"):

@@ -44,12 +44,15 @@ from collections import Counter
 from pathlib import Path
 
 import numpy as np
+import scipy.io
 from torch.utils.data import Dataset
 
 from zslib.engine.checks import class_id_array
 from zslib.engine.data.download import download_url, extract_archive, mirrored
 from zslib.engine.data.errors import CorruptFileError, CountMismatchError, ManualDownloadError, MissingDataError
+from zslib.engine.data.images import load_image as decode
 from zslib.engine.data.root import data_root
+from zslib.engine.profile import downloads_allowed
 
 __all__ = ["RealImageDataset", "CUB200", "Cars196", "SOP", "InShop", "Flowers102", "DATASETS",
            "get_dataset_class", "load_image", "open_dataset"]
@@ -60,8 +63,6 @@ _IMAGE_EXT = {".jpg", ".jpeg", ".png", ".bmp", ".gif", ".webp", ".tif", ".tiff"}
 def load_image(path: str | os.PathLike):
     """Open an image as PIL RGB, decoding it fully; a missing, unreadable or oversized file, a high-depth image
     without an 8-bit form or a name that is not UTF-8 raises an error naming it (:mod:`zslib.engine.data.images`)."""
-    from zslib.engine.data.images import load_image as decode
-
     return decode(path)
 
 
@@ -88,8 +89,6 @@ def _parse_columns(path: Path, lines: list[str], ncols: int, start_line: int = 1
 
 
 def _loadmat(path: Path) -> dict:
-    import scipy.io
-
     if not path.is_file():
         raise MissingDataError(f"{path} is missing. Put the original file there (see data/README.md).")
     try:
@@ -826,8 +825,6 @@ def get_dataset_class(name: str) -> type[RealImageDataset]:
 def open_dataset(cls, **kwargs):
     """``cls(**kwargs)``; when the dataset is not on disk and downloads are allowed (``ZS_DOWNLOAD=1``, as the
     chapters' Colab setup cell sets it), download it first (:meth:`download`: checksums, resume, progress)."""
-    from zslib.engine.profile import downloads_allowed
-
     try:
         return cls(**kwargs)
     except MissingDataError:

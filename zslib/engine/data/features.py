@@ -31,11 +31,21 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from torchvision.transforms import v2
 
 from zslib.engine.cache import ArrayCache, source_fingerprint
 from zslib.engine.data.identity import folder_identity
 from zslib.engine.data.splits import check_zero_shot_split
 from zslib.engine.models.registry import layout
+from zslib.engine.data import synthparts, datasets, images, transforms
+from zslib.engine.data.datasets import get_dataset_class, open_dataset
+from zslib.engine.data.transforms import test_transform
+from zslib.engine.models import build_model, normalization
+from zslib.engine.models.backbones import Backbone
+from zslib.engine.models.embedding import default_weights_path, BACKBONES, canonical_backbone
+from zslib.engine.models.weights import sha256_of, missing_weights_message
+from zslib.engine.profile import PROFILES
+from zslib.engine.progress import progress_bar
 
 __all__ = ["feature_cache", "FeatureDataset", "CacheInfo", "describe"]
 
@@ -55,13 +65,8 @@ def _identity(ds_train, ds_test) -> str:
 
 
 def _weights_digest(backbone: str) -> str:
-    from zslib.engine.models.embedding import default_weights_path
-    from zslib.engine.models.weights import sha256_of
-
     path = default_weights_path(backbone)
     if not path.is_file():
-        from zslib.engine.models.weights import missing_weights_message
-
         raise FileNotFoundError(missing_weights_message(path, backbone))
     return sha256_of(path)
 
@@ -69,10 +74,6 @@ def _weights_digest(backbone: str) -> str:
 def _synthparts_splits(image_size: int, images_per_class: int | None, mean, std):
     """SynthParts' seen and unseen splits rendered at ``image_size`` and normalized for the backbone, and a digest
     of what they are: the splits' arguments and the source of the module that renders them."""
-    from torchvision.transforms import v2
-
-    from zslib.engine.data import synthparts
-
     norm = v2.Normalize(list(mean), list(std))
     kw = dict(image_size=int(image_size), images_per_class=int(images_per_class or 40), transform=norm)
     train, test = synthparts.SynthParts("seen", **kw), synthparts.SynthParts("unseen", **kw)
@@ -96,12 +97,6 @@ def feature_cache(dataset: str, backbone: str, stages, image_size: int, resize_s
     maps), ``arrays["labels"]`` (N,) and ``arrays["split"]`` (N,) with 0 for train and 1 for test images;
     ``info`` says where the cache is, whether it was built now, and how long that took.
     """
-    from zslib.engine.data.datasets import get_dataset_class
-    from zslib.engine.data.transforms import test_transform
-    from zslib.engine.data.datasets import open_dataset
-    from zslib.engine.models import build_model, normalization
-    from zslib.engine.progress import progress_bar
-
     stages = list(stages)
     shapes = layout(backbone, stages, image_size)
     mean, std = normalization(backbone)
@@ -269,10 +264,6 @@ def _code_fingerprint(backbone: str) -> str:
     open and decode the images (:mod:`zslib.engine.data.datasets`, :mod:`zslib.engine.data.images`), the
     transforms, and this module -- so an edit of any of them rebuilds the cache instead of serving the maps of the
     old images."""
-    from zslib.engine.data import datasets, images, transforms
-    from zslib.engine.models.backbones import Backbone
-    from zslib.engine.models.embedding import BACKBONES, canonical_backbone
-
     return source_fingerprint(BACKBONES[canonical_backbone(backbone)], Backbone, Path(datasets.__file__),
                               Path(images.__file__), Path(transforms.__file__), Path(__file__))
 
@@ -356,11 +347,6 @@ def view_cache(dataset: str, backbone: str, stage: str, image_size: int, resize_
     and ``split`` as in :func:`feature_cache`. The key holds what :func:`feature_cache`'s holds, the views and
     the source of the flip. The centre view is copied from the frozen regime's cache when it exists (the same
     network and code computed it); the flipped view is computed (about half of one cache build)."""
-    from zslib.engine.data.datasets import get_dataset_class, open_dataset
-    from zslib.engine.data.transforms import test_transform
-    from zslib.engine.models import build_model, normalization
-    from zslib.engine.progress import progress_bar
-
     shapes = layout(backbone, [stage], image_size)
     mean, std = normalization(backbone)
     cls = get_dataset_class(dataset)
@@ -412,8 +398,6 @@ def view_cache(dataset: str, backbone: str, stage: str, image_size: int, resize_
 def _centre_from_feature_cache(dataset, backbone, stage, image_size, resize_size, root, width):
     """The centre view of ``stage`` copied from the frozen regime's feature cache when that cache exists and
     holds ``stage`` (the same network, transforms and extraction code computed it), else ``None``."""
-    from zslib.engine.profile import PROFILES
-
     stages = list(PROFILES["real"].feature_stages)
     if stage not in stages or not ArrayCache("features", {}).enabled:
         return None

@@ -22,21 +22,32 @@ stored end to end in one flat array with their offsets and shapes: CUB-200-2011 
 """
 from __future__ import annotations
 
+import hashlib
 import os
+import shutil
 import warnings
 from pathlib import Path
 
 import numpy as np
+import PIL
 import torch
+import torchvision
+from PIL import Image
 from torch.utils.data import Dataset
+from torchvision.transforms import v2
+
+from zslib.engine.cache import ArrayCache, source_fingerprint
+from zslib.engine.data import images
+from zslib.engine.data.errors import CorruptFileError, MissingDataError
+from zslib.engine.data.identity import folder_identity
+from zslib.engine.data.images import image_size
+from zslib.engine.progress import progress_bar
 
 __all__ = ["PreResizedCache", "cached", "resized_shape", "resize_center_square"]
 
 
 def resize_center_square(image, size: int) -> np.ndarray:
     """PIL image -> uint8 array ``size x size x 3``: shorter side resized to ``size``, centre kept."""
-    from PIL import Image
-
     image = image.convert("RGB")
     w, h = image.size
     scale = size / min(w, h)
@@ -84,8 +95,6 @@ class PreResizedCache(Dataset):
 
     def load_image(self, i: int):
         """Image ``i`` as a PIL image (the stored, resized one)."""
-        from PIL import Image
-
         return Image.fromarray(self.pixels(i).permute(1, 2, 0).numpy())
 
     def __getitem__(self, i):
@@ -100,8 +109,6 @@ class _Resized(Dataset):
     """Image ``i`` of ``dataset`` after ``Resize(size)``, as a uint8 ``H x W x 3`` array (the build's workers)."""
 
     def __init__(self, dataset, size: int):
-        from torchvision.transforms import v2
-
         self.dataset, self.resize = dataset, v2.Resize(int(size), antialias=True)
 
     def __len__(self):
@@ -115,15 +122,6 @@ class _Resized(Dataset):
 
 
 def _key(dataset, size: int) -> dict:
-    import hashlib
-
-    import PIL
-    import torchvision
-
-    from zslib.engine.cache import source_fingerprint
-    from zslib.engine.data import images
-    from zslib.engine.data.identity import folder_identity
-
     root = Path(getattr(dataset, "root", "/"))
     h = hashlib.sha256()
     for p in dataset.paths:
@@ -137,8 +135,6 @@ def _key(dataset, size: int) -> dict:
 
 def _shapes(dataset, size: int) -> np.ndarray:
     """The resized ``(height, width)`` of every image, from the file headers (nothing is decoded)."""
-    from zslib.engine.data.images import image_size
-
     out = np.empty((len(dataset), 2), dtype=np.int64)
     for i, p in enumerate(dataset.paths):
         w, h = image_size(p)  # a file it cannot read (damaged, oversized, badly named) is refused naming it
@@ -148,8 +144,6 @@ def _shapes(dataset, size: int) -> np.ndarray:
 
 def _unreadable(path, error: str) -> Exception:
     """The error of an image that could not be decoded while the cache was built: one line naming the file."""
-    from zslib.engine.data.errors import CorruptFileError, MissingDataError
-
     if error.startswith(("CorruptFileError: ", "MissingDataError: ")):  # the reader's own message names the file
         kind, message = error.split(": ", 1)
         return (CorruptFileError if kind == "CorruptFileError" else MissingDataError)(message.split("\n")[0])
@@ -160,8 +154,6 @@ def _unreadable(path, error: str) -> Exception:
 
 def _build(entry, dataset, size: int, num_workers: int, progress) -> None:
     """Decode and resize every image of ``dataset`` into a scratch folder of ``entry``, then adopt it."""
-    from zslib.engine.progress import progress_bar
-
     shapes = _shapes(dataset, size)
     offsets = np.zeros(len(dataset) + 1, dtype=np.int64)
     np.cumsum(shapes[:, 0] * shapes[:, 1] * 3, out=offsets[1:])
@@ -188,8 +180,6 @@ def _build(entry, dataset, size: int, num_workers: int, progress) -> None:
         np.save(tmp / "shapes.npy", shapes)
         np.save(tmp / "labels.npy", np.asarray(dataset.labels, dtype=np.int64))
     except BaseException:
-        import shutil
-
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     entry.adopt(tmp)
@@ -206,8 +196,6 @@ def cached(dataset, size: int, cache_dir=None, transform="source", *, num_worker
     the dataset's own. ``cache_dir``: the cache folder (default: see :mod:`zslib.engine.cache`). ``num_workers``
     decoding processes for the one-off build (default: one per CPU core, at most 8).
     """
-    from zslib.engine.cache import ArrayCache
-
     if not hasattr(dataset, "load_image") or not hasattr(dataset, "paths"):
         raise TypeError(f"{type(dataset).__name__} has no load_image(i) and paths; the image cache is for the real "
                         "datasets (SynthParts is already rendered in memory)")
@@ -223,6 +211,7 @@ def cached(dataset, size: int, cache_dir=None, transform="source", *, num_worker
                 warnings.warn(f"the image cache at {folder} was made from other data (data identity {key['data']}; "
                               f"the data now is {entry.key['data']}): resized again for this data", stacklevel=2)
         if num_workers is None:
+            # here, not at the top: zslib.engine.train.batches imports this package (data.sampler, data.splits)
             from zslib.engine.train.batches import loader_workers
 
             num_workers = loader_workers(8)

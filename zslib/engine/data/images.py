@@ -24,6 +24,7 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+from PIL import Image, UnidentifiedImageError
 
 from zslib.engine.data.errors import CorruptFileError, MissingDataError
 
@@ -51,8 +52,6 @@ def check_file_name(path) -> None:
 
 def to_rgb(image, path="the image"):
     """An 8-bit RGB PIL image of ``image`` (see the module docstring for the high-depth modes)."""
-    from PIL import Image
-
     mode = image.mode
     if mode.startswith("I;16") or mode == "I":
         values = np.asarray(image, dtype=np.int64)
@@ -70,8 +69,6 @@ def to_rgb(image, path="the image"):
 
 def _opened(path: Path):
     """``Image.open(path)`` with every Pillow refusal turned into one line naming the file."""
-    from PIL import Image, UnidentifiedImageError
-
     check_file_name(path)
     try:
         with warnings.catch_warnings():
@@ -98,8 +95,6 @@ def image_size(path) -> tuple[int, int]:
 def load_image(path: str | os.PathLike):
     """Open an image as an 8-bit PIL RGB image, decoding it fully; a missing, damaged, oversized or unnamable
     file raises an error whose first line names it."""
-    from PIL import Image
-
     path = Path(path)
     with _opened(path) as im:
         try:

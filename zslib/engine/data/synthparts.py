@@ -59,13 +59,20 @@ edges anti-aliased from signed distances (the clutter is hard-edged).
 """
 from __future__ import annotations
 
+import hashlib
 import math
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
 import numpy as np
 import torch
+from sklearn.linear_model import LogisticRegression
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
 from torch.utils.data import Dataset
+
+from zslib.engine.cache import ArrayCache, source_fingerprint
+from zslib.engine.threads import one_thread
 
 __all__ = [
     "SynthParts",
@@ -473,8 +480,6 @@ _FINGERPRINT: list[str] = []
 def _code_fingerprint() -> str:
     """A fingerprint of this file's source, read once per process (the code that renders the cached images)."""
     if not _FINGERPRINT:
-        from zslib.engine.cache import source_fingerprint
-
         _FINGERPRINT.append(source_fingerprint(__file__))
     return _FINGERPRINT[0]
 
@@ -484,8 +489,6 @@ def generator_identity(image_size: int, images_per_class: int, seed: int = 0, nu
     """16 hex digits identifying the SynthParts images these arguments render (the arguments of
     :class:`SynthParts` and a fingerprint of this file, which renders them): SynthParts' data identity
     (:mod:`zslib.engine.data.identity`), computed without rendering anything."""
-    import hashlib
-
     args = (int(image_size), int(images_per_class), int(seed), int(num_seen), int(num_unseen), int(unseen_groups),
             int(design_seed))
     return hashlib.sha256(repr((args, _code_fingerprint())).encode()).hexdigest()[:16]
@@ -632,8 +635,6 @@ class SynthParts(Dataset):
     def _from_disk_or_render(self):
         """The whole split from the on-disk cache (:mod:`zslib.engine.cache`), keyed by the split's arguments
         and a fingerprint of this file, or rendered now and stored there for the next process."""
-        from zslib.engine.cache import ArrayCache
-
         names = ("split", "image_size", "images_per_class", "seed", "num_seen", "num_unseen", "unseen_groups",
                  "design_seed")
         entry = ArrayCache("synthparts", {**dict(zip(names, self._cache_key)), "code": _code_fingerprint()})
@@ -774,10 +775,6 @@ class ProbeResult:
 
 
 def _probe_one(ds: SynthParts, attributes, train_fraction: float, C: float) -> tuple[float, int, int]:
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.pipeline import make_pipeline
-    from sklearn.preprocessing import StandardScaler
-
     X = probe_features(ds, attributes)
     y = ds.labels
     j = np.arange(len(y)) % ds.images_per_class  # images are grouped by class
@@ -785,7 +782,6 @@ def _probe_one(ds: SynthParts, attributes, train_fraction: float, C: float) -> t
     if n_tr >= ds.images_per_class:
         raise ValueError("the probe needs at least 2 images per class (one to fit, one to test)")
     tr, te = j < n_tr, j >= n_tr
-    from zslib.engine.threads import one_thread
 
     clf = make_pipeline(StandardScaler(), LogisticRegression(C=C, max_iter=3000))
     with one_thread():  # a small problem: BLAS threads only add overhead (and spin when shared)

@@ -31,10 +31,12 @@ BN-Inception, Adapt-Adv Sec. 4.3); JRD uses the pooled feature.
 """
 from __future__ import annotations
 
+import math
 from typing import Callable, Iterable, Sequence
 
 import torch
 from torch import nn
+from torchvision.models import googlenet, resnet50
 
 __all__ = [
     "IMAGENET_MEAN",
@@ -319,7 +321,6 @@ class GoogLeNetBackbone(Backbone):
 
     def __init__(self, pooling: str = "avg"):
         super().__init__(pooling)
-        from torchvision.models import googlenet
 
         self.net = googlenet(weights=None, aux_logits=False, transform_input=True, init_weights=False)
         # torchvision's own init draws conv and linear weights from N(0, 0.01^2) truncated at +-2,
@@ -364,7 +365,6 @@ class ResNet50Backbone(Backbone):
 
     def __init__(self, pooling: str = "avg"):
         super().__init__(pooling)
-        from torchvision.models import resnet50
 
         self.net = resnet50(weights=None)
 
@@ -504,7 +504,5 @@ def same_padding(size: int, kernel: int = 3, stride: int = 2) -> dict[str, tuple
     """The zeros each build adds before and after a ``size``-px side for one convolution: PyTorch's symmetric
     ``kernel // 2`` on both sides, and TensorFlow's "SAME", which pads just enough for ``ceil(size / stride)``
     outputs and puts an odd pixel after (bottom, right)."""
-    import math
-
     total = max((math.ceil(size / stride) - 1) * stride + kernel - size, 0)
     return {"symmetric (PyTorch)": (kernel // 2, kernel // 2), "SAME (TensorFlow)": (total // 2, total - total // 2)}
