@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -106,6 +107,53 @@ def test_a_function_that_never_returns_fails_the_check_within_the_time_limit(mon
     out = verdict("metrics.purity", forever)
     assert not out.passed and "did not return within 0.5 s" in out.message
     assert time.monotonic() - start < 10
+
+
+def test_the_time_limit_counts_computing_so_a_busy_machine_cannot_fail_a_check(monkeypatch):
+    """A function that waits on the wall clock for longer than the limit (as a fast function does on a machine too
+    busy to run it) uses almost no processor time: it is not stopped until the wall-clock backstop; a function that
+    waits past the backstop, or computes past the limit, is stopped, in the main thread and in another."""
+    stop = threading.Event()  # ends the computing loop that the thread version abandons
+
+    def waits(t):
+        time.sleep(t)
+        return "done"
+
+    def computes():
+        while not stop.is_set():
+            pass
+
+    monkeypatch.setattr(kinds, "WALL_FACTOR", 8)
+    try:
+        for call in (lambda f, a: kinds.call_limited(f, a, {}, 0.25), _in_thread):
+            assert call(waits, (1.0,)) == "done"  # 1 s on the wall, 4 times the limit: not computing
+            start = time.monotonic()
+            with pytest.raises(kinds.TimeLimit):
+                call(waits, (30.0,))  # past the backstop of 8 x 0.25 s
+            assert time.monotonic() - start < 10
+            with pytest.raises(kinds.TimeLimit):
+                call(computes, ())
+            assert time.monotonic() - start < 20
+    finally:
+        stop.set()
+
+
+def _in_thread(fn, args):
+    """``call_limited(fn, args)`` with a limit of 0.25 s, called from a thread other than the main one."""
+    box = {}
+
+    def run():
+        try:
+            box["value"] = kinds.call_limited(fn, args, {}, 0.25)
+        except BaseException as err:  # handed to the caller
+            box["error"] = err
+
+    worker = threading.Thread(target=run)
+    worker.start()
+    worker.join()
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
 
 
 def test_the_grader_stops_an_endless_function_once_and_fails_every_input():

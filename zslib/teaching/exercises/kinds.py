@@ -28,6 +28,7 @@ import math
 import re
 import signal
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
@@ -35,7 +36,7 @@ import torch
 
 __all__ = ["Outcome", "Case", "FunctionExercise", "NumberExercise", "ChoiceExercise", "PredictionExercise",
            "ReasoningExercise", "ExperimentExercise", "ASKS", "interval_word", "NOT_ANSWERED", "call_limited",
-           "TimeLimit", "CALL_SECONDS", "is_stub", "NOT_ATTEMPTED"]
+           "TimeLimit", "CALL_SECONDS", "WALL_FACTOR", "is_stub", "NOT_ATTEMPTED"]
 
 #: What an exercise can ask of a student (:attr:`_Base.asks`); see the module docstring.
 ASKS = ("implementation", "derivation", "reasoning", "prediction", "experiment")
@@ -43,7 +44,11 @@ ASKS = ("implementation", "derivation", "reasoning", "prediction", "experiment")
 NOT_ANSWERED = "not answered yet: replace the `...` by your answer and run the cell again"
 #: what the grader says of an exercise whose answer is still the student version's ``...``
 NOT_ATTEMPTED = "not attempted: the `...` of the student version is still there"
-CALL_SECONDS = 10.0  # how long a student's function may take on one generated input (they take milliseconds)
+CALL_SECONDS = 10.0  # how long a student's function may compute on one generated input (they take milliseconds)
+#: A function that waits instead of computing (a sleep, an ``input()``) is stopped after this many times
+#: :data:`CALL_SECONDS` of the clock on the wall: the limit itself counts processor time, which a busy machine does
+#: not stretch, so that a check never fails because other programs share the processor.
+WALL_FACTOR = 30
 # what reading a number out of a student's answer or the chapter's printed values can raise
 _BAD_NUMBER = (TypeError, ValueError, OverflowError, ArithmeticError, KeyError, IndexError, AttributeError)
 
@@ -54,22 +59,26 @@ class TimeLimit(BaseException):
 
 
 def call_limited(fn, args: tuple, kwargs: dict, seconds: float | None = None):
-    """``fn(*args, **kwargs)``, stopped with :class:`TimeLimit` after ``seconds`` (default
-    :data:`CALL_SECONDS`). In the main thread a timer signal interrupts the call (re-sent every half second,
-    in case the function catches the first); elsewhere the call runs in a daemon thread that is abandoned
-    when it overruns (it cannot be stopped from outside, but the check returns)."""
+    """``fn(*args, **kwargs)``, stopped with :class:`TimeLimit` once it has used ``seconds`` (default
+    :data:`CALL_SECONDS`) of processor time, or :data:`WALL_FACTOR` times as long on the wall clock. In the main
+    thread timer signals interrupt the call (re-sent every half second, in case the function catches the first);
+    elsewhere the call runs in a daemon thread, watched through its own processor clock, that is abandoned when it
+    overruns (it cannot be stopped from outside, but the check returns)."""
     seconds = CALL_SECONDS if seconds is None else seconds
     if threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer"):
-        def on_alarm(signum, frame):
+        def on_limit(signum, frame):
             raise TimeLimit()
 
-        previous = signal.signal(signal.SIGALRM, on_alarm)
-        signal.setitimer(signal.ITIMER_REAL, seconds, 0.5)
+        previous = {sig: signal.signal(sig, on_limit) for sig in (signal.SIGPROF, signal.SIGALRM)}
+        signal.setitimer(signal.ITIMER_PROF, seconds, 0.5)
+        signal.setitimer(signal.ITIMER_REAL, seconds * WALL_FACTOR, 0.5)
         try:
             return fn(*args, **kwargs)
         finally:
+            signal.setitimer(signal.ITIMER_PROF, 0)
             signal.setitimer(signal.ITIMER_REAL, 0)
-            signal.signal(signal.SIGALRM, previous)
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
     box = {}
 
     def target():
@@ -80,9 +89,16 @@ def call_limited(fn, args: tuple, kwargs: dict, seconds: float | None = None):
 
     worker = threading.Thread(target=target, daemon=True)
     worker.start()
-    worker.join(seconds)
-    if worker.is_alive():
-        raise TimeLimit()
+    started = time.monotonic()
+    clock = time.pthread_getcpuclockid(worker.ident) if hasattr(time, "pthread_getcpuclockid") else None
+    while worker.is_alive():
+        worker.join(0.05)
+        try:
+            used = time.clock_gettime(clock) if clock is not None else 0.0
+        except OSError:  # the thread ended between the two calls: its clock is gone
+            used = 0.0
+        if worker.is_alive() and (used > seconds or time.monotonic() - started > seconds * WALL_FACTOR):
+            raise TimeLimit()
     if "error" in box:
         raise box["error"]
     return box["value"]
@@ -233,7 +249,7 @@ class FunctionExercise(_Base):
                 got = call_limited(answer, got_args, case.kwargs)
             except TimeLimit:
                 return Outcome(self.name, False, f"{self.header()} failed on {where}: your function did not return "
-                                                 f"within {CALL_SECONDS:g} s (an endless loop?).\nHint: {self.hint}")
+                                                 f"within {CALL_SECONDS:g} s of computing (an endless loop?).\nHint: {self.hint}")
             except NotImplementedError:
                 return Outcome(self.name, False, f"{self.header()}: {NOT_ANSWERED}.")
             except Exception as err:  # the student's code: any error is reported, not raised
