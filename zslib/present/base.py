@@ -15,6 +15,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+import matplotlib.pyplot as plt
+
+import zslib
+from zslib.engine.grid import MissingRunsError, run_grid
+from zslib.engine.store import results_dir
+from zslib.reported import reported_frame
+
 __all__ = ["Section", "Sections", "Study"]
 
 
@@ -35,13 +42,11 @@ class Section:
         return "\n\n".join(t for t in (self.caption, *self.notes) if t)
 
     def _ipython_display_(self):
-        from IPython.display import Markdown, display
+        from IPython.display import Markdown, display  # optional: the 'notebook' extra
 
         if self.caption:
             display(Markdown(self.caption))
         if self.figure is not None:
-            import matplotlib.pyplot as plt
-
             display(self.figure)
             plt.close(self.figure)  # shown once: the inline backend does not show it again at the end of the cell
         if self.table is not None:
@@ -49,8 +54,6 @@ class Section:
         if self.notes:
             display(Markdown("\n\n".join(self.notes)))
         for bibkey, table in self.paper:
-            from zslib.reported import reported_frame
-
             frame = reported_frame(table, paper=bibkey)
             display(Markdown(f"*{frame.attrs['citation']}*"))
             display(frame)
@@ -66,7 +69,7 @@ class Sections(list):
         return "\n\n".join(s.markdown() for s in self)
 
     def _ipython_display_(self):
-        from IPython.display import display
+        from IPython.display import display  # optional: the 'notebook' extra
 
         for s in self:
             display(s)
@@ -82,8 +85,6 @@ class Study:
     profile: str = "real"
 
     def __init__(self, train: bool | None = None):
-        import zslib
-
         self.train = zslib.get_profile().name == self.profile if train is None else bool(train)
         self.missing: dict[str, str] = {}
         self._grids: dict = {}
@@ -92,8 +93,6 @@ class Study:
         """``{label: [Result per seed]}`` of the grid ``configs`` (``{label: Config}``), kept under ``name``; ``None``
         when some runs are not stored and the study does not train (the reason is kept in :attr:`missing`)."""
         if name not in self._grids:
-            from zslib.engine.grid import MissingRunsError, run_grid
-
             try:
                 self._grids[name] = run_grid(dict(configs), None if seeds is None else tuple(seeds),
                                              stored_only=not self.train)
@@ -111,8 +110,6 @@ class Study:
     def cached(cls, train: bool | None = None):
         """One study per class, training flag and results folder in a session, so the chapter's cells share
         one reading of the runs."""
-        from zslib.engine.store import results_dir
-
         key = (cls, train, str(results_dir()))
         if key not in _STUDIES:
             _STUDIES[key] = cls(train)

@@ -94,7 +94,9 @@ import secrets
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from zslib.teaching.assignments import BEGIN, BOOK_DIR, END, HIDE_TAG, LINE, SOLUTION_TAG, _source, _strip_code
+from zslib.teaching.assignments import (BEGIN, BOOK_DIR, END, HIDE_TAG, LINE, SOLUTION_TAG, _source, _strip_code,
+                                        chapters_with_exercises)
+from zslib.teaching.exercises.kinds import Outcome
 from zslib.teaching.grading import HIDDEN_VARIANTS, _kind, _registry, exercise_names, hidden_cases, load_rubric
 
 __all__ = ["to_otter", "to_nbgrader", "assert_passes", "plan_chapter", "Question", "REQUIREMENT"]
@@ -124,8 +126,6 @@ def assert_passes(exercise: str, answer, /, *, case: int | None = None, hidden_s
 
 
 def _outcome(ex, answer, case, hidden_seed, number, context):
-    from zslib.teaching.exercises.kinds import Outcome
-
     if case is not None:
         cases = list(ex.cases())
         if hidden_seed is not None:
@@ -439,8 +439,6 @@ def _sources(source, book_dir: Path, seed):
             seed = json.loads(secret.read_text())["seed"]
         found = [(c, pack / "instructor" / f"{c}.ipynb", load_rubric(table, c)) for c in table]
     else:
-        from zslib.teaching.assignments import chapters_with_exercises
-
         paths = [book_dir / f"{c}.ipynb" for c in source] if source else chapters_with_exercises(book_dir)
         found = []
         for p in paths:

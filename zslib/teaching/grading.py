@@ -104,7 +104,9 @@ import io
 import json
 import math
 import os
+import pwd
 import re
+import resource
 import secrets
 import shutil
 import signal
@@ -119,11 +121,18 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import torch
+
+import zslib
 from zslib.teaching import gradebook, reaper
+from zslib.teaching.exercises import REGISTRY
+from zslib.teaching.exercises.kinds import (NOT_ATTEMPTED, Case, FunctionExercise, NumberExercise, Outcome, _as_tensor,
+                                           _fresh)
+from zslib.teaching.jail import UNSHARE, command
 from zslib.teaching.output import OutputFolder
 from zslib.teaching.protocol import BadMessage, check_message
 from zslib.teaching.sandbox import code_sources, decode, encode
-from zslib.teaching.uidpool import DEFAULT_UIDS
+from zslib.teaching.uidpool import DEFAULT_UIDS, UidPool, kill_user
 
 __all__ = ["RubricItem", "Graded", "load_rubric", "grade_submission", "grade_all", "hidden_cases",
            "score_answer", "write_gradebook", "exercise_names", "DEFAULT_TIMEOUT", "DEFAULT_MEMORY_MB", "RefusedUser",
@@ -195,14 +204,10 @@ def check_cells(nb: dict | None) -> dict[str, list[int]]:
 
 
 def _registry():
-    from zslib.teaching.exercises import REGISTRY
-
     return REGISTRY
 
 
 def _kind(ex) -> str:
-    from zslib.teaching.exercises.kinds import FunctionExercise, NumberExercise
-
     return "function" if isinstance(ex, FunctionExercise) else "number" if isinstance(ex, NumberExercise) else "choice"
 
 
@@ -262,10 +267,6 @@ def hidden_cases(ex, seed: int) -> list:
     absolute value where the published tensor has no negative entry: an attention map stays one); labels and
     integers stay, except in a case made of integer vectors only (labels against clusters), whose vectors are
     each shuffled. Every hidden case is as valid an input as the published one it comes from."""
-    import torch
-
-    from zslib.teaching.exercises.kinds import Case
-
     public = list(ex.cases())
     out = list(public)
     for variant in range(HIDDEN_VARIANTS):
@@ -296,16 +297,10 @@ def _identity(fn) -> str:
 
 
 def _score_function(ex, cases, record) -> tuple[float, str]:
-    import torch
-
-    from zslib.teaching.exercises.kinds import _as_tensor, _fresh
-
     if record.get("identity") in {_identity(f) for f in (ex.reference, *ex.forbidden)}:
         return 0.0, "that is the zslib reference itself; write the computation yourself."
     results = record.get("results") or []
     if results and all(isinstance(r, dict) and r.get("unanswered") for r in results):
-        from zslib.teaching.exercises.kinds import NOT_ATTEMPTED
-
         return 0.0, NOT_ATTEMPTED + "."
     if len(results) != len(cases):
         return 0.0, f"the function was run on {len(results)} of the {len(cases)} inputs."
@@ -355,8 +350,6 @@ CONTEXT_RTOL, CONTEXT_ATOL = 1e-4, 1e-8
 
 def _differs(mine, key) -> bool:
     """Whether a value the submission handed over differs from the key run's (numbers within the tolerances)."""
-    import torch
-
     if isinstance(key, bool) or isinstance(mine, bool):
         return mine is not key and mine != key
     if isinstance(key, (int, float)) and isinstance(mine, (int, float)):
@@ -388,8 +381,6 @@ def score_answer(ex, record: dict | None, cases=None, key=None, unchecked: str |
     the grader's own run of the instructor notebook, ``key`` (that run's answer records by exercise), never by
     numbers the submission hands over: those must be the ones the key run computed (within
     :data:`CONTEXT_RTOL`), else the answer earns nothing. Without ``key`` such an exercise is not scored."""
-    from zslib.teaching.exercises.kinds import NOT_ATTEMPTED, Outcome
-
     if record is None:
         return 0.0, unchecked or "not checked: no check of it handed an answer to the grader."
     if "invalid" in record:
@@ -462,8 +453,6 @@ def _public(names) -> dict:
 
 
 def _zslib_root() -> str:
-    import zslib
-
     return str(Path(zslib.__file__).resolve().parents[1])
 
 
@@ -477,7 +466,6 @@ def _user_ids(user, uids=DEFAULT_UIDS):
         return None
     if user == POOL:
         return int(uids[0]), int(uids[0])
-    import pwd
 
     try:
         entry = pwd.getpwnam(user)
@@ -499,8 +487,6 @@ _PROBED = set()
 
 
 def _pool(user, uids=DEFAULT_UIDS):
-    from zslib.teaching.uidpool import UidPool
-
     if user is None:
         return None
     return UidPool(*uids) if user == POOL else UidPool(account=user)
@@ -538,8 +524,6 @@ def probe_user(user, uids=DEFAULT_UIDS) -> None:
     except OSError as err:
         problem = str(err)
     finally:
-        from zslib.teaching.uidpool import kill_user
-
         kill_user(uid, gid)
     if problem:
         raise RefusedUser(f"the grader runs as root, so submissions run as {who}, but uid {uid} cannot run "
@@ -561,8 +545,6 @@ def _namespaces_problem(ids) -> str:
         return "the util-linux commands unshare and mount are not installed"
     if (ids, sys.executable) in _ISOLATED:
         return _ISOLATED[ids, sys.executable]
-    from zslib.teaching.jail import UNSHARE
-
     folder = tempfile.mkdtemp(prefix="zs-jail-probe-")
     try:
         os.chown(folder, *ids)
@@ -599,8 +581,6 @@ def resolve_isolation(isolation="auto", user=None, uids=DEFAULT_UIDS) -> str:
 
 
 def _limits(memory_mb, ids, timeout):
-    import resource
-
     cpu = int((os.cpu_count() or 1) * timeout + 60)  # a backstop should the grader itself die
 
     def apply():
@@ -732,8 +712,6 @@ def _pid_namespace_works() -> bool:
 def _command(copy: Path, out_w: int, in_r: int, root: Path, ids, isolation: str) -> list[str]:
     argv = [sys.executable, "-m", "zslib.teaching.sandbox", str(copy), str(out_w), str(in_r)]
     if isolation == "namespaces" and ids is not None:  # the jail drops to the user itself, after its mounts
-        from zslib.teaching.jail import command
-
         return command(str(root), ids[0], ids[1], argv)
     if ids is None and _pid_namespace_works():
         return [*PID_NAMESPACE, *argv]

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import os
 import resource
+import socket
 import subprocess
 import sys
 
@@ -104,8 +105,6 @@ def _drop(uid: int, gid: int) -> None:
 
 def _probe(folder: str) -> int:
     """Inside the namespaces: enclose ``folder``, drop to its owner and check every promise."""
-    import socket
-
     info = os.stat(folder)
     _enclose(folder)
     _drop(info.st_uid, info.st_gid)

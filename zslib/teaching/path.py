@@ -14,7 +14,10 @@ import json
 import re
 from pathlib import Path
 
+from zslib.engine import profile as engine_profile  # repository_root() read when called, as zslib.engine.store does
 from zslib.engine.registry import PAPERS
+from zslib.engine.store import recorded_runs
+from zslib.teaching.assignments import default_book_dir
 
 __all__ = ["PREREQUISITES", "prerequisites", "SHARED_METHODS", "chapter_methods", "reading_minutes", "quick_seconds",
            "COMPUTE_RECORD", "recorded_quick_seconds", "real_seconds", "title", "chapter_card"]
@@ -68,9 +71,7 @@ def chapter_methods(chapter: str) -> tuple[str, ...]:
 
 
 def _root() -> Path | None:
-    from zslib.engine.profile import repository_root
-
-    return repository_root()
+    return engine_profile.repository_root()
 
 
 def reading_minutes(notebook: str | Path) -> int:
@@ -109,8 +110,6 @@ def recorded_quick_seconds(chapter: str, record: str | Path | None = None) -> tu
 
 def real_seconds(chapter: str, runs=None) -> tuple[float, int] | None:
     """(seconds of training, number of runs) of the recorded real-profile runs of the chapter's methods."""
-    from zslib.engine.store import recorded_runs
-
     methods = chapter_methods(chapter)
     if not methods:
         return None
@@ -123,8 +122,6 @@ def real_seconds(chapter: str, runs=None) -> tuple[float, int] | None:
 
 def _chapter_file(chapter: str) -> Path:
     """A chapter's notebook: in the checkout's ``book/``, else among the chapters installed with zslib."""
-    from zslib.teaching.assignments import default_book_dir
-
     return default_book_dir() / f"{chapter}.ipynb"
 
 
@@ -145,7 +142,7 @@ def _duration(seconds: float) -> str:
 
 def chapter_card(chapter: str):
     """The line under a chapter's title: prerequisites, reading time, compute time (quick and real profiles)."""
-    from IPython.display import Markdown
+    from IPython.display import Markdown  # optional: the 'notebook' extra
 
     pre = prerequisites(chapter)
     parts = ["**Before this chapter:** " + ("; ".join(f"*{title(c)}*" for c in pre) if pre else "nothing")]

@@ -30,16 +30,21 @@ import importlib.util
 import json
 import math
 import os
+import random
+import re
 import sys
 import types
+
+import numpy as np
+import torch
+
+import zslib.teaching as teaching
 
 _LIMIT = 4_000_000  # longest JSON line the grader reads; a larger answer is refused
 
 
 def encode(value):
     """A JSON-able form of a tensor, number, sequence or mapping (tensors: dtype, shape, flat values)."""
-    import torch
-
     if isinstance(value, torch.Tensor):
         t = value.detach().cpu()
         kind = "long" if not t.is_floating_point() else "double"
@@ -56,22 +61,15 @@ def encode(value):
         return {"mapping": [[str(k), encode(v)] for k, v in value.items()]}
     if isinstance(value, (list, tuple)):
         return {"sequence": [encode(v) for v in value]}
-    try:  # numpy scalars and arrays
-        import numpy as np
-
-        if isinstance(value, np.ndarray):
-            return encode(torch.as_tensor(value))
-        if isinstance(value, np.generic):
-            return encode(value.item())
-    except ImportError:
-        pass
+    if isinstance(value, np.ndarray):  # numpy scalars and arrays
+        return encode(torch.as_tensor(value))
+    if isinstance(value, np.generic):
+        return encode(value.item())
     return {"unreadable": f"{type(value).__name__}: {value!r}"[:200]}
 
 
 def decode(value):
     """The inverse of :func:`encode` for what the grader sends (tensors, numbers, sequences, mappings)."""
-    import torch
-
     if isinstance(value, dict):
         if "tensor" in value:
             dtype = torch.long if value["tensor"] == "long" else torch.float64
@@ -90,8 +88,8 @@ def run_function(fn, cases: list, seconds: float | None = None) -> list:
     """Call ``fn`` on each encoded case (``{"args", "kwargs", "grad"}``) and encode what it returned: the
     value, whether it carries a gradient and, for a case with ``grad``, the gradient of the weighted sum the
     grader also takes of the reference (weights from 0.5 to 1.5 over the output's elements)."""
-    import torch
-
+    # here, not at the top: the kinds that _install loaded for the notebook (importing zslib.teaching.exercises
+    # before that would load the exercise banks, with their references, into the submission's process)
     from zslib.teaching.exercises.kinds import TimeLimit, call_limited, is_stub
 
     results = []
@@ -141,30 +139,13 @@ class same_random_state:
     match the instructor notebook's run, in which the reference solution ran instead)."""
 
     def __enter__(self):
-        import random
-
-        import torch
-
-        self._py, self._torch = random.getstate(), torch.random.get_rng_state()
-        try:
-            import numpy as np
-
-            self._np = np.random.get_state()
-        except ImportError:
-            self._np = None
+        self._py, self._torch, self._np = random.getstate(), torch.random.get_rng_state(), np.random.get_state()
         return self
 
     def __exit__(self, *exc):
-        import random
-
-        import torch
-
         random.setstate(self._py)
         torch.random.set_rng_state(self._torch)
-        if self._np is not None:
-            import numpy as np
-
-            np.random.set_state(self._np)
+        np.random.set_state(self._np)
         return False
 
 
@@ -260,8 +241,6 @@ def code_sources(nb: dict) -> list[str]:
 def _grading_stub() -> types.ModuleType:
     """``zslib.teaching.grading`` during grading: :func:`exercise_names` only (which reads a notebook and holds no
     reference); any other name raises, saying why."""
-    import re
-
     mod = types.ModuleType("zslib.teaching.grading", "The grader is not available while a notebook is graded.")
     pattern = re.compile(r"""check\(\s*["']([\w.]+)["']""")
 
@@ -276,8 +255,6 @@ def _grading_stub() -> types.ModuleType:
 
 
 def _install(channel: _Channel, public: dict) -> None:
-    import zslib.teaching as teaching
-
     pkg_dir = os.path.join(os.path.dirname(teaching.__file__), "exercises")
     spec = importlib.util.spec_from_file_location("zslib.teaching.exercises.kinds", os.path.join(pkg_dir, "kinds.py"))
     kinds = importlib.util.module_from_spec(spec)
@@ -302,7 +279,7 @@ def main(argv=None) -> int:
     hello = json.loads(channel._in.readline() or "{}")
     _install(channel, hello.get("public", {}))
     cells = _cells(notebook)
-    from IPython.core.interactiveshell import InteractiveShell
+    from IPython.core.interactiveshell import InteractiveShell  # optional: the 'notebook' extra (a grader needs it)
 
     shell = InteractiveShell.instance()
     for index, source in enumerate(cells):

@@ -11,8 +11,17 @@ The chapter's quick-profile measurements of trained models, made when the page r
 from __future__ import annotations
 
 import numpy as np
+import torch
+import torch.nn.functional as F
 
-from zslib.analysis.records import Analysis, register_analysis
+from zslib.analysis.localization import central_mask, central_mass
+from zslib.analysis.records import Analysis, recorded_analyses, register_analysis
+from zslib.analysis.saliency import part_shares, similarity_gradcam
+from zslib.engine.config import config_hash
+from zslib.engine.data import build_dataset
+from zslib.engine.models.adapted import AdaptedBackbone
+from zslib.engine.models.cached import CachedBackbone
+from zslib.engine.runner import build_data, load_model
 
 __all__ = ["cached_map_gradcam", "gradcam_records", "seen_class_count", "unseen_sample", "attention_shares",
            "gradcam_shares"]
@@ -47,26 +56,43 @@ def cached_map_gradcam(model, data: dict, config, *, classes: int = 6, stage: st
     ``uniform_share`` (the box's area share), ``rows`` and ``labels`` (the images' indices in the test split
     and their class ids), ``similarity`` ``(n,)``, and for a GDFL network ``attention_<layer>`` ``(n, h, w)``.
     """
-    import torch
-    import torch.nn.functional as F
+    test, maps_net, stage, adapted = _maps_source(model, data, config, stage)
+    labels = np.asarray(test.labels)
+    rows, refs = _chosen_images(labels, classes)
+    device = next(model.parameters()).device
+    x = torch.stack([test[int(i)][0] for i in rows]).to(device)
+    x_ref = torch.stack([test[int(i)][0] for i in refs]).to(device)
+    gdfl = hasattr(model, "forward_tapped")
+    last = list(maps_net.stage_channels)[-1]
+    if not gdfl and not adapted and stage != last:
+        raise ValueError(f"a base network reads only the pooled last map ({last!r}); Grad-CAM of {stage!r} is zero")
+    cam, act, sim, attention = _substituted_gradcam(model, maps_net, x, x_ref, stage, gdfl=gdfl, adapted=adapted)
+    size = (config.image_size, config.image_size)
 
-    from zslib.engine.data import build_dataset
-    from zslib.analysis.localization import central_mask, central_mass
-    from zslib.engine.models.adapted import AdaptedBackbone
-    from zslib.engine.models.cached import CachedBackbone
+    def centre(m):
+        up = F.interpolate(m[:, None].float(), size=size, mode="bilinear", align_corners=False)[:, 0].clamp_min(0)
+        return central_mass(up, fraction)
 
+    out = {"gradcam": cam.cpu().numpy(), "activation": act.cpu().numpy(), "central_share": centre(cam).cpu().numpy(),
+           "central_share_activation": centre(act).cpu().numpy(),
+           "uniform_share": float(central_mask(*size, fraction).float().mean()),
+           "rows": rows.astype(float), "labels": labels[rows].astype(float),
+           "similarity": sim.detach().cpu().numpy()}
+    out.update({f"attention_{name}": w.detach().cpu().numpy() for name, w in attention.items()})
+    return out
+
+
+def _maps_source(model, data, config, stage):
+    """``(test split, maps network, stage, adapted)`` for :func:`cached_map_gradcam`: in the adapted regime the
+    trained stages compute the maps (``stage`` defaults to the last trained one); for a cached backbone, a second,
+    full-map copy of the test split (``stage`` defaults to the last cached map)."""
     backbone = getattr(model, "backbone", None)
     if not isinstance(backbone, (CachedBackbone, AdaptedBackbone)):
         raise TypeError("cached_map_gradcam explains a network on cached maps (the real profile); for images use "
                         "zslib.analysis.saliency.similarity_gradcam")
     adapted = isinstance(backbone, AdaptedBackbone)
     if adapted:  # the trained stages compute the maps: Grad-CAM reads the trained map of ``stage``
-        if data and "unseen" in data:
-            test = data["unseen"]
-        else:
-            from zslib.engine.runner import build_data
-
-            test = build_data(config)["unseen"]
+        test = data["unseen"] if data and "unseen" in data else build_data(config)["unseen"]
         maps_net = backbone
         stage = stage or list(backbone.stage_channels)[-1]
     else:
@@ -75,20 +101,26 @@ def cached_map_gradcam(model, data: dict, config, *, classes: int = 6, stage: st
         stage = stage or maps_net.layout[-1][0]
     if stage not in maps_net.stage_channels:
         raise ValueError(f"unknown stage {stage!r}; the network holds {list(maps_net.stage_channels)}")
-    labels = np.asarray(test.labels)
+    return test, maps_net, stage, adapted
+
+
+def _chosen_images(labels: np.ndarray, classes: int) -> tuple[np.ndarray, np.ndarray]:
+    """The rows of the first test image of ``classes`` unseen classes spread evenly over the sorted class ids, and
+    the rows of their references (the next image of each one's class)."""
     ids = np.unique(labels)
     if not 1 <= int(classes) <= len(ids):
         raise ValueError(f"classes must be between 1 and the {len(ids)} unseen classes, got {classes}")
     chosen = ids[np.linspace(0, len(ids) - 1, int(classes)).round().astype(int)]
     rows = np.array([np.flatnonzero(labels == c)[0] for c in chosen])
     refs = np.array([np.flatnonzero(labels == c)[1] for c in chosen])
-    device = next(model.parameters()).device
-    x = torch.stack([test[int(i)][0] for i in rows]).to(device)
-    x_ref = torch.stack([test[int(i)][0] for i in refs]).to(device)
-    gdfl = hasattr(model, "forward_tapped")
+    return rows, refs
+
+
+def _substituted_gradcam(model, maps_net, x, x_ref, stage, *, gdfl: bool, adapted: bool):
+    """``(cam, activation, similarity, attention)``: Grad-CAM of the cosine similarity of ``x`` to the fixed
+    embeddings of ``x_ref`` with the map of ``stage`` substituted into the network (each map divided by its
+    maximum), the channel mean of that map, the similarities, and a GDFL network's attention maps."""
     last = list(maps_net.stage_channels)[-1]
-    if not gdfl and not adapted and stage != last:
-        raise ValueError(f"a base network reads only the pooled last map ({last!r}); Grad-CAM of {stage!r} is zero")
 
     def maps_of(rows_x):
         return maps_net.run(rows_x, None, stage) if adapted else maps_net.maps(rows_x, [stage])[stage]
@@ -116,20 +148,7 @@ def cached_map_gradcam(model, data: dict, config, *, classes: int = 6, stage: st
     finally:
         model.train(was_training)
     cam = cam / cam.flatten(1).amax(1).clamp_min(torch.finfo(cam.dtype).tiny)[:, None, None]
-    act = a.detach().mean(1)
-    size = (config.image_size, config.image_size)
-
-    def centre(m):
-        up = F.interpolate(m[:, None].float(), size=size, mode="bilinear", align_corners=False)[:, 0].clamp_min(0)
-        return central_mass(up, fraction)
-
-    out = {"gradcam": cam.cpu().numpy(), "activation": act.cpu().numpy(), "central_share": centre(cam).cpu().numpy(),
-           "central_share_activation": centre(act).cpu().numpy(),
-           "uniform_share": float(central_mask(*size, fraction).float().mean()),
-           "rows": rows.astype(float), "labels": labels[rows].astype(float),
-           "similarity": sim.detach().cpu().numpy()}
-    out.update({f"attention_{name}": w.detach().cpu().numpy() for name, w in attention.items()})
-    return out
+    return cam, a.detach().mean(1), sim, attention
 
 
 register_analysis(Analysis("cached_map_gradcam", cached_map_gradcam, {"classes": 6, "stage": None, "fraction": 0.5}))
@@ -139,16 +158,12 @@ def gradcam_records(grid, train: bool = False):
     """The ``cached_map_gradcam`` records of seed 0 of every config of ``grid`` (name -> [record]), made when
     ``train`` (with their runs), else read; ``None`` when some are not stored
     (:func:`zslib.analysis.records.recorded_analyses`)."""
-    from zslib.analysis.records import recorded_analyses
-
     return recorded_analyses(grid, "cached_map_gradcam", "the Grad-CAM maps of real flowers", seeds=(0,), train=train)
 
 
 def seen_class_count(config) -> int:
     """The number of seen (training) classes of a run's data: the class adversary's C, whose chance level ln C sets
     the first epoch's lambda."""
-    from zslib.engine.runner import build_data
-
     return len(np.unique(np.asarray(build_data(config)["train"].labels)))
 
 
@@ -158,11 +173,6 @@ _SAMPLES: dict = {}
 def unseen_sample(config, count: int = 64):
     """``(unseen split, indices, images, part maps)``: ``count`` unseen SynthParts images spread evenly over the
     test split, with the map of their parts (computed once per config)."""
-    import torch
-
-    from zslib.engine.config import config_hash
-    from zslib.engine.runner import build_data
-
     key = (config_hash(config), count)
     if key not in _SAMPLES:
         unseen = build_data(config)["unseen"]
@@ -177,11 +187,6 @@ def attention_shares(run, count: int = 64):
     :func:`unseen_sample`, and per layer the mean mass on each part relative to the part's area
     (:func:`zslib.analysis.saliency.part_shares` with ``relative=True``: 1 is uniform). Returns ``(maps, images,
     rows)``: ``{layer: (B, h, w) weights}``, the images, one dict per layer."""
-    import torch
-
-    from zslib.analysis.saliency import part_shares
-    from zslib.engine.runner import load_model
-
     _, _, images, parts = unseen_sample(run.config, count)
     with torch.no_grad():
         att = load_model(run, device="cpu").attention_maps(images)
@@ -199,11 +204,6 @@ def gradcam_shares(models, count: int = 64) -> list[dict]:
     :func:`unseen_sample` explained by its cosine similarity to the next other image of its class
     (:func:`zslib.analysis.saliency.similarity_gradcam`); one dict per model with the mean mass on each part
     relative to its area."""
-    import torch
-
-    from zslib.analysis.saliency import part_shares, similarity_gradcam
-    from zslib.engine.runner import load_model
-
     unseen, idx, images, parts = unseen_sample(next(iter(models.values())).config, count)
     all_labels = np.asarray(unseen.labels)
     ref_idx = []

@@ -7,6 +7,7 @@ from __future__ import annotations
 import html
 import math
 
+import matplotlib.pyplot as plt
 import numpy as np
 
 from zslib.analysis.explorers import QUERY, WRONG, Control, Explorer, Frame, figure_uri
@@ -29,8 +30,6 @@ def adapt_adv_lambda(run, num_classes: int | None = None, *, title: str | None =
     (:func:`zslib.methods.adapt_adv.class_adversary.adaptive_lambda`) with the epoch's point, the right one
     the L_c trace and lambda up to that epoch.
     """
-    import matplotlib.pyplot as plt
-
     if num_classes is None:
         num_classes = seen_class_count(run.config)
     params = AdaptAdv.validate(run.config.method_params)

@@ -55,10 +55,11 @@ import numpy as np
 
 from zslib.methods.adapt_adv.class_adversary import (L_THRESH, AdversarialClassifier, EpochLambda, adversarial_term,
                                                      classification_loss, replay_lambda)
-from zslib.methods.adapt_adv.spatial_attention import ATTENTION_FORMS
-from zslib.engine.train.optim import model_groups, own_parameters_group
-from zslib.engine.registry import register
 from zslib.engine.method import Method, Param, boolean, number, one_of
+from zslib.engine.registry import register
+from zslib.engine.train.optim import model_groups, own_parameters_group
+from zslib.methods.adapt_adv.gdfl import GDFLNet
+from zslib.methods.adapt_adv.spatial_attention import ATTENTION_FORMS
 
 __all__ = ["AdaptAdv", "lambda_trace", "PAPER_TRIPLET"]
 
@@ -132,8 +133,6 @@ class AdaptAdv(Method):
         p = cls.validate(params)
         if not p["use_gdfl"]:
             return model
-        from zslib.methods.adapt_adv.gdfl import GDFLNet
-
         return GDFLNet.from_embedding_net(model, layers=p["layers"], form=p["form"])
 
     def __init__(self, config, model, num_classes):

@@ -10,6 +10,7 @@ from zslib.analysis.deviations import Deviation, Switch, common_rows, for_config
 from zslib.engine.choice import VALIDATION_SEEDS
 from zslib.engine.data.datasets import Flowers102
 from zslib.methods.cml import recipes
+from zslib.methods.cml.recipes import GREEK, REAL_WEIGHTS, real_sweep_grid
 
 __all__ = ["DEVIATIONS", "chapter_config"]
 
@@ -21,8 +22,6 @@ def chapter_config():
 
 def _searched(values: dict) -> str:
     """The book's side of the weights row, from the sweep the chapter trains (:mod:`zslib.methods.cml.recipes`)."""
-    from zslib.methods.cml.recipes import GREEK, REAL_WEIGHTS, real_sweep_grid
-
     held = next(iter(real_sweep_grid().values())).validation_fraction
     grids = " and ".join(f"{GREEK[name]} ∈ {{{', '.join(f'{w:g}' for w in weights)}}}"
                          for name, weights in REAL_WEIGHTS.items())

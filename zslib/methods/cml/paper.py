@@ -7,30 +7,32 @@ from functools import partial
 from zslib.engine.paper import Paper
 from zslib.engine.registry import register_paper
 from zslib.methods.cml import recipes
+from zslib.methods.cml.deviations import DEVIATIONS
 from zslib.reported import paper_tables
 
 __all__ = ["PAPER"]
 
 
 def _deviations() -> tuple:
-    from zslib.methods.cml.deviations import DEVIATIONS
-
     return DEVIATIONS
 
 
 def _exercises() -> list:
+    # here, not at the top: methods/ imports nothing of teaching/ at load time, and the bank imports this package
     from zslib.teaching.exercises.bank import EXERCISES
 
     return [e for e in EXERCISES if e.name.split(".")[0] in PAPER.chapters]
 
 
 def _key_findings():
+    # here, not at the top: methods/ imports nothing of present/ at load time, and present/ imports this package
     from zslib.present.cml import key_findings
 
     return key_findings()
 
 
 def _explorer():
+    # loaded when asked: the explorer imports the runner (seconds), more than registering a paper should cost
     from zslib.methods.cml.explore import cml_confusion
 
     return cml_confusion

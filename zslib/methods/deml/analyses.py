@@ -9,7 +9,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from zslib.analysis.records import Analysis, register_analysis
+from zslib.analysis.records import Analysis, recorded_analyses, register_analysis
+from zslib.engine.runner import build_data, build_model, load_model
+from zslib.engine.train import embed, set_seed
 from zslib.methods.deml.network import DeMLNet
 
 __all__ = ["learner_attention", "learner_attention_parts", "unseen_embeddings", "backbone_maps", "first_of_each_class",
@@ -104,9 +106,6 @@ def learner_attention(model, data: dict, config, *, split: str = "unseen", show:
       labels ``shown_labels``), and ``mean_weights`` ``(J, C)``, each CAM's weights averaged over the images.
     Arrays are rounded to ``digits`` decimals (they are for pictures; the scalars are not rounded).
     """
-    from zslib.engine.runner import build_model
-    from zslib.engine.train import set_seed
-
     ds = data[split]
     if isinstance(ds, tuple):
         raise NotImplementedError("learner_attention reads one set of images; In-Shop's query/gallery split is not supported")
@@ -154,9 +153,6 @@ def unseen_embeddings(runs, names, data_from) -> tuple[dict, dict, object]:
     """The trained networks of ``runs[name]`` for each of ``names`` (one per seed, loaded from their checkpoints)
     and their embeddings of the unseen classes, ``(models, {name: [(embeddings, labels) per seed]}, unseen set)``;
     the data are built from the config of the run ``data_from``."""
-    from zslib.engine.runner import build_data, load_model
-    from zslib.engine.train import embed
-
     unseen = build_data(data_from.config)["unseen"]
     models = {name: [load_model(r) for r in runs[name]] for name in names}
     return models, {name: [embed(m, unseen) for m in ms] for name, ms in models.items()}, unseen
@@ -165,8 +161,6 @@ def unseen_embeddings(runs, names, data_from) -> tuple[dict, dict, object]:
 def backbone_maps(run, x: torch.Tensor, layers) -> dict:
     """The maps ``layers`` of the first backbone of the trained network of ``run`` (on the CPU, in eval mode)
     for the normalized inputs ``x``."""
-    from zslib.engine.runner import load_model
-
     net = load_model(run, device="cpu").eval()
     with torch.no_grad():
         return net.backbones[0].features(x, list(layers))
@@ -175,8 +169,6 @@ def backbone_maps(run, x: torch.Tensor, layers) -> dict:
 def learner_attention_records(grid, train: bool = False) -> dict:
     """The ``learner_attention`` records of a grid ``{name: Config}``, ``{name: [record per seed]}``; a name whose
     records are not all stored is left out after a note (made, with their runs, under ``train``)."""
-    from zslib.analysis.records import recorded_analyses
-
     out: dict = {}
     for name, config in grid.items():
         out.update(recorded_analyses({name: config}, "learner_attention", f"{name} on the real profile",

@@ -28,6 +28,7 @@ import math
 
 import torch
 import torch.nn.functional as F
+from torchvision.ops import roi_align
 
 from zslib.engine.checks import finite_number
 
@@ -164,8 +165,6 @@ def crop_and_zoom(images: torch.Tensor, boxes: torch.Tensor, size=None) -> torch
     ``[i, i + 1)``): bilinear sampling when the crop is enlarged, averaging over several samples per
     output pixel when it is shrunk. The whole-image box at the same size returns the image itself.
     """
-    from torchvision.ops import roi_align
-
     if not torch.is_tensor(images) or images.dim() != 4:
         raise ValueError(f"images must be (B, C, H, W), got {tuple(getattr(images, 'shape', ()))}")
     if not torch.is_tensor(boxes) or boxes.shape != (images.shape[0], 4):

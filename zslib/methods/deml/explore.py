@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
@@ -25,8 +26,6 @@ def deml_attention(image, fmaps, *, steps: Sequence[int] = (0, 1, 2, 3, 5, 10, 2
     start of the walk); the frame shows the photo, the map and the map over the photo, with how far the
     map still is from the walk's stationary distribution (the map at T = 200).
     """
-    import matplotlib.pyplot as plt
-
     photo = to_display(image, mean, std)
     hw = photo.shape[:2]
     maps = list(fmaps.values()) if isinstance(fmaps, Mapping) else list(fmaps)

@@ -60,11 +60,14 @@ import torch.nn.functional as F
 from torch import nn
 
 from zslib.engine.checks import finite_number
-from zslib.methods.deml.decoupled_losses import NONTRIVIAL_FORMS, activation_decay, nontrivial_term
-from zslib.methods.deml.network import DeMLNet
-from zslib.methods.deml.learner_adversary import LearnerAdversary, adversary_loss, learner_hinge_loss
-from zslib.engine.registry import register
+from zslib.engine.losses import LOSSES
 from zslib.engine.method import Method, Param, boolean, number, one_of
+from zslib.engine.models import CachedBackbone
+from zslib.engine.models.adapted import AdaptedBackbone
+from zslib.engine.registry import register
+from zslib.methods.deml.decoupled_losses import NONTRIVIAL_FORMS, activation_decay, nontrivial_term
+from zslib.methods.deml.learner_adversary import LearnerAdversary, adversary_loss, learner_hinge_loss
+from zslib.methods.deml.network import DeMLNet
 
 __all__ = ["DeML", "ADVERSARIES", "split_learners", "DEML_TRAINING"]
 
@@ -151,8 +154,6 @@ class DeML(Method):
 
     def __init__(self, config, model, num_classes):
         super().__init__(config, model, num_classes)
-        from zslib.engine.losses import LOSSES
-
         if LOSSES[config.loss].parametric:
             raise ValueError(f"DeML trains every learner with the metric loss; {config.loss!r} learns a vector per "
                              "class and would need one set per learner. Use a pair loss, e.g. loss='binomial_deml' "
@@ -170,9 +171,6 @@ class DeML(Method):
     def attach(cls, model, params):
         """:class:`~zslib.methods.deml.network.DeMLNet` over ``model``'s backbone, with ``model.embedding_dim`` dimensions
         split among the ``I J`` learners (the standard embedding head is not used)."""
-        from zslib.engine.models import CachedBackbone
-        from zslib.engine.models.adapted import AdaptedBackbone
-
         p = cls.validate(params)
         backbone = model.backbone
         stages = [s for s in backbone.stage_names if s != "pool"]

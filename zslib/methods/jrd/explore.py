@@ -6,6 +6,7 @@ from __future__ import annotations
 import html
 from collections.abc import Mapping, Sequence
 
+import matplotlib.pyplot as plt
 import numpy as np
 
 from zslib.analysis.explorers import QUERY, Control, Explorer, Frame, figure_uri
@@ -28,8 +29,6 @@ def jrd_bound(records: Mapping[str, Sequence], *, terms: Mapping[str, str] | Non
     arm: the bars are the seeds' mean of each term (ticks: every seed), the right plot the means of all
     arms, so the reader sees which terms the regularizer moves.
     """
-    import matplotlib.pyplot as plt
-
     if not records:
         raise ValueError("no records; give {arm: [per-seed bound_terms record]}")
     terms = dict(terms or JRD_TERMS)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import html
 from collections.abc import Sequence
 
+import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
@@ -22,8 +23,6 @@ def zsml_labels(*, alphas: Sequence[float] = (0.05, 0.1, 0.2, 0.3, 0.4, 0.5), pa
     ``sq_dist`` (normalized squared distances in [0, 1]) and ``positive`` (a boolean per pair) default to a
     seeded sample of ``pairs`` pairs whose positive pairs lie nearer on average, as in a trained space.
     """
-    import matplotlib.pyplot as plt
-
     if sq_dist is None:
         rng = np.random.default_rng(seed)
         positive = rng.random(pairs) < 0.3

@@ -20,6 +20,7 @@ nothing is trained); call ``prepare`` again to refit it.
 from __future__ import annotations
 
 import numpy as np
+from sklearn.neighbors import NeighborhoodComponentsAnalysis
 import torch
 from torch import nn
 
@@ -90,8 +91,6 @@ class NCA(Method):
     @one_thread()
     def prepare(self, model: LinearMap, train_set) -> None:
         """Fit ``L`` by scikit-learn's NCA on the pooled features of ``train_set``."""
-        from sklearn.neighbors import NeighborhoodComponentsAnalysis  # scikit-learn loads in a second: only here
-
         y = np.asarray(labels_of(train_set), dtype=np.int64)
         net = model.net
         x, _ = embed(_Pooled(net), train_set, device=model.L.device)

@@ -55,6 +55,7 @@ import warnings
 from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
+from sklearn.cluster import SpectralClustering
 import torch
 from torch import nn
 
@@ -274,8 +275,6 @@ def spectral_clusters(similarity, n_clusters: int, *, seed: int = 0, symmetrize:
     and set negative scores to 0. ZSML's scores are meant to lie in ``(0, 1)``, and a negative one
     means "dissimilar", which 0 expresses in a graph. Returns int64 cluster ids.
     """
-    from sklearn.cluster import SpectralClustering
-
     s = _similarity(similarity, symmetrize)
     if not symmetrize and not np.allclose(s, s.T):
         raise ValueError("spectral clustering needs a symmetric similarity; pass symmetrize=True")

@@ -7,36 +7,39 @@ from functools import partial
 from zslib.engine.paper import Paper
 from zslib.engine.registry import register_paper
 from zslib.methods.zsml import recipes
+from zslib.methods.zsml.deviations import DEVIATIONS
 from zslib.reported import paper_tables
 
 __all__ = ["PAPER"]
 
 
 def _deviations() -> tuple:
-    from zslib.methods.zsml.deviations import DEVIATIONS
-
     return DEVIATIONS
 
 
 def _exercises() -> list:
+    # here, not at the top: methods/ imports nothing of teaching/ at load time, and the bank imports this package
     from zslib.teaching.exercises.bank_zsml import EXERCISES
 
     return list(EXERCISES)
 
 
 def _key_findings():
+    # here, not at the top: methods/ imports nothing of present/ at load time, and present/ imports this package
     from zslib.present.zsml.sentences import key_findings
 
     return key_findings()
 
 
 def _explorer():
+    # loaded when asked: the explorer imports the runner (seconds), more than registering a paper should cost
     from zslib.methods.zsml.explore import zsml_labels
 
     return zsml_labels
 
 
 def _analyses():
+    # loaded when asked: the analyses import the runner, more than registering a paper should cost
     from zslib.methods.zsml import analyses
 
     return analyses

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
@@ -28,8 +29,6 @@ __all__ = ["lambda_sweep_section", "lambda_schedule_section", "attention_section
 
 
 def _subplots(*args, **kwargs):
-    import matplotlib.pyplot as plt
-
     return plt.subplots(*args, **kwargs)
 
 

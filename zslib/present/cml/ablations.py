@@ -6,11 +6,17 @@ the chosen ones of the book's rule: every row here is an ablation, so its verdic
 """
 from __future__ import annotations
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from sklearn.metrics import silhouette_score
 import torch
 
+from zslib.analysis.viz import embedding_scatter, project_2d
+from zslib.engine.models import normalization
+from zslib.engine.runner import build_data, load_model
 from zslib.engine.stats import format_interval, paired, summarize
+from zslib.engine.store import load_results
 from zslib.methods.cml.recipes import TSNE, ablation_variant
 from zslib.present.base import Section
 from zslib.present.cml.pages import CmlAblations
@@ -68,8 +74,6 @@ def dropout_section(ab: CmlAblations) -> Section:
 def dropout_figure(ab: CmlAblations) -> Section:
     """Each configuration's unseen Recall@1 per seed and its mean with 95% interval (dropout orange, confusion green,
     the baseline blue), then each configuration's paired verdict against the baseline and their tally."""
-    import matplotlib.pyplot as plt
-
     runs = ab.dropout_runs()
     if runs is None:
         return Section(caption=ab.missing_note())
@@ -113,8 +117,6 @@ def size_table(runs) -> pd.DataFrame:
 def size_section(ab: CmlAblations) -> Section:
     """How many size-grid runs and how long they took, our unseen Recall@1 against the embedding size beside the
     paper's Table IX (CARS), and :func:`size_table`."""
-    import matplotlib.pyplot as plt
-
     runs = ab.size_runs()
     if runs is None:
         return Section(caption=ab.missing_note())
@@ -182,13 +184,6 @@ def tsne_section(ab: CmlAblations) -> Section:
     """t-SNE maps (Figs. 4-5) of the baseline and CML (seed 0 of the dropout grid's runs) on a subset of the unseen
     classes, coloured by class and, on SynthParts, by the shortcut colour pair; then the silhouette (cosine) of the
     embeddings by class and by colour pair, which puts a number on what the maps show."""
-    import matplotlib.pyplot as plt
-    from sklearn.metrics import silhouette_score
-
-    from zslib.analysis.viz import embedding_scatter, project_2d
-    from zslib.engine.models import normalization
-    from zslib.engine.runner import build_data, load_model
-
     runs = ab.dropout_runs()
     if runs is None:
         return Section(caption=ab.missing_note())
@@ -229,8 +224,6 @@ def tsne_section(ab: CmlAblations) -> Section:
 def full_profile_section() -> Section:
     """The full-profile Cars196 ablation runs recorded in ``results/`` (binomial deviance, the four variants), each
     with its dropout, size, unseen Recall@1 and provenance; says so when there is none."""
-    from zslib.engine.store import load_results
-
     recorded = [r for r in load_results(profile="full") if r.config.dataset == "cars196" and r.config.method in
                 ("baseline", "cml-e", "cml-d", "cml") and r.config.loss == "binomial_deviance"]
     if not recorded:

@@ -6,10 +6,14 @@ each a :class:`~zslib.present.base.Section` drawn from the curve runs of
 """
 from __future__ import annotations
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import torch
 
+from zslib.analysis.probe import attribute_probe
+from zslib.analysis.saliency import activation_map
+from zslib.analysis.viz import plot_curves, to_display, probe_bars
 from zslib.engine.stats import format_interval, summarize
 from zslib.methods.cml import confusion
 from zslib.methods.cml.recipes import PROBE
@@ -56,10 +60,6 @@ def diversity_section(ex: CmlExperiments) -> Section:
 
 def curves_figure(ex: CmlExperiments) -> Section:
     """Seen and unseen Recall@1 along training of the baseline and CML-d, one panel each (Fig. 3 analogue)."""
-    import matplotlib.pyplot as plt
-
-    from zslib.analysis.viz import plot_curves
-
     pair = ex.pair()
     if pair is None:
         return Section(caption=ex.missing_note())
@@ -73,11 +73,6 @@ def curves_figure(ex: CmlExperiments) -> Section:
 def attention_figure(ex: CmlExperiments) -> Section:
     """The channel-averaged last convolutional map (:func:`zslib.analysis.saliency.activation_map`) of seed 0 of
     each curve model over :data:`ATTENTION_IMAGES` unseen images (Figs. 6-7 analogue)."""
-    import matplotlib.pyplot as plt
-
-    from zslib.analysis.saliency import activation_map
-    from zslib.analysis.viz import to_display
-
     if ex.pair() is None:
         return Section(caption=ex.missing_note())
     unseen, models = ex.data()["unseen"], ex.models()
@@ -106,9 +101,6 @@ def probe_section(ex: CmlExperiments) -> Section:
     every attribute on the unseen embeddings of each curve model and seed: the bars and accuracies of seed 0, then
     per attribute group (the shortcut colours, the hard attributes) the mean accuracy of each model over the seeds
     and CML-d minus the baseline paired by seed. A dataset without per-image attributes gets a note."""
-    from zslib.analysis.probe import attribute_probe
-    from zslib.analysis.viz import probe_bars
-
     if ex.pair() is None:
         return Section(caption=ex.missing_note())
     unseen = ex.data()["unseen"]

@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import time
 
+import zslib
+from zslib.engine.runner import build_data, load_model
+from zslib.engine.train import embed
 from zslib.methods.cml import recipes
 from zslib.present.base import Study
 
@@ -21,8 +24,6 @@ class _ActiveProfile(Study):
     """A study of the active profile that trains what is missing (as ``run_grid`` does), timing each grid."""
 
     def __init__(self, train: bool | None = None):
-        import zslib
-
         super().__init__(True if train is None else train)
         self.on = zslib.get_profile()
         self.seconds: dict[str, float] = {}
@@ -62,24 +63,18 @@ class CmlExperiments(_ActiveProfile):
     def data(self):
         """The curve runs' data splits (``build_data`` of their config)."""
         if "data" not in self._made:
-            from zslib.engine.runner import build_data
-
             self._made["data"] = build_data(recipes.curve_base(self.on))
         return self._made["data"]
 
     def models(self) -> dict:
         """``{name: [model per seed]}`` of :meth:`pair`, loaded from their checkpoints."""
         if "models" not in self._made:
-            from zslib.engine.runner import load_model
-
             self._made["models"] = {name: [load_model(r) for r in rs] for name, rs in self.pair().items()}
         return self._made["models"]
 
     def embedded(self) -> dict:
         """``{name: [{split: (embeddings, labels)} per seed]}`` of both splits under each model, computed once."""
         if "embedded" not in self._made:
-            from zslib.engine.train import embed
-
             data = self.data()
             self._made["embedded"] = {name: [{s: embed(m, data[s]) for s in ("seen", "unseen")} for m in ms]
                                          for name, ms in self.models().items()}

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
@@ -130,8 +131,6 @@ def seeds_line(sweep: Mapping, choices: Mapping) -> str:
 def lambda_sweep_figure(ex: CmlExperiments) -> Section:
     """The validation curves of lambda1 and lambda2 (mean and 95% interval over seeds, lambda = 0 first) above the
     paper's test-class curves of CML-e (Tri) and CML-d (Tri) on CARS (Tables VII and VIII)."""
-    import matplotlib.pyplot as plt
-
     sweep = ex.sweep()
     if sweep is None:
         return Section(caption=ex.missing_note("the validation sweep"))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import torch
@@ -260,8 +261,6 @@ def cam_figures(cam_att: Mapping) -> Sections:
     (grouping by the largest weight makes blocks by construction; what to read is how far a CAM's favoured
     channels sit above its others), with the count of channels each CAM weights most below it. Empty without the
     records of DeML(1, 4)."""
-    import matplotlib.pyplot as plt
-
     if recipes.DEML4 not in cam_att:
         return Sections()
     real = Config.from_profile("real")

@@ -6,12 +6,16 @@ need it.
 """
 from __future__ import annotations
 
+import matplotlib.pyplot as plt
 import numpy as np
+import torch
 
 from zslib.analysis import viz
 from zslib.engine.stats import format_interval, summarize
 from zslib.methods.jrd.recipes import (AM_SOFTMAX, GRID_SEEDS, GRID_SIZES, MIXTURE_SEEDS, MIXTURES,
                                        REGULARIZER_NAMES, SWEEP_ALPHAS, SWEEP_SEEDS)
+from zslib.methods.jrd import diversification as D
+from zslib.present.base import Section
 
 __all__ = ["sweep_figure", "mixture_figure", "grid_heatmap", "kernel_figure"]
 
@@ -19,8 +23,6 @@ __all__ = ["sweep_figure", "mixture_figure", "grid_heatmap", "kernel_figure"]
 def sweep_figure(study):
     """The Figs. 4-5 analogue: unseen Recall@1 of JRS, JMMD and JIntra at every swept weight, and its paired
     difference from AM-Softmax, with 95% bands over seeds."""
-    import matplotlib.pyplot as plt
-
     base = study.sweep[AM_SOFTMAX]
     series, diffs = {}, {}
     for reg, label in REGULARIZER_NAMES.items():
@@ -51,8 +53,6 @@ def sweep_figure(study):
 def mixture_figure(study):
     """The Fig. 6 analogue on the diagonal K = K': unseen Recall@1 of JRD at alpha = 1 and its paired difference
     from one Gaussian per layer, with 95% bands over seeds."""
-    import matplotlib.pyplot as plt
-
     sizes = [m[0] for m in MIXTURES]  # K = K' on the diagonal
     stats = [summarize(study.mixtures[m]) for m in MIXTURES]
     diffs = [(0.0, 0.0, 0.0)] + [study.mixture_pairs[m].diff for m in MIXTURES[1:]]
@@ -75,8 +75,6 @@ def mixture_figure(study):
 def grid_heatmap(study) -> tuple[object, np.ndarray]:
     """The whole Fig. 6 grid as a heatmap of the mean unseen Recall@1, each cell with its paired difference from
     (1, 1); returns ``(figure, the cell means in percent)``."""
-    import matplotlib.pyplot as plt
-
     means = np.array([[100 * summarize(study.mixture_grid[k, kk])[0] for kk in GRID_SIZES] for k in GRID_SIZES])
     fig, ax = plt.subplots(figsize=(7.5, 5.5))
     im = ax.imshow(means, cmap="viridis")
@@ -105,12 +103,6 @@ def kernel_figure(seed: int = 0):
     classes in 2-D and their joint similarities ``S_JRS(I, J)`` (Eq. 8, :func:`kernel_mean_embeddings` with the
     mixture at the batch's own tau), whose mean over the pairs of different classes is the JRS term (Eq. 11,
     :func:`jrs_regularizer`)."""
-    import matplotlib.pyplot as plt
-    import torch
-
-    from zslib.methods.jrd import diversification as D
-    from zslib.present.base import Section
-
     d2 = torch.linspace(0.0, 4.0, 81, dtype=torch.float64)
     line = torch.stack([d2.sqrt(), torch.zeros_like(d2)], 1)  # points at squared distance d2 from the first
     curves = {f"Gaussian, σ² = {s:g}τ": D.gaussian_kernel(line, scales=(s,), tau=1.0)[0] for s in (0.5, 1.0, 2.0)}

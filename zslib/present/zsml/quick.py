@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
@@ -74,8 +75,6 @@ def fig5(runs: Sequence) -> Fig5:
     """The paper's Fig. 5 for the seed-0 run of ``runs``: predicted similarity against the continuous label of 400
     training pairs, one colour per kind of pair, with the correlation of ``s`` and ``y`` in each kind and how far
     the labels moved from their Eq. 3 start."""
-    import matplotlib.pyplot as plt
-
     run = next(r for r in runs if r.config.seed == 0)
     pairs = fig5_pairs(run)
     if pairs is None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 
+from scipy import stats as sstats
 import torch
 
 from zslib.engine import evaluate as ev
@@ -197,8 +198,6 @@ def _ec_rates(n_i: int = 10, n_j: int = 10, lr: float = 0.5) -> tuple[float, flo
 
 
 def _t975(df: int) -> float:
-    from scipy import stats as sstats
-
     return float(sstats.t.ppf(0.975, df))
 
 

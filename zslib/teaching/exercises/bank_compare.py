@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from types import SimpleNamespace
 
+from scipy import stats as sstats
 import torch
 
 from zslib.engine.choice import choose
@@ -53,8 +54,6 @@ def _rule_cases():
 
 
 def _t975(df: int) -> float:
-    from scipy import stats as sstats
-
     return float(sstats.t.ppf(0.975, df))
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import torch
 
+from zslib.engine.stats import interval
 from zslib.methods.jrd import diversification as D
 from zslib.teaching.exercises.bank import decomposition, toy_two_classes
 from zslib.teaching.exercises.kinds import (Case, ExperimentExercise, FunctionExercise, NumberExercise,
@@ -110,8 +111,6 @@ def _paired_cases():
 
 def _paired_interval(seeds_a, a, seeds_b, b):
     """``[mean, low, high]`` of the differences b - a matched by seed, with the 95% Student-t interval."""
-    from zslib.engine.stats import interval
-
     va, vb = dict(zip(seeds_a.tolist(), a.tolist())), dict(zip(seeds_b.tolist(), b.tolist()))
     return torch.tensor(interval([vb[s] - va[s] for s in sorted(va)])[:3], dtype=torch.float64)
 
