@@ -21,7 +21,7 @@ __all__ = ["photo_sections", "gradcam_photos_section", "real_gradcam_section"]
 
 
 def photo_sections(study: AdaptAdvStudy) -> Section | Sections:
-    """The retrieval grid and t-SNE on Flowers-102 photographs for the chapter's real section: the untrained
+    """The retrieval grid and t-SNE on Flowers-102 photographs for the experiments page's real section: the untrained
     pretrained features, the triplet base head and the full Adapt-Adv model (GDFL attention and the class adversary),
     seed 0 of each, drawn by :func:`zslib.analysis.photos.retrieval_section`, with a t-SNE of the base and one of
     Adapt-Adv. The trained models are loaded from their kept weights (float16), each checked to give its run's

@@ -44,7 +44,7 @@ def _provenance_line(name: str, rs) -> str:
 
 
 def real_section(study: DemlStudy) -> Section:
-    """The main page's real-profile table (:func:`real_table`: the untrained features, the baseline head and
+    """The experiments page's real-profile table (:func:`real_table`: the untrained features, the baseline head and
     DeML(1, 4)), then where the runs come from (device, code, training time per row), what training the head alone
     moved against the untrained features, and what is missing when a row is not recorded."""
     floor, runs = study.floor(), study.runs()
@@ -125,7 +125,7 @@ def arms_section(study: DemlStudy) -> Section:
 
 
 def photo_figures(study: DemlStudy):
-    """The retrieval grid and t-SNE on Flowers-102 photographs for the DeML chapter's real section: the untrained
+    """The retrieval grid and t-SNE on Flowers-102 photographs for the DeML experiments page's real section: the untrained
     pretrained features, the trained baseline head (Eq. 5's loss) and DeML(1, 4) itself, seed 0 of each, drawn by
     :func:`zslib.analysis.photos.retrieval_section` (returned as sections). The baseline is trained again from its
     recorded config (seconds); DeML(1, 4) is loaded from its kept weights (float16, checked to reproduce the run's

@@ -68,7 +68,7 @@ def chosen_alpha_test(ex: Experiments, study: ZSMLStudy) -> None:
     """ZSML at the chosen alpha on the test classes, against alpha 0.3 and the Euclidean distance (5 seeds)."""
     if ex.chosen_alpha == 0.3:
         ex.chosen_alpha_test = Section(notes=["The validation split chose the paper's alpha = 0.3: the rows of the "
-                                              "main chapter are the chosen configuration."])
+                                              "Flowers-102 table above are the chosen configuration."])
     if ex.chosen_alpha is None or ex.chosen_alpha == 0.3 or ex.real is None:
         return
     a = ex.chosen_alpha

@@ -234,5 +234,5 @@ def key_findings():
         f"The untrained features reach {100 * floor['f'][0].metric('R@1'):.1f} % unseen Recall@1 and a trained "
         f"embedding head (binomial deviance) {format_interval(summarize(runs['h']))} % (all unseen images, on this "
         "book's 160-px copy of the photographs).",
-        "ZSML's relation network scores pairs, not distances: its neighbours in the figure below are the images "
-        "it scores highest against each query."])
+        "ZSML's relation network scores pairs, not distances: its neighbours in the experiments page's retrieval "
+        "figure are the images it scores highest against each query."])
