@@ -608,6 +608,7 @@ def test_torchvision_s_flowers_folder_is_read_as_it_is(tmp_path):
     assert train.root == tmp_path / "flowers-102" and len(train) == 12
 
 
+@pytest.mark.slow  # a whole smoke run (campaign, session, class grading, two processes): in `make test`
 def test_a_smoke_campaign_on_fabricated_in_shop_runs_through_validation_and_test(tmp_path, monkeypatch, capsys):
     """In-Shop in its official layout (``list_eval_partition.txt``): its validation classes, held out of the training
     split, have no query/gallery split and are scored leave-one-out with In-Shop's row (every item against the

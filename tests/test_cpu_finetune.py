@@ -194,6 +194,7 @@ def test_the_recorded_proof_s_choice_and_rows_follow_from_its_run_files():
     _check_proof()
 
 
+@pytest.mark.slow  # a whole smoke run (campaign, session, class grading, two processes): in `make test`
 def test_the_methods_stage_s_smoke_run_records_choices_the_rule_makes_and_validation_runs_never_embed_unseen_classes(
         tmp_path, monkeypatch):
     """``--methods`` at the smoke size for two methods: each method's choice is the rule's (recomputed with numpy by

@@ -196,6 +196,7 @@ def test_a_result_recorded_before_data_identities_is_still_served(tmp_path):
         run(config, results_dir=tmp_path / "made", progress=False)
 
 
+@pytest.mark.slow  # a whole smoke run (campaign, session, class grading, two processes): in `make test`
 def test_finetune_smoke_on_another_tree_trains_again(tmp_path, capsys):
     """``finetune --smoke`` then ``finetune --smoke --data-root <other tree>`` in the same results folder: every run
     is trained again on the other tree (before: all of them were loaded, with the first tree's numbers)."""

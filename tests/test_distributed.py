@@ -246,6 +246,7 @@ def _torchrun(tmp_path, results):
     return json.loads(files[0].read_text())
 
 
+@pytest.mark.slow  # a whole smoke run (campaign, session, class grading, two processes): in `make test`
 def test_torchrun_two_processes_write_the_result_of_one(tmp_path):
     """The quick profile (SynthParts in memory, no augmentation; SmallCNN with BatchNorm), 4 steps with an
     evaluation every 2: the two result files have the same config and hash, their losses agree to 1e-5

@@ -91,6 +91,7 @@ def test_the_plan_counts_each_shared_run_once(session, tmp_path):
     assert session.write_plan(c, ("cml", "adapt_adv"), tmp_path, 8.0, stored=lambda config: True) == 0
 
 
+@pytest.mark.slow  # a whole smoke run (campaign, session, class grading, two processes): in `make test`
 def test_a_smoke_session_trains_chooses_tabulates_and_a_second_one_trains_nothing(session, tmp_path, capsys):
     import json
     import tarfile

@@ -272,6 +272,7 @@ def graded_class(tmp_path_factory):
     return {"rows": rows, "root": root, "mark": mark, "shared": shared, "stdout": out.stdout}
 
 
+@pytest.mark.slow  # a whole smoke run (campaign, session, class grading, two processes): in `make test`
 def test_the_gradebook_scores_solved_unsolved_forged_looping_and_dying(graded_class):
     rows = graded_class["rows"]
     assert {s: (r["points"], r["total"]) for s, r in rows.items()} == {
@@ -284,6 +285,7 @@ def test_the_gradebook_scores_solved_unsolved_forged_looping_and_dying(graded_cl
     assert rows["dying"]["zero_shot_problem.unit_distance"] == "1"
 
 
+@pytest.mark.slow  # grades a whole class (the graded_class fixture): in `make test`
 def test_each_forgery_gets_zero_for_the_check_it_forged(graded_class):
     forged = graded_class["rows"]["forged"]
     for name in RUBRIC["tiny"]:
@@ -293,6 +295,7 @@ def test_each_forgery_gets_zero_for_the_check_it_forged(graded_class):
     assert "`metrics.purity` | 0 / 2 | right on 0 of 6 inputs" in feedback
 
 
+@pytest.mark.slow  # grades a whole class (the graded_class fixture): in `make test`
 def test_one_feedback_file_per_student_and_the_seed_is_kept(graded_class):
     grades = graded_class["root"] / "grades"
     students = sorted(p.stem for p in (grades / "feedback").iterdir())
@@ -316,6 +319,7 @@ def _running(line: str) -> list[int]:
     return found
 
 
+@pytest.mark.slow  # grades a whole class (the graded_class fixture): in `make test`
 def test_leftover_processes_are_killed_and_the_shared_results_untouched(graded_class):
     alive = _running(f"sleep {graded_class['mark']}")  # by its command line: the pid it saw may be a namespace's
     for pid in alive:
