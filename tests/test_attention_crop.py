@@ -101,10 +101,11 @@ def test_localization_scores_and_their_chance_levels():
     masks = torch.zeros(4, 20, 20, dtype=torch.bool)
     masks[:, 5:10, 4:12] = True
     obj_boxes = torch.tensor([[4.0, 5.0, 12.0, 10.0]] * 4)
-    perfect = localization_scores(masks.float(), masks, obj_boxes, square=False, min_size=0)
+    perfect = localization_scores(masks.float(), masks, obj_boxes,
+                                  attention_boxes(masks.float(), square=False, min_size=0))
     assert perfect["mass_on_object"] == 1.0 and perfect["peak_on_object"] == 1.0 and perfect["box_iou"] == 1.0
     assert perfect["lift"] == pytest.approx(1 / perfect["area_share"])
-    flat = localization_scores(torch.ones(4, 20, 20), masks, obj_boxes)
+    flat = localization_scores(torch.ones(4, 20, 20), masks, obj_boxes, attention_boxes(torch.ones(4, 20, 20)))
     assert flat["mass_on_object"] == pytest.approx(40 / 400) and flat["lift"] == pytest.approx(1.0)
     assert flat["box_iou"] == pytest.approx(flat["box_iou_full_image"]) == pytest.approx(40 / 400)
     att = torch.rand(4, 20, 20)

@@ -8,7 +8,7 @@ import torch
 from scipy import stats
 
 from zslib.teaching.exercises import verdict
-from zslib.teaching.exercises.bank import decomposition, toy_two_classes
+from zslib.teaching.exercises.bank_cml import decomposition, toy_two_classes
 
 
 def test_ec_descent_follows_the_closed_form_of_its_gradient():

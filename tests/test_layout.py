@@ -125,6 +125,35 @@ def test_the_engine_imports_no_paper():
     assert not offenders, offenders
 
 
+#: The modules outside a paper's folders that may import a paper's modules, and why. A paper's exercise bank is one
+#: of its files (``teaching/exercises/bank_<paper>.py``, next to the others so that the grader's sandbox refuses all
+#: of them by one prefix), and it imports only its own paper; the chapters before the papers check JRD's intra-class
+#: penalty, which the generalization-gap chapter derives before the JRD chapter.
+PAPER_IMPORTS_ALLOWED = {"zslib.teaching.exercises.bank": {"zslib.methods.jrd.intra"}}
+
+
+def _paper_of(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[2] if len(parts) > 2 and parts[:2] in (["zslib", "methods"], ["zslib", "present"]) \
+        and parts[2] in PAPERS else None
+
+
+def test_no_module_outside_a_papers_folders_imports_a_paper():
+    """Only ``methods/<paper>/`` and ``present/<paper>/`` name a paper's modules (a paper may build on another's, as
+    Adapt-Adv's Table 5 runs CML's energy confusion); the shared modules reach the papers through
+    :data:`zslib.engine.registry.PAPERS` (the index and the table of contents list them)."""
+    offenders = []
+    for name, deps in import_graph().items():
+        home = _paper_of(name)
+        bank = name.rpartition(".bank_")[2] if name.startswith("zslib.teaching.exercises.bank_") else None
+        for dep in sorted(deps):
+            paper = _paper_of(dep)
+            if paper is None or home or paper == bank or dep in PAPER_IMPORTS_ALLOWED.get(name, ()):
+                continue
+            offenders.append(f"{name} imports {dep}")
+    assert not offenders, "\n".join(offenders)
+
+
 def test_a_method_lookup_imports_only_what_it_needs():
     """``get_method`` of one name imports plug-in modules until the name is found, not every paper."""
     code = ("import sys; from zslib.engine.registry import get_method; get_method('baseline'); "

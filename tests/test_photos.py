@@ -1,6 +1,8 @@
 """zslib.analysis.photos: the figures on real photographs, checked on small generated images (no data needed)."""
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -10,6 +12,7 @@ import pytest
 import torch
 
 from zslib.analysis import photos as P
+from zslib.present.zsml.real import _pair_ranker
 
 
 class FakePhotos:
@@ -40,7 +43,7 @@ def test_nearest_matches_brute_force_cosine_and_excludes_the_query():
         assert r not in line
 
 
-def test_nearest_with_a_pair_scorer_ranks_by_the_score():
+def test_nearest_with_zsmls_pair_ranker_ranks_by_the_score():
     rng = np.random.default_rng(1)
     x = rng.normal(size=(30, 4)).astype(np.float32)
     w = torch.tensor([1.0, -2.0, 0.5, 3.0])
@@ -48,7 +51,7 @@ def test_nearest_with_a_pair_scorer_ranks_by_the_score():
     def scorer(a, b):  # a learned-metric stand-in: a weighted negative squared distance
         return -((a - b) ** 2 * w.abs()).sum(1)
 
-    got = P.nearest(x, [3, 11], k=4, scorer=scorer)
+    got = P.nearest(x, [3, 11], k=4, ranker=_pair_ranker(SimpleNamespace(pair=scorer)))  # as the ZSML page ranks
     for r, line in zip([3, 11], got):
         d = ((x - x[r]) ** 2 * np.abs(w.numpy())).sum(1)
         d[r] = np.inf

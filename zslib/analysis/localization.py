@@ -75,25 +75,21 @@ def box_iou(boxes: torch.Tensor, other: torch.Tensor) -> torch.Tensor:
 
 
 def localization_scores(attention: torch.Tensor, masks: torch.Tensor, object_boxes: torch.Tensor,
-                        boxes: torch.Tensor | None = None, **box_options) -> dict[str, float]:
+                        boxes: torch.Tensor) -> dict[str, float]:
     """Mean localization scores of attention maps against the objects' masks and boxes.
 
     ``attention`` and ``masks``: ``(B, H, W)`` at the image size; ``object_boxes``: ``(B, 4)`` (e.g.
-    ``SynthParts.boxes``). ``boxes``: the crop boxes to score; default
-    :func:`zslib.methods.deml.attention_crop.attention_boxes` of ``attention`` with ``box_options``.
+    ``SynthParts.boxes``). ``boxes``: ``(B, 4)``, the crop boxes a method draws from ``attention`` (DeML's
+    :func:`zslib.methods.deml.attention_crop.attention_boxes`), scored against ``object_boxes``.
 
     Returns ``mass_on_object``, ``area_share`` (its chance level: uniform attention), ``lift`` (the mean
     per-image ratio of the two), ``peak_on_object``, ``box_iou`` and ``box_iou_full_image`` (its chance
     level: no crop), all floats.
     """
-    from zslib.methods.deml.attention_crop import attention_boxes  # here: importing zslib.analysis loads no paper
-
     att, masks = _check_pair(attention, masks)
     obj = torch.as_tensor(object_boxes, dtype=torch.float64, device=att.device)
     if obj.shape != (att.shape[0], 4):
         raise ValueError(f"object_boxes must be ({att.shape[0]}, 4), got {tuple(obj.shape)}")
-    if boxes is None:
-        boxes = attention_boxes(att, **box_options)
     mass = mass_on_object(att, masks)
     area = masks.flatten(1).float().mean(1)
     h, w = att.shape[-2:]

@@ -206,20 +206,19 @@ def _embed_unseen(model, data, config, device):
     return emb, np.asarray(labels)
 
 
-def nearest(embeddings, rows, k: int = 5, metric: str = "cosine", scorer=None) -> np.ndarray:
+def nearest(embeddings, rows, k: int = 5, metric: str = "cosine", ranker=None) -> np.ndarray:
     """``(len(rows), k)`` gallery indices of the ``k`` nearest neighbours of ``embeddings[rows]`` among all
     rows of ``embeddings``, the query itself excluded: by ``metric`` (:func:`zslib.engine.evaluate.knn`,
-    exact), or the ``k`` highest scores of a pair ``scorer(a, b)`` (e.g. ZSML's learned metric;
+    exact), or by a learned metric's ``ranker(query, gallery, k)``, which returns the ``k`` best gallery rows of
+    each query as :class:`zslib.engine.evaluate.Neighbors` (ZSML's pair scorer ranks through its
     :func:`zslib.methods.zsml.pairwise.score_topk`)."""
     x = torch.as_tensor(np.asarray(embeddings), dtype=torch.float32)
     rows = np.asarray(rows, dtype=int)
-    if scorer is None:
+    if ranker is None:
         idx = knn(x[rows], x, k=k + 1, metric=metric, exclude_self=False).indices.numpy()
     else:
-        from zslib.methods.zsml.pairwise import score_topk  # a paper's module, for ZSML's pair scorer only
-
         with torch.no_grad():
-            idx = score_topk(scorer, x[rows], x, k=k + 1, exclude_self=False).indices.numpy()
+            idx = ranker(x[rows], x, k + 1).indices.numpy()
     return np.array([[j for j in line if j != r][:k] for line, r in zip(idx, rows)])
 
 
@@ -336,16 +335,17 @@ def tsne_photos(embeddings, labels, photos, *, n_classes: int = 12, thumbnails: 
     return fig, caption
 
 
-def retrieval_section(results: Mapping, *, scorers: Mapping | None = None, tsne_of: str | Sequence[str] | None = None,
+def retrieval_section(results: Mapping, *, rankers: Mapping | None = None, tsne_of: str | Sequence[str] | None = None,
                       note: str = "", tolerance: Mapping | None = None):
     """The photo figures of a chapter in one call, as :class:`~zslib.present.base.Sections` to display:
     :func:`retrieval_grid` of the recorded runs ``results`` (name -> :class:`~zslib.engine.store.Result`, e.g. the
     untrained features, the baseline, the method; each embedded by :func:`unseen_embeddings`, from its kept weights
-    when it has them), ranked by cosine similarity or, for a name in ``scorers``, by ``scorers[name](model)`` (a pair
-    scorer), then :func:`tsne_photos` of the model (or each of the models) named by ``tsne_of``. ``note`` is added to
-    the retrieval caption; ``tolerance`` (name -> float) widens the reproduction check of a run whose recorded
-    metrics are measured on a small sample (see :func:`unseen_embeddings`). Without the photographs a section with
-    the note of :func:`photos_unavailable` (an error under ``ZS_REQUIRE_DATA=1``)."""
+    when it has them), ranked by cosine similarity or, for a name in ``rankers``, by ``rankers[name](model)`` (a
+    learned metric's ranker, as :func:`nearest` takes it), then :func:`tsne_photos` of the model (or each of the
+    models) named by ``tsne_of``. ``note`` is added to the retrieval caption; ``tolerance`` (name -> float) widens
+    the reproduction check of a run whose recorded metrics are measured on a small sample (see
+    :func:`unseen_embeddings`). Without the photographs a section with the note of :func:`photos_unavailable` (an
+    error under ``ZS_REQUIRE_DATA=1``)."""
     from zslib.present.base import Section, Sections  # the presentation floor imports this module: a cycle
 
     first = next(iter(results.values()))
@@ -353,7 +353,7 @@ def retrieval_section(results: Mapping, *, scorers: Mapping | None = None, tsne_
         photos = flower_photos(first.config)
     except (DataError, OSError) as err:
         return Sections([Section(notes=[photos_unavailable("The retrieval figure", err).data])])
-    scorers = scorers or {}
+    rankers = rankers or {}
     embedded, neighbours, rows = {}, {}, None
     for name, result in results.items():
         emb, labels, model = unseen_embeddings(result, with_model=True, tolerance=(tolerance or {}).get(name))
@@ -361,7 +361,7 @@ def retrieval_section(results: Mapping, *, scorers: Mapping | None = None, tsne_
             raise RuntimeError(f"the unseen split of {name!r} is not the photographs' test split (order or labels)")
         rows = query_rows(labels) if rows is None else rows
         embedded[name] = (emb, labels)
-        neighbours[name] = nearest(emb, rows, scorer=scorers[name](model) if name in scorers else None)
+        neighbours[name] = nearest(emb, rows, ranker=rankers[name](model) if name in rankers else None)
     fig, caption = retrieval_grid(photos, photos.labels, rows, neighbours)
     out = [Section(figure=fig, notes=[caption + (" " + note if note else "") + " " + SOURCE_NOTE])]
     for name in ([tsne_of] if isinstance(tsne_of, str) else list(tsne_of or ())):

@@ -15,7 +15,7 @@ from zslib.analysis.viz import attention_panels
 from zslib.engine.data import SynthParts
 from zslib.engine.stats import format_interval, summarize
 from zslib.methods.deml.analyses import backbone_maps, unseen_embeddings
-from zslib.methods.deml.attention_crop import zoom_to_attention
+from zslib.methods.deml.attention_crop import attention_boxes, zoom_to_attention
 from zslib.methods.deml.object_attention import object_attention_map
 from zslib.present.base import Section
 from zslib.present.deml.quick import synth_normalize
@@ -49,7 +49,7 @@ def localization(runs: Mapping) -> tuple:
         feats = backbone_maps(r, synth_normalize(xs), ["stage3", "stage4"])
         for label, (layers, opts) in LOC_VARIANTS.items():
             att = object_attention_map([feats[l] for l in layers], 48, **opts)
-            loc_rows.setdefault(label, []).append(localization_scores(att, masks, obj_boxes))
+            loc_rows.setdefault(label, []).append(localization_scores(att, masks, obj_boxes, attention_boxes(att)))
     table = pd.DataFrame({label: {"mass on bird": np.mean([s["mass_on_object"] for s in ss]),
                                   "lift over chance": np.mean([s["lift"] for s in ss]),
                                   "peak on bird": np.mean([s["peak_on_object"] for s in ss]),

@@ -1,10 +1,10 @@
 """Exercises that check themselves: ``check("cml.energy_confusion", my_function)`` in a notebook cell.
 
 A check compares a student's answer with the zslib reference the chapter teaches (see
-:mod:`zslib.teaching.exercises.bank` for the list, :mod:`zslib.teaching.exercises.kinds` for how each kind compares) and
-prints what it found in plain words: passed, or which generated input failed, expected against got, and a
-hint tied to the derivation. It never prints the solution and never raises on a wrong answer, so a
-notebook with unsolved exercises still runs to the end.
+:mod:`zslib.teaching.exercises.bank` and each paper's ``bank_<paper>.py`` for the lists,
+:mod:`zslib.teaching.exercises.kinds` for how each kind compares) and prints what it found in plain words: passed,
+or which generated input failed, expected against got, and a hint tied to the derivation. It never prints the
+solution and never raises on a wrong answer, so a notebook with unsolved exercises still runs to the end.
 
 A check decides nothing about grades: the grader (:mod:`zslib.teaching.grading`) runs a submission in a
 separate process where ``check`` only hands the answer over, and scores it in its own process against

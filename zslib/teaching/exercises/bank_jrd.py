@@ -12,7 +12,7 @@ import torch
 
 from zslib.engine.stats import interval
 from zslib.methods.jrd import diversification as D
-from zslib.teaching.exercises.bank import decomposition, toy_two_classes
+from zslib.teaching.exercises.bank_cml import decomposition, toy_two_classes
 from zslib.teaching.exercises.kinds import (Case, ExperimentExercise, FunctionExercise, NumberExercise,
                                             PredictionExercise)
 
@@ -59,7 +59,7 @@ def _two_samples_at_cosine_06():
 def _jrs_descent(xi, xj, lr, steps):
     """``steps`` steps of plain gradient descent on JRS alone (JRD Eqs. 10-11, one layer, the default Gaussian
     mixture with its detached bandwidth) over the points of two classes, then
-    :func:`zslib.teaching.exercises.bank.decomposition` of the result."""
+    :func:`zslib.teaching.exercises.bank_cml.decomposition` of the result."""
     x = torch.cat([xi, xj]).detach().clone().requires_grad_(True)
     labels = torch.cat([torch.zeros(len(xi), dtype=torch.long), torch.ones(len(xj), dtype=torch.long)])
     for _ in range(int(steps)):
